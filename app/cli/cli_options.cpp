@@ -1,0 +1,101 @@
+#include "cli_options.h"
+
+#include <cstdlib>
+#include <map>
+
+namespace torchscope::cli {
+namespace {
+
+int64_t toInteger(const std::string& flag, const std::string& value)
+{
+    char* end = nullptr;
+    const long long n = std::strtoll(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0')
+        throw UsageError(flag + " expects an integer, got '" + value + "'");
+    return n;
+}
+
+} // namespace
+
+std::string usage()
+{
+    return R"(usage:
+  torchscope-cli inspect MODEL [--json] [--input PATH ...]
+      Prints the module tree: path, type, parameters, calls (and output shapes with --input).
+  torchscope-cli run MODEL --input PATH [--input PATH ...] --out FILE.pt
+                 [--grab SPEC ...] [--truncate PATH] [--edit SPEC ...] [--target INDEX]
+                 [--device auto|cpu|cuda] [--preprocess none|imagenet|FILE.json]
+      Runs the model and writes one dictionary that Python's torch.load reads.
+
+  --input PATH     an image, a folder of images, or a tensor .pt saved by torch.save (used as
+                   the batch as it is; give one .pt per argument for several-input models)
+  --grab SPEC      PATH (every call's output: PATH, PATH#1, ...), PATH:in0, PATH:in1 (inputs),
+                   PATH:grad (gradient of the --target class score); PATH may be a glob
+                   ("layer3.*") or "type:Conv2d"
+  --truncate PATH  stop after PATH's first call and return its output as "output"
+  --edit SPEC      PATH:zero:C1,C2  PATH:scale:C1,C2:FACTOR  PATH:add:FILE.pt  PATH:replace:FILE.pt
+  --target INDEX   class index whose score (summed over the batch) gradients are taken of
+  --device D       auto (CUDA when available), cpu, cuda, cuda:N
+  --preprocess P   default: the model's torchscope.json, else imagenet
+  --ops-library F  load a custom-operator library first (repeatable)
+  --threads N      intra-op CPU threads (default: one per core)
+)";
+}
+
+CliOptions parseCommandLine(int argc, char** argv)
+{
+    CliOptions options;
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+        options.command = "help";
+        return options;
+    }
+    options.command = args[0];
+    if (options.command != "inspect" && options.command != "run")
+        throw UsageError("unknown command '" + options.command + "'; expected inspect or run");
+
+    const std::map<std::string, std::vector<std::string>*> repeated{
+        {"--input", &options.inputs}, {"--grab", &options.grabs}, {"--edit", &options.edits},
+        {"--ops-library", &options.operatorLibraries}};
+    for (size_t i = 1; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= args.size())
+                throw UsageError(arg + " needs a value");
+            return args[++i];
+        };
+        if (const auto it = repeated.find(arg); it != repeated.end())
+            it->second->push_back(value());
+        else if (arg == "--out" || arg == "-o")
+            options.out = value();
+        else if (arg == "--truncate")
+            options.truncate = value();
+        else if (arg == "--target")
+            options.target = toInteger(arg, value());
+        else if (arg == "--device")
+            options.device = value();
+        else if (arg == "--preprocess")
+            options.preprocess = value();
+        else if (arg == "--threads")
+            options.threads = static_cast<int>(toInteger(arg, value()));
+        else if (arg == "--json")
+            options.json = true;
+        else if (!arg.empty() && arg[0] == '-')
+            throw UsageError("unknown option '" + arg + "'");
+        else if (options.model.empty())
+            options.model = arg;
+        else
+            throw UsageError("unexpected argument '" + arg + "'");
+    }
+    if (options.model.empty())
+        throw UsageError("no MODEL given");
+    if (options.command == "run") {
+        if (options.inputs.empty())
+            throw UsageError("run needs at least one --input");
+        if (options.out.empty())
+            throw UsageError("run needs --out FILE.pt");
+    }
+    return options;
+}
+
+} // namespace torchscope::cli

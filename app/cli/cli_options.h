@@ -1,0 +1,35 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace torchscope::cli {
+
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct CliOptions {
+    std::string command; // "inspect", "run", "help"
+    std::string model;
+    bool json = false;
+    std::vector<std::string> inputs;
+    std::vector<std::string> grabs;
+    std::vector<std::string> edits; // PATH:zero:C,... | PATH:scale:C,...:F | PATH:add:FILE.pt | PATH:replace:FILE.pt
+    std::vector<std::string> operatorLibraries;
+    std::optional<std::string> truncate;
+    std::optional<int64_t> target;
+    std::string out;
+    std::string device = "auto";
+    std::optional<std::string> preprocess;
+    int threads = 0; // 0: one per core
+    bool dryRun = false;
+};
+
+CliOptions parseCommandLine(int argc, char** argv); // throws UsageError
+std::string usage();
+
+} // namespace torchscope::cli

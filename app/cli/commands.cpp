@@ -1,0 +1,139 @@
+#include "commands.h"
+
+#include "common/error.h"
+#include "common/strings.h"
+#include "export/pt_export.h"
+#include "graph/engine.h"
+#include "inputs.h"
+#include "model/model.h"
+
+#include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
+
+#include <iomanip>
+#include <iostream>
+#include <thread>
+
+namespace torchscope::cli {
+namespace {
+
+std::shared_ptr<Model> openModel(const CliOptions& options)
+{
+    at::set_num_threads(options.threads > 0 ? options.threads
+                                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    LoadOptions load;
+    load.device = options.device;
+    load.operatorLibraries = options.operatorLibraries;
+    return Model::load(options.model, load);
+}
+
+Preprocessing choosePreprocessing(const Model& model, const CliOptions& options)
+{
+    if (options.preprocess)
+        return Preprocessing::fromSpec(*options.preprocess);
+    const ModelCard card = ModelCard::fromJson(model.extraFile("torchscope.json"));
+    return card.present ? card.preprocessing : Preprocessing::imagenet();
+}
+
+std::string describe(const c10::IValue& value)
+{
+    if (value.isTensor())
+        return shapeToString(value.toTensor().sizes().vec()) + " " + std::string(c10::toString(value.toTensor().scalar_type()));
+    return value.type()->annotation_str();
+}
+
+std::string callText(const ModuleInfo& m)
+{
+    if (m.path.empty())
+        return "";
+    std::string text = std::to_string(m.callSites.size()) + "x";
+    for (const auto& site : m.callSites)
+        if (!site.context.empty()) {
+            text += " (" + site.context + ")";
+            break;
+        }
+    return text;
+}
+
+} // namespace
+
+int runInspect(const CliOptions& options)
+{
+    auto model = openModel(options);
+    if (!options.inputs.empty())
+        dryRun(*model, loadForwardInputs(*model, options.inputs, choosePreprocessing(*model, options)));
+
+    if (options.json) {
+        nlohmann::json modules = nlohmann::json::array();
+        for (const auto& m : model->modules()) {
+            nlohmann::json sites = nlohmann::json::array();
+            for (const auto& s : m.callSites)
+                sites.push_back({{"method", s.method}, {"line", s.line}, {"context", s.context}});
+            modules.push_back({{"path", m.path}, {"type", m.shortType}, {"qualified_type", m.qualifiedType},
+                               {"parameters", m.ownParameters}, {"total_parameters", m.totalParameters},
+                               {"calls", sites}, {"output_shapes", m.outputShapes}});
+        }
+        nlohmann::json arguments = nlohmann::json::array();
+        for (const auto& a : model->forwardArguments())
+            arguments.push_back({{"name", a.name}, {"type", a.type}, {"has_default", a.hasDefault}});
+        const nlohmann::json root{{"model", model->path()}, {"device", model->device()},
+                                  {"forward", arguments}, {"modules", modules}};
+        std::cout << root.dump(2) << '\n';
+        return 0;
+    }
+
+    std::cout << model->path() << ": " << model->forwardSignature() << "\n\n";
+    std::cout << std::left << std::setw(44) << "path" << std::setw(28) << "type" << std::right << std::setw(12)
+              << "params" << "  " << std::left << std::setw(14) << "calls" << "output\n";
+    for (const auto& m : model->modules()) {
+        std::string shapes;
+        for (const auto& s : m.outputShapes)
+            shapes += (shapes.empty() ? "" : " ") + shapeToString(s);
+        const std::string shown = m.path.empty() ? "(root)" : m.path;
+        std::cout << std::left << std::setw(44) << shown << std::setw(28) << m.shortType << std::right
+                  << std::setw(12) << m.totalParameters << "  " << std::left << std::setw(14) << callText(m) << shapes
+                  << '\n';
+    }
+    return 0;
+}
+
+int runModel(const CliOptions& options)
+{
+    auto model = openModel(options);
+    Request request;
+    std::vector<at::Tensor> editTensors;
+    for (const auto& grab : options.grabs)
+        request.grabs.push_back(GrabSpec::parse(grab));
+    for (const auto& text : options.edits) {
+        // PATH:add:FILE.pt / PATH:replace:FILE.pt carry a tensor file after the operation.
+        std::string spec = text;
+        for (const char* op : {":add:", ":replace:"}) {
+            const auto at = text.find(op);
+            if (at == std::string::npos)
+                continue;
+            spec = text.substr(0, at + std::string(op).size() - 1);
+            const auto tensor = readTorchSaveFile(text.substr(at + std::string(op).size()));
+            if (!tensor.isTensor())
+                throw Error("edit '" + text + "': the file holds no single tensor");
+            editTensors.push_back(tensor.toTensor());
+        }
+        request.edits.push_back(EditSpec::parse(spec));
+        if (request.edits.back().takesTensor() && editTensors.size() < request.edits.size())
+            throw Error("edit '" + text + "' needs a tensor file: PATH:add:FILE.pt or PATH:replace:FILE.pt");
+    }
+    request.truncateAt = options.truncate;
+    request.targetClass = options.target;
+
+    const auto inputs = loadForwardInputs(*model, options.inputs, choosePreprocessing(*model, options));
+    Engine engine(model);
+    const RunResult result = engine.run(request, inputs, editTensors);
+    for (const auto& warning : result.warnings)
+        std::cerr << "torchscope-cli: warning: " << warning << '\n';
+    writePtDictionary(options.out, result.values);
+    for (const auto& [key, value] : result.values)
+        std::cout << key << '\t' << describe(value) << '\n';
+    std::cout << "wrote " << result.values.size() << " entries to " << options.out << '\n';
+    return 0;
+}
+
+} // namespace torchscope::cli

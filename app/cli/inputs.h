@@ -1,0 +1,23 @@
+#pragma once
+
+#include "imaging/preprocessing.h"
+
+#include <ATen/core/ivalue.h>
+
+#include <string>
+#include <vector>
+
+namespace torchscope {
+class Model;
+}
+
+namespace torchscope::cli {
+
+// The forward's arguments from --input paths: images and folders become one preprocessed batch;
+// tensor files written by torch.save are used as they are (one per argument when several).
+std::vector<c10::IValue> loadForwardInputs(const Model& model, const std::vector<std::string>& inputs,
+                                           const Preprocessing& preprocessing);
+
+bool isTensorFile(const std::string& path);
+
+} // namespace torchscope::cli

@@ -1,0 +1,33 @@
+// torchscope-cli: inspect a TorchScript model's module tree, or run it while grabbing, editing
+// and truncating (see usage()). Errors go to stderr with exit code 1 (2 for usage errors).
+#include "cli_options.h"
+#include "commands.h"
+#include "common/error.h"
+
+#include <c10/util/Exception.h>
+
+#include <iostream>
+
+int main(int argc, char** argv)
+{
+    using namespace torchscope::cli;
+    try {
+        const CliOptions options = parseCommandLine(argc, argv);
+        if (options.command == "help") {
+            std::cout << usage();
+            return 0;
+        }
+        return options.command == "inspect" ? runInspect(options) : runModel(options);
+    } catch (const UsageError& e) {
+        std::cerr << "torchscope-cli: " << e.what() << "\n\n" << usage();
+        return 2;
+    } catch (const torchscope::Error& e) {
+        std::cerr << "torchscope-cli: error: " << e.what() << '\n';
+    } catch (const c10::Error& e) {
+        const std::string message = e.what_without_backtrace();
+        std::cerr << "torchscope-cli: error: " << message.substr(0, message.find('\n')) << '\n';
+    } catch (const std::exception& e) {
+        std::cerr << "torchscope-cli: error: " << e.what() << '\n';
+    }
+    return 1;
+}

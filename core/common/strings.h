@@ -1,0 +1,22 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace torchscope {
+
+std::vector<std::string> split(std::string_view text, char separator);
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
+bool startsWith(std::string_view text, std::string_view prefix);
+bool endsWith(std::string_view text, std::string_view suffix);
+
+// Edit distance, used to suggest the closest existing names for a misspelled one.
+size_t levenshtein(std::string_view a, std::string_view b);
+std::vector<std::string> closestMatches(const std::string& wanted,
+                                        const std::vector<std::string>& candidates, size_t count);
+
+// "[1, 64, 56, 56]"
+std::string shapeToString(const std::vector<int64_t>& shape);
+
+} // namespace torchscope

@@ -1,0 +1,49 @@
+#include "export/atomic_file.h"
+
+#include "common/error.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+namespace torchscope {
+
+void writeFileAtomically(const std::string& path, std::string_view bytes)
+{
+    namespace fs = std::filesystem;
+    const fs::path target(path);
+    const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec))
+        throw Error("cannot write '" + path + "': the folder '" + dir.string() + "' does not exist");
+
+    std::string temp = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
+    const int fd = mkstemp(temp.data());
+    if (fd < 0)
+        throw Error("cannot write '" + path + "': " + std::strerror(errno));
+    size_t written = 0;
+    while (written < bytes.size()) {
+        const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+        if (n < 0) {
+            const std::string why = std::strerror(errno);
+            ::close(fd);
+            std::remove(temp.c_str());
+            throw Error("cannot write '" + path + "': " + why);
+        }
+        written += static_cast<size_t>(n);
+    }
+    const bool synced = ::fsync(fd) == 0;
+    ::fchmod(fd, 0644);
+    if (::close(fd) != 0 || !synced || std::rename(temp.c_str(), path.c_str()) != 0) {
+        const std::string why = std::strerror(errno);
+        std::remove(temp.c_str());
+        throw Error("cannot write '" + path + "': " + why);
+    }
+}
+
+} // namespace torchscope

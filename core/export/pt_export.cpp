@@ -1,0 +1,74 @@
+#include "export/pt_export.h"
+
+#include "common/error.h"
+#include "export/atomic_file.h"
+#include "model/file_diagnosis.h"
+
+#include <torch/csrc/jit/serialization/pickle.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+namespace torchscope {
+namespace {
+
+c10::IValue toCpu(const c10::IValue& value)
+{
+    if (value.isTensor())
+        return value.toTensor().detach().cpu();
+    if (value.isList()) {
+        auto list = value.toList();
+        c10::impl::GenericList copy(list.elementType());
+        for (const c10::IValue& v : list)
+            copy.push_back(toCpu(v));
+        return copy;
+    }
+    if (value.isTuple()) {
+        std::vector<c10::IValue> elements;
+        for (const auto& v : value.toTupleRef().elements())
+            elements.push_back(toCpu(v));
+        return c10::ivalue::Tuple::create(std::move(elements));
+    }
+    if (value.isGenericDict()) {
+        auto dict = value.toGenericDict();
+        c10::impl::GenericDict copy(dict.keyType(), dict.valueType());
+        for (const auto& entry : dict)
+            copy.insert(entry.key(), toCpu(entry.value()));
+        return copy;
+    }
+    return value;
+}
+
+} // namespace
+
+void writePtDictionary(const std::string& path, const std::vector<std::pair<std::string, c10::IValue>>& values)
+{
+    c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
+    for (const auto& [key, value] : values)
+        dict.insert(key, toCpu(value));
+    const std::vector<char> bytes = torch::jit::pickle_save(dict);
+    writeFileAtomically(path, std::string_view(bytes.data(), bytes.size()));
+}
+
+c10::IValue readTorchSaveFile(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw Error("cannot read '" + path + "': no such file or not readable");
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string start(bytes.data(), std::min<size_t>(bytes.size(), 64));
+    if (bytes.size() < 4 || start.compare(0, 4, "PK\x03\x04") != 0)
+        throw Error("cannot read tensor file '" + path + "': this is " + describeFileStart(start)
+                    + ", not a file written by torch.save");
+    try {
+        return torch::jit::pickle_load(bytes);
+    } catch (const c10::Error& e) {
+        const std::string message = e.what_without_backtrace();
+        if (message.find("constants.pkl") != std::string::npos || message.find("code/") != std::string::npos)
+            throw Error("cannot read tensor file '" + path + "': it looks like a TorchScript model, not a tensor");
+        throw Error("cannot read tensor file '" + path + "': " + message.substr(0, message.find('\n')));
+    }
+}
+
+} // namespace torchscope

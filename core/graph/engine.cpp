@@ -1,0 +1,243 @@
+#include "graph/engine.h"
+
+#include "common/error.h"
+#include "common/strings.h"
+#include "graph/instrumenter.h"
+#include "graph/selector.h"
+#include "model/model.h"
+
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/script.h>
+
+#include <set>
+
+namespace torchscope {
+namespace {
+
+std::string callKey(const CaptureSlot& slot, size_t call)
+{
+    if (call == 0)
+        return slot.key;
+    // Later calls: PATH#1, PATH:in0#1, PATH:grad#1.
+    return slot.key + "#" + std::to_string(call);
+}
+
+c10::IValue toDevice(const c10::IValue& value, const c10::Device& device)
+{
+    if (value.isTensor())
+        return value.toTensor().to(device);
+    if (value.isTensorList()) {
+        c10::List<at::Tensor> moved;
+        for (const at::Tensor& t : value.toTensorList())
+            moved.push_back(t.to(device));
+        return moved;
+    }
+    return value;
+}
+
+// Inputs that gradients flow from: floating tensors get requires_grad on a copy of their own.
+c10::IValue withGradient(const c10::IValue& value)
+{
+    if (value.isTensor() && value.toTensor().is_floating_point())
+        return value.toTensor().detach().clone().requires_grad_(true);
+    if (value.isTensorList()) {
+        c10::List<at::Tensor> list;
+        for (const at::Tensor& t : value.toTensorList())
+            list.push_back(t.is_floating_point() ? t.detach().clone().requires_grad_(true) : t);
+        return list;
+    }
+    return value;
+}
+
+} // namespace
+
+const c10::IValue* RunResult::find(const std::string& key) const
+{
+    for (const auto& [k, v] : values)
+        if (k == key)
+            return &v;
+    return nullptr;
+}
+
+at::Tensor RunResult::tensor(const std::string& key) const
+{
+    const auto* value = find(key);
+    if (!value || !value->isTensor())
+        throw Error("the run has no tensor '" + key + "'");
+    return value->toTensor();
+}
+
+std::string torchErrorMessage(const c10::Error& error)
+{
+    const std::string text = error.what_without_backtrace();
+    // TorchScript prints its own traceback first; the last non-empty line holds the message.
+    for (const char* marker : {"RuntimeError: ", "AssertionError: ", "ValueError: ", "TypeError: "}) {
+        const auto at = text.rfind(marker);
+        if (at != std::string::npos) {
+            std::string message = text.substr(at);
+            return message.substr(0, message.find('\n'));
+        }
+    }
+    return text.substr(0, text.find('\n'));
+}
+
+Engine::Engine(std::shared_ptr<Model> model)
+    : model_(std::move(model))
+{
+}
+
+Engine::~Engine() = default;
+
+ResolvedRequest Engine::resolve(const Request& request) const
+{
+    ResolvedRequest resolved;
+    std::set<std::string> seen;
+    for (const auto& grab : request.grabs) {
+        for (const auto& path : resolveSelector(*model_, grab.selector)) {
+            CaptureSlot slot{path + grab.suffix(), path, grab.kind, grab.inputIndex};
+            if (seen.insert(slot.key).second)
+                resolved.captures.push_back(slot);
+        }
+    }
+    for (const auto& edit : request.edits) {
+        requireModulePath(*model_, edit.path, "edit '" + edit.toString() + "'");
+        resolved.edits.push_back(edit);
+    }
+    if (request.truncateAt) {
+        requireModulePath(*model_, *request.truncateAt, "truncation point");
+        resolved.truncateAt = request.truncateAt;
+    }
+    return resolved;
+}
+
+std::shared_ptr<InstrumentedFunction> Engine::instrumented(const ResolvedRequest& request)
+{
+    const std::string key = request.cacheKey();
+    auto it = cache_.find(key);
+    if (it == cache_.end())
+        it = cache_.emplace(key, instrument(model_->module(), request)).first;
+    return it->second;
+}
+
+RunResult Engine::run(const Request& request, const std::vector<c10::IValue>& inputs,
+                      const std::vector<at::Tensor>& editTensors)
+{
+    const ResolvedRequest resolved = resolve(request);
+    const bool gradients = resolved.needsGradients();
+    if (gradients && !request.targetClass)
+        throw Error("gradients are of a class score: give the target class index (--target N)");
+
+    size_t tensorEdits = 0;
+    for (const auto& e : resolved.edits)
+        tensorEdits += e.takesTensor() ? 1 : 0;
+    if (editTensors.size() != tensorEdits)
+        throw Error("the edits need " + std::to_string(tensorEdits) + " tensor(s) (add/replace), but "
+                    + std::to_string(editTensors.size()) + " were given");
+
+    const auto instrumentedFunction = instrumented(resolved);
+    const auto& schema = model_->module().get_method("forward").function().getSchema();
+    const size_t expected = schema.arguments().size() - 1;
+    if (inputs.size() > expected)
+        throw Error("the model's " + model_->forwardSignature() + " takes " + std::to_string(expected)
+                    + " input(s), but " + std::to_string(inputs.size()) + " were given");
+
+    const c10::Device device(model_->device());
+    torch::jit::Stack stack{model_->module()._ivalue()};
+    for (size_t i = 0; i < expected; ++i) {
+        const auto& argument = schema.arguments()[i + 1];
+        if (i < inputs.size()) {
+            const auto value = toDevice(inputs[i], device);
+            stack.push_back(gradients ? withGradient(value) : value);
+        } else if (argument.default_value()) {
+            stack.push_back(*argument.default_value());
+        } else {
+            throw Error("the model's " + model_->forwardSignature() + " needs argument '" + argument.name()
+                        + "', which was not given");
+        }
+    }
+    for (const auto& t : editTensors)
+        stack.push_back(t.to(device));
+
+    RunResult result;
+    result.warnings = instrumentedFunction->warnings;
+    std::vector<at::Tensor> gradientTaps;
+    std::vector<std::string> gradientKeys;
+    try {
+        const torch::AutoGradMode gradMode(gradients);
+        instrumentedFunction->function->run(stack);
+        const auto elements = stack.back().toTupleRef().elements();
+        result.values.emplace_back("output", elements[0]);
+        for (size_t s = 0; s < instrumentedFunction->slots.size(); ++s) {
+            const auto& slot = instrumentedFunction->slots[s];
+            const auto list = elements[s + 1].toList();
+            if (list.empty() && !request.truncateAt)
+                result.warnings.push_back("'" + slot.key + "' was not reached for this input");
+            for (size_t call = 0; call < list.size(); ++call) {
+                const c10::IValue value = list.get(call);
+                if (slot.kind == CaptureKind::Gradient) {
+                    gradientTaps.push_back(value.toTensor());
+                    gradientKeys.push_back(callKey(slot, call));
+                } else {
+                    result.values.emplace_back(callKey(slot, call),
+                                               value.isTensor() ? c10::IValue(value.toTensor().detach()) : value);
+                }
+            }
+        }
+        if (gradients) {
+            const auto& output = elements[0];
+            if (!output.isTensor() || output.toTensor().dim() != 2)
+                throw Error("gradients need a model output of shape [batch, classes]; this one is "
+                            + (output.isTensor() ? shapeToString(output.toTensor().sizes().vec())
+                                                 : output.type()->annotation_str()));
+            const at::Tensor logits = output.toTensor();
+            const int64_t target = *request.targetClass;
+            if (target < 0 || target >= logits.size(1))
+                throw Error("target class " + std::to_string(target) + " is out of range: the output has "
+                            + std::to_string(logits.size(1)) + " classes");
+            const at::Tensor score = logits.select(1, target).sum();
+            const auto grads = torch::autograd::grad({score}, gradientTaps, {}, false, false, true);
+            for (size_t i = 0; i < grads.size(); ++i)
+                result.values.emplace_back(gradientKeys[i],
+                                           grads[i].defined() ? grads[i] : at::zeros_like(gradientTaps[i]));
+            result.values[0].second = logits.detach();
+        }
+    } catch (const c10::Error& e) {
+        throw Error("the model failed while running: " + torchErrorMessage(e));
+    }
+    return result;
+}
+
+std::vector<c10::IValue> forwardInputsFromBatch(const Model& model, const at::Tensor& batch)
+{
+    const auto& arguments = model.forwardArguments();
+    if (!arguments.empty() && arguments[0].type == "List[Tensor]") {
+        c10::List<at::Tensor> images;
+        if (batch.dim() == 4) {
+            for (const auto& image : batch.unbind(0))
+                images.push_back(image);
+        } else {
+            images.push_back(batch);
+        }
+        return {images};
+    }
+    return {batch};
+}
+
+void dryRun(Model& model, const std::vector<c10::IValue>& inputs)
+{
+    Engine engine(std::shared_ptr<Model>(&model, [](Model*) {}));
+    Request request;
+    request.grabs.push_back(GrabSpec::parse("*"));
+    const RunResult result = engine.run(request, inputs);
+    std::map<std::string, std::vector<std::vector<int64_t>>> shapes;
+    for (const auto& [key, value] : result.values) {
+        if (key == "output")
+            continue;
+        const std::string path = key.substr(0, key.find('#'));
+        shapes[path].push_back(value.isTensor() ? value.toTensor().sizes().vec() : std::vector<int64_t>{});
+    }
+    for (auto& [path, list] : shapes)
+        model.setOutputShapes(path, std::move(list));
+}
+
+} // namespace torchscope

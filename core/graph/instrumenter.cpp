@@ -1,0 +1,356 @@
+#include "graph/instrumenter.h"
+
+#include "common/error.h"
+#include "common/strings.h"
+#include "graph/edit_functions.h"
+#include "model/torch_names.h"
+
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace torchscope {
+
+using torch::jit::Block;
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+using torch::jit::WithInsertPoint;
+
+bool ResolvedRequest::needsGradients() const
+{
+    for (const auto& c : captures)
+        if (c.kind == CaptureKind::Gradient)
+            return true;
+    return false;
+}
+
+std::string ResolvedRequest::cacheKey() const
+{
+    std::ostringstream key;
+    for (const auto& c : captures)
+        key << c.key << ';';
+    key << "|t=" << truncateAt.value_or("");
+    for (const auto& e : edits)
+        key << "|e=" << e.toString();
+    return key.str();
+}
+
+namespace {
+
+bool isForwardCall(const Node* node)
+{
+    // Traced models name the later calls of one module instance forward1, forward2, ...
+    const std::string name = node->s(c10::attr::name);
+    if (!startsWith(name, "forward"))
+        return false;
+    return std::all_of(name.begin() + 7, name.end(), [](char c) { return std::isdigit(c); });
+}
+
+bool isStrictAncestor(const std::string& ancestor, const std::string& path)
+{
+    return ancestor.empty() ? !path.empty() : startsWith(path, ancestor + ".");
+}
+
+void forEachNode(Block* block, const std::function<void(Node*)>& visit)
+{
+    for (auto* node : block->nodes()) {
+        visit(node);
+        for (auto* sub : node->blocks())
+            forEachNode(sub, visit);
+    }
+}
+
+// Module path of every value that is a GetAttr chain from self (graph input 0).
+std::unordered_map<const Value*, std::string> modulePaths(Graph& graph)
+{
+    std::unordered_map<const Value*, std::string> paths{{graph.inputs()[0], ""}};
+    forEachNode(graph.block(), [&](Node* node) {
+        if (node->kind() == c10::prim::GetAttr && isModuleType(node->output()->type())) {
+            const auto it = paths.find(node->input(0));
+            if (it != paths.end())
+                paths[node->output()] = joinPath(it->second, node->s(c10::attr::name));
+        }
+    });
+    return paths;
+}
+
+void inlineCall(Node* node, const std::string& path)
+{
+    const auto classType = node->input(0)->type()->cast<c10::ClassType>();
+    if (!classType)
+        throw Error("module '" + path + "' is called through an interface type; TorchScope cannot look inside it");
+    auto& callee = torch::jit::toGraphFunction(classType->getMethod(node->s(c10::attr::name)));
+    // This overload inlines the callee's own graph (with its submodule calls intact); the bool
+    // overload would take the optimized, fully inlined graph and erase the module boundaries.
+    torch::jit::inlineCallTo(node, &callee, callee.graph().get());
+}
+
+std::string describeEnclosingBlock(const Node* node)
+{
+    for (auto* block = node->owningBlock(); block->owningNode(); block = block->owningNode()->owningBlock()) {
+        const Node* owner = block->owningNode();
+        if (owner->kind() == c10::prim::If || owner->kind() == c10::prim::Loop) {
+            const int line = sourceLine(owner);
+            return std::string(owner->kind() == c10::prim::If ? "inside an if-branch" : "inside a loop")
+                + (line ? " (TorchScript code line " + std::to_string(line) + ")" : "");
+        }
+    }
+    return "inside a nested block";
+}
+
+c10::TypePtr unify(const c10::TypePtr& a, const c10::TypePtr& b)
+{
+    if (!a)
+        return b;
+    if (auto unified = c10::unifyTypes(a, b))
+        return *unified;
+    return c10::AnyType::get();
+}
+
+Value* insertClone(Graph& graph, Value* value)
+{
+    return graph.insert(c10::aten::clone, {value});
+}
+
+class Instrumenter {
+public:
+    Instrumenter(const torch::jit::Module& module, const ResolvedRequest& request)
+        : module_(module), request_(request)
+    {
+    }
+
+    std::shared_ptr<InstrumentedFunction> build()
+    {
+        auto& forward = torch::jit::toGraphFunction(module_.get_method("forward").function());
+        graph_ = forward.graph()->copy();
+        result_ = std::make_shared<InstrumentedFunction>();
+        result_->slots = request_.captures;
+
+        std::set<std::string> targets;
+        for (const auto& c : request_.captures)
+            targets.insert(c.path);
+        for (const auto& e : request_.edits)
+            targets.insert(e.path);
+        if (request_.truncateAt)
+            targets.insert(*request_.truncateAt);
+
+        addEditInputs();
+        instrumentAndInline(targets);
+        finishOutputs();
+        graph_->lint();
+        if (std::getenv("TORCHSCOPE_DUMP_GRAPH"))
+            std::cerr << "instrumented graph:\n" << *graph_ << '\n';
+
+        const auto mode = request_.needsGradients()
+            ? c10::optional<torch::jit::ExecutorExecutionMode>(torch::jit::ExecutorExecutionMode::SIMPLE)
+            : c10::nullopt;
+        // Gradients w.r.t. returned intermediates come back undefined once the profiling executor
+        // fuses the graph into a DifferentiableGraph, hence the simple executor for them.
+        result_->function = std::make_shared<torch::jit::GraphFunction>(
+            "torchscope.instrumented_forward", graph_, nullptr, mode);
+        return result_;
+    }
+
+private:
+    // Taps every call of a target, then inlines the calls on strict ancestors of targets, one
+    // level at a time, so that deeper targets' calls appear; repeats until none is left. A target
+    // that is itself an ancestor is tapped before it is inlined: the taps around its call stay.
+    void instrumentAndInline(const std::set<std::string>& targets)
+    {
+        std::set<std::string> found;
+        while (true) {
+            const auto paths = modulePaths(*graph_);
+            std::vector<std::pair<Node*, std::string>> targetCalls, toInline;
+            forEachNode(graph_->block(), [&](Node* node) {
+                if (node->kind() != c10::prim::CallMethod)
+                    return;
+                const auto it = paths.find(node->input(0));
+                if (it == paths.end())
+                    return;
+                if (isForwardCall(node) && targets.count(it->second) && !tapped_.count(node))
+                    targetCalls.emplace_back(node, it->second);
+                for (const auto& target : targets)
+                    if (isStrictAncestor(it->second, target)) {
+                        toInline.emplace_back(node, it->second);
+                        break;
+                    }
+            });
+            for (const auto& [node, path] : targetCalls) {
+                instrumentCall(path, node);
+                tapped_.insert(node);
+                found.insert(path);
+            }
+            if (toInline.empty())
+                break;
+            for (const auto& [node, path] : toInline) {
+                tapped_.erase(node); // the node is destroyed; its address may be reused
+                inlineCall(node, path);
+            }
+        }
+        for (const auto& target : targets)
+            if (!found.count(target))
+                throw Error("module '" + target
+                            + "' is never called by the model's forward (it may be unused, or called only "
+                              "from code TorchScope cannot inline)");
+        for (size_t s = 0; s < result_->slots.size(); ++s)
+            if (!lists_[s])
+                throw Error("'" + result_->slots[s].key + "' cannot be grabbed: its module is never called");
+    }
+
+    void addEditInputs()
+    {
+        for (size_t i = 0; i < request_.edits.size(); ++i)
+            if (request_.edits[i].takesTensor())
+                editTensors_[i] = graph_->addInput("edit_tensor_" + std::to_string(i))->setType(c10::TensorType::get());
+        lists_.assign(result_->slots.size(), nullptr);
+    }
+
+    // The list collecting a slot's values, created at graph entry on the slot's first call (a
+    // value captured inside an if or a loop is not visible at top level; the list is).
+    Value* listFor(size_t s, const c10::TypePtr& type)
+    {
+        const auto& slot = result_->slots[s];
+        if (slot.kind == CaptureKind::Gradient && !type->isSubtypeOf(*c10::TensorType::get()))
+            throw Error("'" + slot.key + "': a gradient needs a tensor output, but module '" + slot.path
+                        + "' returns " + type->annotation_str());
+        if (!lists_[s]) {
+            auto* list = graph_->createList(type, {});
+            graph_->prependNode(list);
+            lists_[s] = list->output();
+        }
+        return lists_[s];
+    }
+
+    void append(size_t slot, Value* value)
+    {
+        graph_->insert(c10::aten::append, {listFor(slot, value->type()), value});
+    }
+
+    void instrumentCall(const std::string& path, Node* call)
+    {
+        {
+            WithInsertPoint before(call);
+            for (size_t s = 0; s < result_->slots.size(); ++s) {
+                const auto& slot = result_->slots[s];
+                if (slot.path != path || slot.kind != CaptureKind::Input)
+                    continue;
+                // The inputs as they were before the module ran, even if it or a later op works
+                // in place on them.
+                const size_t index = static_cast<size_t>(slot.inputIndex) + 1;
+                if (index >= call->inputs().size())
+                    throw Error("'" + slot.key + "': module '" + path + "' takes " + std::to_string(call->inputs().size() - 1)
+                                + " input(s), so in" + std::to_string(slot.inputIndex) + " does not exist");
+                Value* input = call->input(index);
+                append(s, input->type()->isSubtypeOf(*c10::TensorType::get()) ? insertClone(*graph_, input) : input);
+            }
+        }
+
+        Node* anchor = call->next();
+        WithInsertPoint after(anchor);
+        Value* original = call->output();
+        Value* current = original;
+        for (size_t e = 0; e < request_.edits.size(); ++e)
+            if (request_.edits[e].path == path)
+                current = insertEdit(*graph_, current, request_.edits[e],
+                                     editTensors_.count(e) ? editTensors_.at(e) : nullptr);
+        if (current != original)
+            original->replaceAllUsesAfterNodeWith(anchor->prev(), current);
+
+        for (size_t s = 0; s < result_->slots.size(); ++s) {
+            const auto& slot = result_->slots[s];
+            if (slot.path != path || slot.kind == CaptureKind::Input)
+                continue;
+            const bool isTensor = current->type()->isSubtypeOf(*c10::TensorType::get());
+            if (slot.kind == CaptureKind::Output) {
+                // A copy, because a later in-place op (ReLU(inplace=True), +=) would change the
+                // tensor we return. Containers are kept as they are.
+                append(s, isTensor ? insertClone(*graph_, current) : current);
+            } else {
+                // Keep the true output for autograd and let the rest of the network work on a
+                // copy: a following in-place op must not rebase the value we differentiate by.
+                append(s, current);
+                Value* copy = insertClone(*graph_, current);
+                current->replaceAllUsesAfterNodeWith(copy->node(), copy);
+                current = copy;
+            }
+        }
+        if (request_.truncateAt == path && (!truncationValue_ || call->isBefore(truncationEnd_))) {
+            if (call->owningBlock() != graph_->block())
+                truncationProblem_ = describeEnclosingBlock(call);
+            truncationValue_ = current;
+            truncationEnd_ = anchor->prev();
+        }
+    }
+
+    void finishOutputs()
+    {
+        // Read only now: edits and gradient taps may have replaced the value forward returns.
+        Value* originalOutput = graph_->outputs()[0];
+        while (!graph_->outputs().empty())
+            graph_->eraseOutput(graph_->outputs().size() - 1);
+        std::vector<Value*> outputs;
+        if (truncationValue_) {
+            cutAfterTruncation();
+            outputs.push_back(truncationValue_);
+        } else {
+            outputs.push_back(originalOutput);
+        }
+        outputs.insert(outputs.end(), lists_.begin(), lists_.end());
+        WithInsertPoint end(graph_->block()->return_node());
+        graph_->registerOutput(graph_->insertNode(graph_->createTuple(outputs))->output());
+        if (truncationValue_)
+            torch::jit::EliminateDeadCode(graph_);
+    }
+
+    // Work after the truncation point must not run. Dead-code elimination alone removes nothing
+    // (calls, in-place ops, assertions and loops count as side effects), so cut the top level.
+    void cutAfterTruncation()
+    {
+        if (!truncationProblem_.empty())
+            throw Error("cannot truncate at '" + *request_.truncateAt + "': its first call is "
+                        + truncationProblem_
+                        + ", so whether and how often it runs depends on the input; truncate at a module "
+                          "outside that block");
+        std::vector<Node*> after;
+        for (Node* n = truncationEnd_->next(); n != graph_->block()->return_node(); n = n->next())
+            after.push_back(n);
+        for (auto it = after.rbegin(); it != after.rend(); ++it)
+            (*it)->destroy();
+
+        for (size_t s = 0; s < result_->slots.size(); ++s) {
+            bool appended = false;
+            for (const auto& use : lists_[s]->uses())
+                appended = appended || use.user->kind() == c10::aten::append;
+            if (!appended)
+                result_->warnings.push_back("'" + result_->slots[s].key + "' runs only after the truncation point '"
+                                            + *request_.truncateAt + "', so nothing was grabbed");
+        }
+    }
+
+    const torch::jit::Module& module_;
+    const ResolvedRequest& request_;
+    std::shared_ptr<Graph> graph_;
+    std::shared_ptr<InstrumentedFunction> result_;
+    std::set<Node*> tapped_;
+    std::map<size_t, Value*> editTensors_;
+    std::vector<Value*> lists_;
+    std::string truncationProblem_;
+    Value* truncationValue_ = nullptr;
+    Node* truncationEnd_ = nullptr;
+};
+
+} // namespace
+
+std::shared_ptr<InstrumentedFunction> instrument(const torch::jit::Module& module, const ResolvedRequest& request)
+{
+    return Instrumenter(module, request).build();
+}
+
+} // namespace torchscope

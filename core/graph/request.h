@@ -1,0 +1,52 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace torchscope {
+
+enum class CaptureKind { Output, Input, Gradient };
+
+// One --grab: a selector (path, glob "layer3.*", or "type:Conv2d") and what to take from it.
+struct GrabSpec {
+    std::string selector;
+    CaptureKind kind = CaptureKind::Output;
+    int inputIndex = 0; // for CaptureKind::Input
+
+    // "layer1", "layer1:in0", "layer1:grad", "type:Conv2d:in1". Throws torchscope::Error.
+    static GrabSpec parse(const std::string& text);
+    std::string suffix() const; // "", ":in0", ":grad"
+};
+
+enum class EditKind {
+    ZeroChannels,  // channels along dim 1 set to 0
+    ScaleChannels, // channels along dim 1 multiplied by factor
+    Add,           // a tensor added (broadcast)
+    Replace        // the output replaced by a tensor (activation patching)
+};
+
+// nethook's edit_output: changes a module's output before the rest of the network sees it.
+// Applies to every call of the module. Add and Replace take the tensor given with the run.
+struct EditSpec {
+    std::string path;
+    EditKind kind = EditKind::ZeroChannels;
+    std::vector<int64_t> channels;
+    double factor = 1.0;
+
+    // "layer2:zero:0,5,7", "layer3:scale:1,2:2.5", "layer1:add", "layer3:replace".
+    static EditSpec parse(const std::string& text);
+    bool takesTensor() const { return kind == EditKind::Add || kind == EditKind::Replace; }
+    std::string toString() const;
+};
+
+struct Request {
+    std::vector<GrabSpec> grabs;
+    std::optional<std::string> truncateAt;
+    std::vector<EditSpec> edits;
+    // Gradients are of output[:, targetClass].sum() over the batch.
+    std::optional<int64_t> targetClass;
+};
+
+} // namespace torchscope

@@ -1,0 +1,20 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace torchscope {
+
+class Model;
+
+// Resolves a module selector to module paths in named_modules() order:
+//   "layer1.0.conv1"  one path (an unknown one throws, naming the closest existing paths)
+//   "layer3.*"        a glob (fnmatch: * also crosses dots, so it takes all descendants)
+//   "type:Conv2d"     every module of that short or qualified type
+// A glob or type that matches nothing throws too.
+std::vector<std::string> resolveSelector(const Model& model, const std::string& selector);
+
+// Throws the "unknown module path" error unless the path exists.
+void requireModulePath(const Model& model, const std::string& path, const std::string& what);
+
+} // namespace torchscope

@@ -1,0 +1,28 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace torchscope {
+
+// A decoded image as plain values: RGB (or grey) floats in [0, 1], row-major HWC.
+struct DecodedImage {
+    std::string path;
+    int width = 0;
+    int height = 0;
+    int channels = 0;      // 1 (grey) or 3 (RGB); an alpha channel is dropped, as PIL's convert("RGB")
+    int sourceChannels = 0;
+    int sourceBitDepth = 0; // 8, 16 or 32
+    std::vector<float> pixels;
+};
+
+// PNG, JPEG, BMP, TIFF, WebP, ...; grey, RGB, RGBA; 8 or 16 bit. Throws torchscope::Error saying
+// what the file is when it cannot be decoded.
+DecodedImage decodeImage(const std::string& path);
+
+bool hasImageExtension(const std::string& path);
+
+// Image files in a folder and its subfolders, sorted by path.
+std::vector<std::string> listImages(const std::string& folder);
+
+} // namespace torchscope

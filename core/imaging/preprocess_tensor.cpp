@@ -1,0 +1,62 @@
+#include "imaging/preprocess_tensor.h"
+
+#include "common/error.h"
+#include "common/strings.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+namespace torchscope {
+
+at::Tensor preprocessImage(const at::Tensor& input, const Preprocessing& p)
+{
+    if (input.dim() != 3 || (input.size(0) != 1 && input.size(0) != 3))
+        throw Error("an image must be [channels, height, width] with 1 or 3 channels, got "
+                    + shapeToString(input.sizes().vec()));
+    at::Tensor image = input.to(at::kFloat);
+    if (p.grayscale && image.size(0) == 3) {
+        image = (0.2989 * image[0] + 0.587 * image[1] + 0.114 * image[2]).unsqueeze(0);
+    } else if (!p.grayscale && image.size(0) == 1) {
+        image = image.expand({3, -1, -1}).contiguous();
+    }
+
+    if (p.resize > 0) {
+        // torchvision: the shorter side becomes `resize`, the longer one int(resize * long / short).
+        const int64_t h = image.size(1), w = image.size(2);
+        const int64_t shorter = std::min(h, w), longer = std::max(h, w);
+        const int64_t newShort = p.resize;
+        const auto newLong = static_cast<int64_t>(static_cast<double>(newShort) * longer / shorter);
+        const int64_t newH = h <= w ? newShort : newLong, newW = h <= w ? newLong : newShort;
+        if (newH != h || newW != w)
+            image = at::_upsample_bilinear2d_aa(image.unsqueeze(0), {newH, newW}, false).squeeze(0);
+    }
+    if (p.cropHeight > 0 && p.cropWidth > 0) {
+        const int64_t h = image.size(1), w = image.size(2);
+        if (p.cropHeight > h || p.cropWidth > w) {
+            // torchvision pads with zeros when the crop is larger than the image.
+            const int64_t padTop = std::max<int64_t>(0, (p.cropHeight - h) / 2);
+            const int64_t padLeft = std::max<int64_t>(0, (p.cropWidth - w) / 2);
+            at::Tensor padded = at::zeros({image.size(0), std::max<int64_t>(h, p.cropHeight),
+                                           std::max<int64_t>(w, p.cropWidth)});
+            padded.narrow(1, padTop, h).narrow(2, padLeft, w).copy_(image);
+            image = padded;
+        }
+        // Python's round() (half to even), as torchvision's center_crop uses it.
+        const auto top = static_cast<int64_t>(std::nearbyint((image.size(1) - p.cropHeight) / 2.0));
+        const auto left = static_cast<int64_t>(std::nearbyint((image.size(2) - p.cropWidth) / 2.0));
+        image = image.narrow(1, top, p.cropHeight).narrow(2, left, p.cropWidth);
+    }
+    if (!p.mean.empty()) {
+        const auto channels = image.size(0);
+        if (static_cast<int64_t>(p.mean.size()) != channels)
+            throw Error("the preprocessing has " + std::to_string(p.mean.size()) + " mean values for an image with "
+                        + std::to_string(channels) + " channel(s)");
+        const at::Tensor mean = at::tensor(p.mean, at::kDouble).to(at::kFloat).view({channels, 1, 1});
+        const at::Tensor std = at::tensor(p.std, at::kDouble).to(at::kFloat).view({channels, 1, 1});
+        image = (image - mean) / std;
+    }
+    return image.contiguous();
+}
+
+} // namespace torchscope

@@ -1,0 +1,121 @@
+#include "model/file_diagnosis.h"
+
+#include "common/strings.h"
+
+#include <caffe2/serialize/inline_container.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace torchscope {
+namespace {
+
+std::string readStart(const std::string& path, size_t count)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::string bytes(count, '\0');
+    in.read(bytes.data(), static_cast<std::streamsize>(count));
+    bytes.resize(static_cast<size_t>(in.gcount()));
+    return bytes;
+}
+
+bool looksLikeText(const std::string& bytes)
+{
+    return std::all_of(bytes.begin(), bytes.end(), [](unsigned char c) {
+        return c == '\n' || c == '\r' || c == '\t' || (c >= 32 && c < 127) || c >= 128;
+    });
+}
+
+std::string hexStart(const std::string& bytes)
+{
+    std::ostringstream out;
+    for (size_t i = 0; i < bytes.size() && i < 8; ++i) {
+        static const char* digits = "0123456789abcdef";
+        const auto c = static_cast<unsigned char>(bytes[i]);
+        out << (i ? " " : "") << digits[c >> 4] << digits[c & 15];
+    }
+    return out.str();
+}
+
+// A zip written by torch.save holds ARCHIVE/data.pkl and tensor records but no code/.
+std::string describeTorchSaveArchive(caffe2::serialize::PyTorchStreamReader& reader)
+{
+    std::string pickle;
+    if (reader.hasRecord("data.pkl")) {
+        auto [data, size] = reader.getRecord("data.pkl");
+        pickle.assign(static_cast<const char*>(data.get()), size);
+    }
+    const std::string advice = "; load it in Python and save it with torch.jit.save(torch.jit.script(model), path)";
+    if (pickle.find("collections\nOrderedDict") != std::string::npos
+        && pickle.find("torch.nn.modules") == std::string::npos)
+        return "this is a state_dict (a dictionary of weights) saved with torch.save, not a TorchScript archive" + advice;
+    if (pickle.find("torch.nn.modules") != std::string::npos || pickle.find("models.") != std::string::npos)
+        return "this is a whole nn.Module pickled with torch.save, not a TorchScript archive" + advice;
+    return "this is a torch.save archive (tensors or Python objects), not a TorchScript archive" + advice;
+}
+
+} // namespace
+
+std::string describeFileStart(const std::string& bytes)
+{
+    if (bytes.empty())
+        return "an empty file (0 bytes)";
+    if (startsWith(bytes, "version https://git-lfs"))
+        return "a Git LFS pointer (the real file was never fetched: run 'git lfs pull')";
+    if (startsWith(bytes, "\x89PNG"))
+        return "a PNG image";
+    if (startsWith(bytes, "\xff\xd8\xff"))
+        return "a JPEG image";
+    if (startsWith(bytes, "\x1f\x8b"))
+        return "a gzip-compressed file";
+    if (startsWith(bytes, "\x7f" "ELF"))
+        return "an executable or shared library (ELF)";
+    if (bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x80 && bytes[1] >= 2 && bytes[1] <= 5)
+        return "a legacy (pre-1.6, non-zip) torch.save pickle, not a TorchScript archive";
+    if (startsWith(bytes, "<!DOCTYPE") || startsWith(bytes, "<html"))
+        return "an HTML page (a failed download?)";
+    if (looksLikeText(bytes)) {
+        const std::string firstLine = bytes.substr(0, std::min(bytes.find('\n'), size_t{60}));
+        return "a text file (it begins \"" + firstLine + "\")";
+    }
+    return "not a zip archive (it begins with bytes " + hexStart(bytes) + ")";
+}
+
+std::optional<std::string> diagnoseModelFile(const std::string& path)
+{
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::exists(path, ec))
+        return "no such file";
+    if (fs::is_directory(path, ec))
+        return "this is a folder, not a model file";
+    const auto size = fs::file_size(path, ec);
+    if (ec)
+        return "cannot read the file: " + ec.message();
+    std::ifstream probe(path, std::ios::binary);
+    if (!probe)
+        return "cannot open the file for reading (permissions?)";
+
+    const std::string start = readStart(path, 64);
+    if (size == 0 || !startsWith(start, "PK\x03\x04"))
+        return "this is " + describeFileStart(start) + ", not a TorchScript archive";
+
+    try {
+        caffe2::serialize::PyTorchStreamReader reader(path);
+        const auto records = reader.getAllRecords();
+        const bool hasCode = std::any_of(records.begin(), records.end(),
+                                         [](const std::string& r) { return startsWith(r, "code/"); });
+        if (!hasCode && !reader.hasRecord("constants.pkl"))
+            return describeTorchSaveArchive(reader);
+    } catch (const c10::Error&) {
+        return "the zip archive is truncated or damaged (" + std::to_string(size)
+            + " bytes; its central directory cannot be read): the file was probably cut short while "
+              "downloading or copying";
+    }
+    return std::nullopt;
+}
+
+} // namespace torchscope

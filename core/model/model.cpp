@@ -1,0 +1,186 @@
+#include "model/model.h"
+
+#include "common/error.h"
+#include "common/strings.h"
+#include "model/file_diagnosis.h"
+#include "model/operator_libraries.h"
+#include "model/torch_names.h"
+
+#include <torch/cuda.h>
+#include <torch/script.h>
+
+#include <functional>
+#include <sstream>
+
+namespace torchscope {
+namespace {
+
+int64_t countParameters(const torch::jit::Module& module, bool recurse)
+{
+    int64_t count = 0;
+    for (const auto& p : module.parameters(recurse))
+        count += p.numel();
+    return count;
+}
+
+std::string firstLine(const std::string& text)
+{
+    return text.substr(0, text.find('\n'));
+}
+
+// Walks every method of every module and records which child each prim::CallMethod reaches.
+void collectCallSites(const torch::jit::Module& module, const std::string& path,
+                      std::map<std::string, std::vector<CallSite>>& sites)
+{
+    for (const auto& method : module.get_methods()) {
+        auto* graphFunction = torch::jit::tryToGraphFunction(method.function());
+        if (!graphFunction)
+            continue;
+        const auto graph = graphFunction->graph();
+        std::unordered_map<const torch::jit::Value*, std::string> relative{{graph->inputs()[0], ""}};
+        std::function<void(torch::jit::Block*, const std::string&)> walk =
+            [&](torch::jit::Block* block, const std::string& context) {
+                for (auto* node : block->nodes()) {
+                    if (node->kind() == c10::prim::GetAttr && relative.count(node->input(0))
+                        && isModuleType(node->output()->type())) {
+                        const auto& base = relative[node->input(0)];
+                        relative[node->output()] = joinPath(base, node->s(c10::attr::name));
+                    } else if (node->kind() == c10::prim::CallMethod && relative.count(node->input(0))) {
+                        const auto& child = relative[node->input(0)];
+                        if (!child.empty())
+                            sites[joinPath(path, child)].push_back(
+                                {method.name(), sourceLine(node), context});
+                    }
+                    const char* inner = node->kind() == c10::prim::If     ? "inside an if-branch"
+                                        : node->kind() == c10::prim::Loop ? "inside a loop"
+                                                                          : nullptr;
+                    for (auto* sub : node->blocks())
+                        walk(sub, inner ? inner : context);
+                }
+            };
+        walk(graph->block(), "");
+    }
+}
+
+} // namespace
+
+std::string resolveDevice(const std::string& requested)
+{
+    if (requested.empty() || requested == "auto")
+        return torch::cuda::is_available() ? "cuda" : "cpu";
+    if (startsWith(requested, "cuda") && !torch::cuda::is_available())
+        throw Error("device '" + requested
+                    + "' was asked for, but this LibTorch has no CUDA device (it was built for CPU, or no GPU "
+                      "is visible); use --device cpu or auto");
+    try {
+        (void)c10::Device(requested);
+    } catch (const c10::Error&) {
+        throw Error("unknown device '" + requested + "'; use auto, cpu, cuda or cuda:N");
+    }
+    return requested;
+}
+
+std::shared_ptr<Model> Model::load(const std::string& path, const LoadOptions& options)
+{
+    if (auto problem = diagnoseModelFile(path))
+        throw Error("cannot open model '" + path + "': " + *problem);
+
+    for (const auto& library : options.operatorLibraries)
+        loadOperatorLibrary(library);
+    if (options.loadDefaultOperatorLibraries) {
+        for (const auto& library : defaultOperatorLibraries()) {
+            try {
+                loadOperatorLibrary(library);
+            } catch (const Error&) {
+                // Optional: a model that needs it gets missingOperatorAdvice() below.
+            }
+        }
+    }
+
+    std::shared_ptr<Model> model(new Model);
+    model->path_ = path;
+    model->device_ = resolveDevice(options.device);
+    torch::jit::ExtraFilesMap extra{{"torchscope.json", ""}};
+    try {
+        model->module_ = std::make_unique<torch::jit::Module>(
+            torch::jit::load(path, c10::Device(model->device_), extra));
+    } catch (const c10::Error& e) {
+        const std::string message = e.what_without_backtrace();
+        const std::string advice = missingOperatorAdvice(message);
+        throw Error("cannot load TorchScript model '" + path + "': "
+                    + (advice.empty() ? firstLine(message) : advice));
+    }
+    for (const auto& [name, content] : extra)
+        if (!content.empty())
+            model->extraFiles_[name] = content;
+    model->module_->eval();
+
+    std::map<std::string, std::vector<CallSite>> sites;
+    for (const auto& named : model->module_->named_modules()) {
+        ModuleInfo info;
+        info.path = named.name;
+        info.name = split(named.name, '.').back();
+        info.qualifiedType = readableTypeName(named.value.type());
+        info.shortType = split(info.qualifiedType, '.').back();
+        info.ownParameters = countParameters(named.value, false);
+        info.totalParameters = countParameters(named.value, true);
+        collectCallSites(named.value, named.name, sites);
+        model->index_[info.path] = static_cast<int>(model->modules_.size());
+        model->modules_.push_back(std::move(info));
+    }
+    for (size_t i = 1; i < model->modules_.size(); ++i) {
+        auto& info = model->modules_[i];
+        const auto dot = info.path.rfind('.');
+        const std::string parent = dot == std::string::npos ? "" : info.path.substr(0, dot);
+        info.parent = model->index_.at(parent);
+        model->modules_[static_cast<size_t>(info.parent)].children.push_back(static_cast<int>(i));
+        info.callSites = sites[info.path];
+    }
+
+    const auto& schema = model->module_->get_method("forward").function().getSchema();
+    for (size_t i = 1; i < schema.arguments().size(); ++i) {
+        const auto& argument = schema.arguments()[i];
+        model->arguments_.push_back(
+            {argument.name(), argument.type()->annotation_str(), argument.default_value().has_value()});
+    }
+    return model;
+}
+
+Model::~Model() = default;
+
+const ModuleInfo* Model::find(const std::string& path) const
+{
+    const auto it = index_.find(path);
+    return it == index_.end() ? nullptr : &modules_[static_cast<size_t>(it->second)];
+}
+
+std::vector<std::string> Model::paths() const
+{
+    std::vector<std::string> all;
+    for (const auto& m : modules_)
+        all.push_back(m.path);
+    return all;
+}
+
+std::string Model::forwardSignature() const
+{
+    std::vector<std::string> parts;
+    for (const auto& a : arguments_)
+        parts.push_back(a.name + ": " + a.type + (a.hasDefault ? " = ..." : ""));
+    return "forward(" + join(parts, ", ") + ")";
+}
+
+std::string Model::extraFile(const std::string& name) const
+{
+    const auto it = extraFiles_.find(name);
+    return it == extraFiles_.end() ? std::string{} : it->second;
+}
+
+void Model::setOutputShapes(const std::string& path, std::vector<std::vector<int64_t>> shapes)
+{
+    const auto it = index_.find(path);
+    if (it != index_.end())
+        modules_[static_cast<size_t>(it->second)].outputShapes = std::move(shapes);
+}
+
+} // namespace torchscope

@@ -1,0 +1,24 @@
+#pragma once
+
+// Small helpers over TorchScript IR shared by the model tree and the graph surgery.
+// Includes Torch: only for core/*.cpp files that already need it.
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <string>
+
+namespace torchscope {
+
+// "__torch__.torchvision.models.resnet.___torch_mangle_3.BasicBlock" ->
+// "torchvision.models.resnet.BasicBlock"
+std::string readableTypeName(const c10::TypePtr& type);
+
+bool isModuleType(const c10::TypePtr& type);
+
+// "a" + "b" -> "a.b"; "" + "b" -> "b"
+std::string joinPath(const std::string& base, const std::string& name);
+
+// Line of the node in its TorchScript source, 0 when unknown.
+int sourceLine(const torch::jit::Node* node);
+
+} // namespace torchscope
