@@ -10,31 +10,29 @@ namespace torchscope {
 namespace {
 
 // Written in TorchScript so that they run inside the instrumented graph on the model's device,
-// and so that bad arguments raise with a readable message at run time.
+// and so that bad arguments raise with a readable message at run time. (Assertions, because
+// the C++ compiler's resolver does not know Python's exception classes.)
 const char* kEditSource = R"TS(
 def _check_channels(x: Tensor, channels: List[int]):
-    if x.dim() < 2:
-        raise RuntimeError("channel edits need an output with channels in dim 1, got shape {}".format(x.size()))
+    assert x.dim() >= 2, "channel edits need an output with channels in dim 1, got shape {}".format(x.size())
     for c in channels:
-        if c >= x.size(1):
-            raise RuntimeError("channel {} is out of range: the output has {} channels (shape {})".format(c, x.size(1), x.size()))
+        assert c < x.size(1), "channel {} is out of range: the output has {} channels (shape {})".format(c, x.size(1), x.size())
 
 def zero_channels(x: Tensor, channels: List[int]) -> Tensor:
     _check_channels(x, channels)
-    index = torch.tensor(channels, dtype=torch.long, device=x.device)
+    index = torch.tensor(channels, device=x.device)
     return x.index_fill(1, index, 0.0)
 
 def scale_channels(x: Tensor, channels: List[int], factor: float) -> Tensor:
     _check_channels(x, channels)
-    index = torch.tensor(channels, dtype=torch.long, device=x.device)
+    index = torch.tensor(channels, device=x.device)
     return x.index_copy(1, index, x.index_select(1, index) * factor)
 
 def add_tensor(x: Tensor, t: Tensor) -> Tensor:
     return x + t.to(device=x.device, dtype=x.dtype)
 
 def replace_tensor(x: Tensor, t: Tensor) -> Tensor:
-    if t.size() != x.size():
-        raise RuntimeError("the replacement has shape {} but the output it replaces has shape {}".format(t.size(), x.size()))
+    assert t.size() == x.size(), "the replacement has shape {} but the output it replaces has shape {}".format(t.size(), x.size())
     return t.to(device=x.device, dtype=x.dtype)
 )TS";
 

@@ -67,18 +67,23 @@ at::Tensor RunResult::tensor(const std::string& key) const
     return value->toTensor();
 }
 
-std::string torchErrorMessage(const c10::Error& error)
+std::string torchErrorMessage(const std::string& text)
 {
-    const std::string text = error.what_without_backtrace();
-    // TorchScript prints its own traceback first; the last non-empty line holds the message.
-    for (const char* marker : {"RuntimeError: ", "AssertionError: ", "ValueError: ", "TypeError: "}) {
-        const auto at = text.rfind(marker);
-        if (at != std::string::npos) {
-            std::string message = text.substr(at);
-            return message.substr(0, message.find('\n'));
-        }
+    // TorchScript prints its own traceback first; the last non-empty line holds the message,
+    // prefixed by the exception class names ("RuntimeError: AssertionError: ...").
+    std::string line;
+    for (const auto& candidate : split(text, '\n'))
+        if (!candidate.empty())
+            line = candidate;
+    for (bool stripped = true; stripped;) {
+        stripped = false;
+        for (const char* prefix : {"RuntimeError: ", "AssertionError: ", "ValueError: ", "TypeError: ", "Exception: "})
+            if (startsWith(line, prefix)) {
+                line = line.substr(std::string(prefix).size());
+                stripped = true;
+            }
     }
-    return text.substr(0, text.find('\n'));
+    return line;
 }
 
 Engine::Engine(std::shared_ptr<Model> model)
@@ -201,8 +206,13 @@ RunResult Engine::run(const Request& request, const std::vector<c10::IValue>& in
                                            grads[i].defined() ? grads[i] : at::zeros_like(gradientTaps[i]));
             result.values[0].second = logits.detach();
         }
+    } catch (const Error&) {
+        throw;
     } catch (const c10::Error& e) {
-        throw Error("the model failed while running: " + torchErrorMessage(e));
+        throw Error("the model failed while running: " + torchErrorMessage(e.what_without_backtrace()));
+    } catch (const std::exception& e) {
+        // prim::RaiseException (assertions, raise) arrives as a plain std::runtime_error.
+        throw Error("the model failed while running: " + torchErrorMessage(e.what()));
     }
     return result;
 }

@@ -60,7 +60,7 @@ std::vector<c10::IValue> forwardInputsFromBatch(const Model& model, const at::Te
 // Runs every module once on `inputs` and stores each call's output shape in the model's tree.
 void dryRun(Model& model, const std::vector<c10::IValue>& inputs);
 
-// The short message of an error raised inside TorchScript code ("RuntimeError: ...").
-std::string torchErrorMessage(const c10::Error& error);
+// The short message of an error raised inside TorchScript code, without its traceback.
+std::string torchErrorMessage(const std::string& what);
 
 } // namespace torchscope

@@ -97,9 +97,9 @@ std::string describeEnclosingBlock(const Node* node)
     for (auto* block = node->owningBlock(); block->owningNode(); block = block->owningNode()->owningBlock()) {
         const Node* owner = block->owningNode();
         if (owner->kind() == c10::prim::If || owner->kind() == c10::prim::Loop) {
-            const int line = sourceLine(owner);
+            const std::string where = sourceLocation(owner);
             return std::string(owner->kind() == c10::prim::If ? "inside an if-branch" : "inside a loop")
-                + (line ? " (TorchScript code line " + std::to_string(line) + ")" : "");
+                + (where.empty() ? "" : " (at " + where + ")");
         }
     }
     return "inside a nested block";
@@ -281,11 +281,19 @@ private:
                 current = copy;
             }
         }
-        if (request_.truncateAt == path && (!truncationValue_ || call->isBefore(truncationEnd_))) {
-            if (call->owningBlock() != graph_->block())
-                truncationProblem_ = describeEnclosingBlock(call);
-            truncationValue_ = current;
-            truncationEnd_ = anchor->prev();
+        if (request_.truncateAt == path) {
+            // The truncation output goes through a list of our own too: the call node and its
+            // output value are replaced when a deeper target makes us inline this module.
+            if (!truncationList_) {
+                auto* list = graph_->createList(current->type(), {});
+                graph_->prependNode(list);
+                truncationList_ = list->output();
+            }
+            Node* marker = graph_->insert(c10::aten::append, {truncationList_, current})->node();
+            if (!truncationEnd_ || call->isBefore(truncationEnd_)) {
+                truncationProblem_ = call->owningBlock() == graph_->block() ? "" : describeEnclosingBlock(call);
+                truncationEnd_ = marker;
+            }
         }
     }
 
@@ -296,16 +304,17 @@ private:
         while (!graph_->outputs().empty())
             graph_->eraseOutput(graph_->outputs().size() - 1);
         std::vector<Value*> outputs;
-        if (truncationValue_) {
+        if (truncationEnd_) {
             cutAfterTruncation();
-            outputs.push_back(truncationValue_);
+            WithInsertPoint end(graph_->block()->return_node());
+            outputs.push_back(graph_->insert(c10::aten::__getitem__, {truncationList_, 0}));
         } else {
             outputs.push_back(originalOutput);
         }
         outputs.insert(outputs.end(), lists_.begin(), lists_.end());
         WithInsertPoint end(graph_->block()->return_node());
         graph_->registerOutput(graph_->insertNode(graph_->createTuple(outputs))->output());
-        if (truncationValue_)
+        if (truncationEnd_)
             torch::jit::EliminateDeadCode(graph_);
     }
 
@@ -342,7 +351,7 @@ private:
     std::map<size_t, Value*> editTensors_;
     std::vector<Value*> lists_;
     std::string truncationProblem_;
-    Value* truncationValue_ = nullptr;
+    Value* truncationList_ = nullptr;
     Node* truncationEnd_ = nullptr;
 };
 

@@ -37,3 +37,15 @@ int sourceLine(const torch::jit::Node* node)
 }
 
 } // namespace torchscope
+
+namespace torchscope {
+
+std::string sourceLocation(const torch::jit::Node* node)
+{
+    if (const auto location = node->sourceRange().file_line_col())
+        return std::get<0>(*location) + ":" + std::to_string(std::get<1>(*location));
+    const int line = sourceLine(node);
+    return line ? "line " + std::to_string(line) : std::string{};
+}
+
+} // namespace torchscope

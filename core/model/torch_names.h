@@ -21,4 +21,7 @@ std::string joinPath(const std::string& base, const std::string& name);
 // Line of the node in its TorchScript source, 0 when unknown.
 int sourceLine(const torch::jit::Node* node);
 
+// "resnet.py:273" (the Python file the model was scripted from), or "line 12"; empty if unknown.
+std::string sourceLocation(const torch::jit::Node* node);
+
 } // namespace torchscope
