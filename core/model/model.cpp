@@ -62,6 +62,15 @@ void collectCallSites(const torch::jit::Module& module, const std::string& path,
     }
 }
 
+std::string loadFailure(const std::string& path, const std::string& message)
+{
+    const std::string advice = missingOperatorAdvice(message);
+    std::string first = firstLine(message);
+    if (first.empty())
+        first = message.substr(0, 300);
+    return "cannot load TorchScript model '" + path + "': " + (advice.empty() ? first : advice);
+}
+
 } // namespace
 
 std::string resolveDevice(const std::string& requested)
@@ -105,10 +114,10 @@ std::shared_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
         model->module_ = std::make_unique<torch::jit::Module>(
             torch::jit::load(path, c10::Device(model->device_), extra));
     } catch (const c10::Error& e) {
-        const std::string message = e.what_without_backtrace();
-        const std::string advice = missingOperatorAdvice(message);
-        throw Error("cannot load TorchScript model '" + path + "': "
-                    + (advice.empty() ? firstLine(message) : advice));
+        throw Error(loadFailure(path, e.what_without_backtrace()));
+    } catch (const std::exception& e) {
+        // The TorchScript compiler reports unknown ops as torch::jit::ErrorReport.
+        throw Error(loadFailure(path, e.what()));
     }
     for (const auto& [name, content] : extra)
         if (!content.empty())

@@ -1,0 +1,175 @@
+"""torchscope-cli end to end: what it writes is read back by torch.load and compared with the
+expectations the fixture script computed with forward hooks."""
+import json
+import os
+import pathlib
+import subprocess
+import tempfile
+import unittest
+
+import torch
+
+CLI = os.environ["TORCHSCOPE_CLI"]
+FIXTURES = pathlib.Path(os.environ["TORCHSCOPE_FIXTURES_DIR"])
+HEADLESS = os.environ.get("TORCHSCOPE_HEADLESS", "0") in ("1", "ON", "TRUE", "true")
+
+
+def cli(*args):
+    return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=300)
+
+
+def max_diff(a, b):
+    return (a - b).abs().max().item()
+
+
+class CliRun(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.out = pathlib.Path(self.tmp.name) / "out.pt"
+        self.expected = torch.load(FIXTURES / "resnet18_expected.pt")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_ok(self, *args):
+        result = cli(*args)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return torch.load(self.out)
+
+    def test_grabs_calls_inputs_gradients_with_the_documented_keys(self):
+        got = self.run_ok("run", FIXTURES / "resnet18_scripted.pt", "--input", FIXTURES / "resnet18_input.pt",
+                          "--out", self.out, "--grab", "layer1.0.relu", "--grab", "layer2:in0",
+                          "--grab", "layer3:grad", "--target", "3", "--device", "cpu")
+        self.assertEqual(set(got), {"output", "layer1.0.relu", "layer1.0.relu#1", "layer2:in0", "layer3:grad"})
+        for key in got:
+            diff = max_diff(got[key], self.expected[key])
+            print(f"{key}: max abs diff {diff}")
+            self.assertLess(diff, 1e-5, key)
+
+    def test_glob_and_type_selectors(self):
+        got = self.run_ok("run", FIXTURES / "resnet18_traced.pt", "--input", FIXTURES / "resnet18_input.pt",
+                          "--out", self.out, "--grab", "layer4.*", "--grab", "type:BatchNorm2d")
+        self.assertIn("layer4.1.conv2", got)
+        self.assertIn("bn1", got)
+        self.assertIn("layer1.0.bn2", got)
+        self.assertLess(max(max_diff(v, self.expected[k]) for k, v in got.items()), 1e-5)
+
+    def test_truncate_returns_the_layer_output(self):
+        got = self.run_ok("run", FIXTURES / "resnet18_scripted.pt", "--input", FIXTURES / "resnet18_input.pt",
+                          "--out", self.out, "--truncate", "layer2")
+        self.assertLess(max_diff(got["output"], self.expected["layer2"]), 1e-5)
+
+    def test_edits(self):
+        add_file = pathlib.Path(self.tmp.name) / "add.pt"
+        torch.save(self.expected["edit:add:layer1.add"], add_file)
+        got = self.run_ok("run", FIXTURES / "resnet18_scripted.pt", "--input", FIXTURES / "resnet18_input.pt",
+                          "--out", self.out, "--edit", f"layer1:add:{add_file}")
+        self.assertLess(max_diff(got["output"], self.expected["edit:add:layer1"]), 1e-5)
+        got = self.run_ok("run", FIXTURES / "resnet18_scripted.pt", "--input", FIXTURES / "resnet18_input.pt",
+                          "--out", self.out, "--edit", "layer2:zero:0,5,7")
+        self.assertLess(max_diff(got["output"], self.expected["edit:zero:layer2"]), 1e-5)
+
+    def test_detection_model_with_a_list_input(self):
+        got = self.run_ok("run", FIXTURES / "maskrcnn_scripted.pt", "--input", FIXTURES / "maskrcnn_input.pt",
+                          "--out", self.out, "--grab", "backbone.body.layer3", "--grab", "backbone.body.layer4")
+        self.assertEqual(tuple(got["backbone.body.layer3"].shape), (1, 1024, 50, 50))
+        self.assertEqual(tuple(got["backbone.body.layer4"].shape), (1, 2048, 25, 25))
+        self.assertIsInstance(got["output"], tuple)
+
+    def test_several_inputs(self):
+        got = self.run_ok("run", FIXTURES / "two_inputs.pt", "--input", FIXTURES / "two_inputs_a.pt",
+                          "--input", FIXTURES / "two_inputs_b.pt", "--out", self.out, "--grab", "left")
+        expected = torch.load(FIXTURES / "two_inputs_expected.pt")
+        self.assertLess(max_diff(got["output"], expected["output"]), 1e-6)
+        self.assertLess(max_diff(got["left"], expected["left"]), 1e-6)
+
+    @unittest.skipIf(HEADLESS, "built without OpenCV")
+    def test_images_and_folders_with_the_models_own_preprocessing(self):
+        # relu_twice.pt carries a torchscope.json: resize 10, crop 8, mean/std 0.5/0.25.
+        got = self.run_ok("run", FIXTURES / "relu_twice.pt", "--input", FIXTURES / "images" / "rgb.png",
+                          "--input", FIXTURES / "images" / "grey.png", "--out", self.out, "--grab", "conv1:in0")
+        self.assertEqual(tuple(got["conv1:in0"].shape), (2, 3, 8, 8))
+        import torchvision.transforms.functional as TF
+        decoded = torch.load(FIXTURES / "images_expected.pt")["rgb.png:decoded"]
+        expected = TF.normalize(TF.center_crop(TF.resize(decoded, 10, antialias=True), [8, 8]), [0.5] * 3, [0.25] * 3)
+        self.assertLess(max_diff(got["conv1:in0"][0], expected), 1e-5)
+
+    @unittest.skipIf(HEADLESS, "built without OpenCV")
+    def test_an_unreadable_image_in_a_folder_fails_cleanly(self):
+        result = cli("run", FIXTURES / "relu_twice.pt", "--input", FIXTURES / "images", "--out", self.out)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("not_an_image.png", result.stderr)
+        self.assertIn("text file", result.stderr)
+        self.assertFalse(self.out.exists())
+
+
+class CliErrors(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.out = pathlib.Path(self.tmp.name) / "out.pt"
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def fails(self, *args, says):
+        result = cli(*args)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn(says, result.stderr)
+        self.assertFalse(self.out.exists(), "a failed run left an output file")
+        self.assertEqual(list(pathlib.Path(self.tmp.name).iterdir()), [], "temporary files were left behind")
+        return result
+
+    def test_bad_model_files(self):
+        for name, says in [("bad_empty.pt", "empty file"), ("bad_state_dict.pt", "state_dict"),
+                           ("bad_lfs_pointer.pt", "Git LFS pointer"), ("bad_truncated.pt", "truncated"),
+                           ("bad_text.pt", "text file"), ("bad_pickled_module.pt", "nn.Module pickled")]:
+            with self.subTest(name):
+                self.fails("run", FIXTURES / name, "--input", FIXTURES / "small_input.pt", "--out", self.out, says=says)
+
+    def test_unknown_path_lists_closest(self):
+        self.fails("run", FIXTURES / "resnet18_scripted.pt", "--input", FIXTURES / "resnet18_input.pt",
+                   "--out", self.out, "--grab", "layer1.0.conv3", says="closest paths: layer1.0.conv1")
+
+    def test_model_error_during_run(self):
+        self.fails("run", FIXTURES / "resnet18_scripted.pt", "--input", FIXTURES / "resnet18_input.pt",
+                   "--out", self.out, "--edit", "layer2:zero:999", says="channel 999 is out of range")
+
+    def test_truncation_in_a_loop(self):
+        self.fails("run", FIXTURES / "branchy.pt", "--input", FIXTURES / "small_input.pt", "--out", self.out,
+                   "--truncate", "c", says="inside a loop")
+
+    def test_usage_errors(self):
+        result = cli("run", FIXTURES / "relu_twice.pt")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("run needs at least one --input", result.stderr)
+        self.assertEqual(cli("frobnicate").returncode, 2)
+
+    def test_output_folder_missing(self):
+        result = cli("run", FIXTURES / "relu_twice.pt", "--input", FIXTURES / "small_input.pt",
+                     "--out", "/nonexistent/out.pt")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("does not exist", result.stderr)
+
+
+class CliInspect(unittest.TestCase):
+    def test_json_tree_matches_named_modules(self):
+        result = cli("inspect", FIXTURES / "resnet18_scripted.pt", "--json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        tree = json.loads(result.stdout)
+        table = json.loads((FIXTURES / "resnet18_modules.json").read_text())
+        self.assertEqual([m["path"] for m in tree["modules"]], [row["path"] for row in table])
+        self.assertEqual([m["type"] for m in tree["modules"]], [row["type"] for row in table])
+        self.assertEqual([m["total_parameters"] for m in tree["modules"]], [row["total_parameters"] for row in table])
+        self.assertEqual(tree["forward"][0]["type"], "Tensor")
+
+    def test_table_with_output_shapes(self):
+        result = cli("inspect", FIXTURES / "resnet18_scripted.pt", "--input", FIXTURES / "resnet18_input.pt")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        line = next(l for l in result.stdout.splitlines() if l.startswith("layer1 "))
+        self.assertIn("Sequential", line)
+        self.assertIn("147968", line)
+        self.assertIn("[2, 64, 56, 56]", line)
+
+
+if __name__ == "__main__":
+    unittest.main()

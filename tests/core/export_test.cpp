@@ -1,0 +1,68 @@
+#include "test_support.h"
+
+#include "export/atomic_file.h"
+#include "export/pt_export.h"
+
+#include <filesystem>
+
+namespace torchscope::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path freshFolder(const std::string& name)
+{
+    const fs::path dir = fs::temp_directory_path() / ("torchscope_test_" + name + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir;
+}
+
+TEST(PtExport, RoundTripsADictionaryOfValues)
+{
+    const fs::path dir = freshFolder("pt");
+    const at::Tensor a = at::arange(6, at::kFloat).view({2, 3});
+    const c10::IValue tuple = c10::ivalue::Tuple::create({at::ones({1}), c10::IValue(std::string("x"))});
+    writePtDictionary((dir / "out.pt").string(), {{"a", a}, {"t", tuple}});
+    const auto dict = readTorchSaveFile((dir / "out.pt").string()).toGenericDict();
+    EXPECT_TRUE(dict.at("a").toTensor().equal(a));
+    EXPECT_TRUE(dict.at("t").isTuple());
+    // Only the file itself: the temporary file was renamed into place.
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
+    fs::remove_all(dir);
+}
+
+TEST(AtomicFile, MissingFolderLeavesNothing)
+{
+    const std::string message = errorOf([] { writeFileAtomically("/nonexistent_dir/x.pt", "data"); });
+    EXPECT_NE(message.find("the folder '/nonexistent_dir' does not exist"), std::string::npos) << message;
+}
+
+TEST(AtomicFile, ReplacesAnExistingFileWhole)
+{
+    const fs::path dir = freshFolder("atomic");
+    const std::string path = (dir / "f.bin").string();
+    writeFileAtomically(path, "old contents");
+    writeFileAtomically(path, "new");
+    EXPECT_EQ(fs::file_size(path), 3u);
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
+    fs::remove_all(dir);
+}
+
+TEST(TensorFile, ReadsPythonTorchSave)
+{
+    const auto value = readTorchSaveFile(fixture("resnet18_input.pt"));
+    ASSERT_TRUE(value.isTensor());
+    EXPECT_EQ(value.toTensor().sizes().vec(), (std::vector<int64_t>{2, 3, 224, 224}));
+}
+
+TEST(TensorFile, WrongFilesAreNamed)
+{
+    EXPECT_NE(errorOf([] { readTorchSaveFile(fixture("bad_text.pt")); }).find("text file"), std::string::npos);
+    EXPECT_NE(errorOf([] { readTorchSaveFile(fixture("bad_lfs_pointer.pt")); }).find("Git LFS"), std::string::npos);
+    EXPECT_NE(errorOf([] { readTorchSaveFile(fixture("missing.pt")); }).find("no such file"), std::string::npos);
+    EXPECT_NE(errorOf([] { readTorchSaveFile(fixture("relu_twice.pt")); }), "");
+}
+
+} // namespace
+} // namespace torchscope::test

@@ -1,0 +1,177 @@
+// Loading, the module tree (against Python's named_modules()), and messages for wrong files.
+#include "test_support.h"
+
+#include "imaging/preprocessing.h"
+
+#include <nlohmann/json.hpp>
+#include <torch/cuda.h>
+
+#include <fstream>
+
+namespace torchscope::test {
+namespace {
+
+void expectTreeMatchesPython(const std::string& modelFile, const std::string& tableFile)
+{
+    auto model = loadModel(modelFile);
+    std::ifstream in(fixture(tableFile));
+    const auto table = nlohmann::json::parse(in);
+    ASSERT_EQ(model->modules().size(), table.size());
+    for (size_t i = 0; i < table.size(); ++i) {
+        const auto& info = model->modules()[i];
+        SCOPED_TRACE(info.path);
+        EXPECT_EQ(info.path, table[i]["path"].get<std::string>());
+        EXPECT_EQ(info.shortType, table[i]["type"].get<std::string>());
+        EXPECT_EQ(info.ownParameters, table[i]["own_parameters"].get<int64_t>());
+        EXPECT_EQ(info.totalParameters, table[i]["total_parameters"].get<int64_t>());
+    }
+}
+
+TEST(ModuleTree, ResNetMatchesNamedModules)
+{
+    expectTreeMatchesPython("resnet18_scripted.pt", "resnet18_modules.json");
+}
+
+TEST(ModuleTree, TracedResNetMatchesNamedModules)
+{
+    expectTreeMatchesPython("resnet18_traced.pt", "resnet18_modules.json");
+}
+
+TEST(ModuleTree, MaskRCNNMatchesNamedModules)
+{
+    expectTreeMatchesPython("maskrcnn_scripted.pt", "maskrcnn_modules.json");
+}
+
+TEST(ModuleTree, TypesParentsAndChildren)
+{
+    auto model = loadModel("resnet18_scripted.pt");
+    const auto* conv = model->find("layer1.0.conv1");
+    ASSERT_NE(conv, nullptr);
+    EXPECT_EQ(conv->qualifiedType, "torch.nn.modules.conv.Conv2d");
+    EXPECT_EQ(conv->name, "conv1");
+    EXPECT_EQ(model->modules()[static_cast<size_t>(conv->parent)].path, "layer1.0");
+    EXPECT_EQ(model->find("")->shortType, "ResNet");
+    EXPECT_EQ(model->find("")->children.size(), 10u);
+    EXPECT_EQ(model->find("layer1.0")->shortType, "BasicBlock");
+}
+
+TEST(ModuleTree, CallSitesCountAndPlace)
+{
+    auto model = loadModel("resnet18_scripted.pt");
+    const auto& relu = model->find("layer1.0.relu")->callSites;
+    ASSERT_EQ(relu.size(), 2u);
+    EXPECT_EQ(relu[0].method, "forward");
+    EXPECT_GT(relu[0].line, 0);
+    // ResNet.forward calls the helper method _forward_impl, which calls the layers.
+    ASSERT_EQ(model->find("layer1")->callSites.size(), 1u);
+    EXPECT_EQ(model->find("layer1")->callSites[0].method, "_forward_impl");
+
+    auto branchy = loadModel("branchy.pt");
+    EXPECT_EQ(branchy->find("a")->callSites.at(0).context, "inside an if-branch");
+    EXPECT_EQ(branchy->find("c")->callSites.at(0).context, "inside a loop");
+    EXPECT_EQ(branchy->find("stem")->callSites.at(0).context, "");
+}
+
+TEST(ModuleTree, TracedModelNamesLaterCallsForward1)
+{
+    auto model = loadModel("resnet18_traced.pt");
+    const auto& relu = model->find("layer1.0.relu")->callSites;
+    ASSERT_EQ(relu.size(), 2u);
+}
+
+TEST(ModuleTree, DryRunFillsOutputShapes)
+{
+    auto model = loadModel("resnet18_scripted.pt");
+    dryRun(*model, {loadTensor("resnet18_input.pt")});
+    EXPECT_EQ(model->find("layer1")->outputShapes, (std::vector<std::vector<int64_t>>{{2, 64, 56, 56}}));
+    EXPECT_EQ(model->find("layer1.0.relu")->outputShapes.size(), 2u);
+    EXPECT_EQ(model->find("fc")->outputShapes, (std::vector<std::vector<int64_t>>{{2, 1000}}));
+}
+
+TEST(ForwardSchema, TensorListAndDefaults)
+{
+    EXPECT_EQ(loadModel("resnet18_scripted.pt")->forwardSignature(), "forward(x: Tensor)");
+    EXPECT_EQ(loadModel("two_inputs.pt")->forwardSignature(), "forward(a: Tensor, b: Tensor)");
+    const auto& args = loadModel("maskrcnn_scripted.pt")->forwardArguments();
+    ASSERT_EQ(args.size(), 2u);
+    EXPECT_EQ(args[0].type, "List[Tensor]");
+    EXPECT_TRUE(args[1].hasDefault);
+}
+
+TEST(ModelCard, ReadFromTheArchivesExtraFile)
+{
+    auto model = loadModel("relu_twice.pt");
+    const auto card = ModelCard::fromJson(model->extraFile("torchscope.json"));
+    ASSERT_TRUE(card.present);
+    EXPECT_EQ(card.labels, (std::vector<std::string>{"zero", "one", "two", "three"}));
+    EXPECT_EQ(card.preprocessing.resize, 10);
+    EXPECT_EQ(card.preprocessing.cropWidth, 8);
+    EXPECT_FALSE(ModelCard::fromJson(loadModel("branchy.pt")->extraFile("torchscope.json")).present);
+}
+
+struct BadFile {
+    const char* file;
+    const char* says;
+};
+
+void PrintTo(const BadFile& c, std::ostream* os)
+{
+    *os << c.file;
+}
+
+class BadModelFile : public ::testing::TestWithParam<BadFile> {};
+
+TEST_P(BadModelFile, SaysWhatTheFileIs)
+{
+    const std::string message = errorOf([] { loadModel(GetParam().file); });
+    EXPECT_NE(message.find(GetParam().says), std::string::npos) << message;
+    EXPECT_NE(message.find(GetParam().file), std::string::npos) << "the message names the file: " << message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Files, BadModelFile,
+    ::testing::Values(BadFile{"bad_empty.pt", "empty file (0 bytes)"},
+                      BadFile{"bad_lfs_pointer.pt", "Git LFS pointer"},
+                      BadFile{"bad_text.pt", "text file (it begins \"this is not a model\")"},
+                      BadFile{"bad_state_dict.pt", "state_dict (a dictionary of weights) saved with torch.save"},
+                      BadFile{"bad_pickled_module.pt", "whole nn.Module pickled with torch.save"},
+                      BadFile{"bad_truncated.pt", "truncated or damaged"},
+                      BadFile{"images/rgb.png", "PNG image"}, BadFile{"no_such_model.pt", "no such file"},
+                      BadFile{"images", "folder"}),
+    [](const auto& info) {
+        std::string name = info.param.file;
+        for (auto& c : name)
+            c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+        return name;
+    });
+
+TEST(Device, CudaWithoutAGpuIsExplained)
+{
+    if (torch::cuda::is_available())
+        GTEST_SKIP() << "this machine has CUDA";
+    const std::string message = errorOf([] { resolveDevice("cuda"); });
+    EXPECT_NE(message.find("no CUDA device"), std::string::npos) << message;
+    EXPECT_EQ(resolveDevice("auto"), "cpu");
+    EXPECT_NE(errorOf([] { resolveDevice("tpu"); }).find("unknown device 'tpu'"), std::string::npos);
+}
+
+TEST(Device, RunsOnCudaWhenPresent)
+{
+    if (!torch::cuda::is_available())
+        GTEST_SKIP() << "no CUDA device here";
+    LoadOptions options;
+    options.device = "cuda";
+    auto model = Model::load(fixture("resnet18_scripted.pt"), options);
+    Engine engine(model);
+    Request request;
+    request.grabs = {GrabSpec::parse("layer3"), GrabSpec::parse("layer3:grad")};
+    request.targetClass = 3;
+    const auto result = engine.run(request, {loadTensor("resnet18_input.pt")});
+    EXPECT_TRUE(result.tensor("layer3").is_cuda());
+    const auto expected = loadExpected("resnet18_expected.pt");
+    EXPECT_TRUE(tensorsClose("layer3 (cuda)", result.tensor("layer3"), expected.at("layer3"), 1e-3));
+    EXPECT_TRUE(tensorsClose("layer3:grad (cuda)", result.tensor("layer3:grad"), expected.at("layer3:grad"), 1e-3));
+}
+
+} // namespace
+} // namespace torchscope::test

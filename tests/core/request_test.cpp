@@ -1,0 +1,65 @@
+#include "graph/request.h"
+
+#include "common/strings.h"
+
+#include <gtest/gtest.h>
+
+namespace torchscope {
+namespace {
+
+TEST(GrabSpec, Parses)
+{
+    EXPECT_EQ(GrabSpec::parse("layer1").kind, CaptureKind::Output);
+    const auto input = GrabSpec::parse("layer1.0:in1");
+    EXPECT_EQ(input.kind, CaptureKind::Input);
+    EXPECT_EQ(input.inputIndex, 1);
+    EXPECT_EQ(input.selector, "layer1.0");
+    EXPECT_EQ(GrabSpec::parse("fc:grad").kind, CaptureKind::Gradient);
+    const auto byType = GrabSpec::parse("type:Conv2d");
+    EXPECT_EQ(byType.selector, "type:Conv2d");
+    EXPECT_EQ(byType.kind, CaptureKind::Output);
+    EXPECT_EQ(GrabSpec::parse("type:Conv2d:grad").selector, "type:Conv2d");
+}
+
+TEST(GrabSpec, RejectsUnknownSuffix)
+{
+    try {
+        GrabSpec::parse("layer1:gradient");
+        FAIL();
+    } catch (const std::exception& e) {
+        EXPECT_NE(std::string(e.what()).find("unknown suffix ':gradient'"), std::string::npos) << e.what();
+    }
+}
+
+TEST(EditSpec, Parses)
+{
+    const auto zero = EditSpec::parse("layer2:zero:0,5-7");
+    EXPECT_EQ(zero.kind, EditKind::ZeroChannels);
+    EXPECT_EQ(zero.channels, (std::vector<int64_t>{0, 5, 6, 7}));
+    const auto scale = EditSpec::parse("layer3:scale:1:0.5");
+    EXPECT_EQ(scale.kind, EditKind::ScaleChannels);
+    EXPECT_DOUBLE_EQ(scale.factor, 0.5);
+    EXPECT_TRUE(EditSpec::parse("layer3:replace").takesTensor());
+    EXPECT_EQ(EditSpec::parse(zero.toString()).channels, zero.channels);
+}
+
+TEST(EditSpec, RejectsBadText)
+{
+    for (const char* bad : {"layer2", "layer2:zero", "layer2:zero:a", "layer2:scale:1", "layer2:zero:-1", "layer2:blur"}) {
+        try {
+            EditSpec::parse(bad);
+            ADD_FAILURE() << bad << " was accepted";
+        } catch (const std::exception& e) {
+            EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+        }
+    }
+}
+
+TEST(Strings, ClosestMatches)
+{
+    EXPECT_EQ(closestMatches("layr1", {"layer1", "layer2", "fc", ""}, 2), (std::vector<std::string>{"layer1", "layer2"}));
+    EXPECT_EQ(levenshtein("kitten", "sitting"), 3u);
+}
+
+} // namespace
+} // namespace torchscope

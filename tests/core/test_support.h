@@ -1,0 +1,43 @@
+#pragma once
+
+#include "graph/engine.h"
+#include "model/model.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace torchscope::test {
+
+std::string fixture(const std::string& name);
+
+// A dictionary written by Python's torch.save in the fixture script.
+std::map<std::string, at::Tensor> loadExpected(const std::string& name);
+at::Tensor loadTensor(const std::string& name);
+
+std::shared_ptr<Model> loadModel(const std::string& name);
+
+// Compares and prints the max abs difference, so the log shows how close every value was.
+::testing::AssertionResult tensorsClose(const std::string& label, const at::Tensor& actual,
+                                        const at::Tensor& expected, double tolerance = 0.0);
+
+// For networks whose activations grow large (random-weight detectors): tolerance scaled by the
+// expected values' magnitude.
+double relativeTolerance(const at::Tensor& expected, double relative);
+
+// Runs `body` and returns the torchscope::Error message it throws ("" when it throws nothing).
+template <typename F>
+std::string errorOf(F&& body)
+{
+    try {
+        body();
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return {};
+}
+
+} // namespace torchscope::test
