@@ -55,13 +55,35 @@ std::string callText(const ModuleInfo& m)
     return text;
 }
 
+// Top-3 classes per sample for classifier outputs ([batch, classes]).
+void printPredictions(const c10::IValue& output, const std::vector<std::string>& labels,
+                      const std::vector<std::string>& names)
+{
+    if (!output.isTensor() || output.toTensor().dim() != 2)
+        return;
+    const at::Tensor probabilities = output.toTensor().detach().cpu().softmax(1);
+    const int64_t k = std::min<int64_t>(3, probabilities.size(1));
+    const auto [values, indices] = probabilities.topk(k, 1);
+    std::cout << "\ntop-" << k << " predictions:\n";
+    for (int64_t i = 0; i < probabilities.size(0); ++i) {
+        std::cout << "  " << (static_cast<size_t>(i) < names.size() ? names[static_cast<size_t>(i)] : "sample " + std::to_string(i))
+                  << ":";
+        for (int64_t j = 0; j < k; ++j) {
+            const int64_t c = indices[i][j].item<int64_t>();
+            const std::string label = static_cast<size_t>(c) < labels.size() ? labels[static_cast<size_t>(c)] : "class " + std::to_string(c);
+            std::cout << "  " << label << " " << std::fixed << std::setprecision(1) << 100.0 * values[i][j].item<double>() << "%";
+        }
+        std::cout << '\n';
+    }
+}
+
 } // namespace
 
 int runInspect(const CliOptions& options)
 {
     auto model = openModel(options);
     if (!options.inputs.empty())
-        dryRun(*model, loadForwardInputs(*model, options.inputs, choosePreprocessing(*model, options)));
+        dryRun(*model, loadForwardInputs(*model, options.inputs, choosePreprocessing(*model, options)).arguments);
 
     if (options.json) {
         nlohmann::json modules = nlohmann::json::array();
@@ -126,13 +148,16 @@ int runModel(const CliOptions& options)
 
     const auto inputs = loadForwardInputs(*model, options.inputs, choosePreprocessing(*model, options));
     Engine engine(model);
-    const RunResult result = engine.run(request, inputs, editTensors);
+    const RunResult result = engine.run(request, inputs.arguments, editTensors);
     for (const auto& warning : result.warnings)
         std::cerr << "torchscope-cli: warning: " << warning << '\n';
     writePtDictionary(options.out, result.values);
     for (const auto& [key, value] : result.values)
         std::cout << key << '\t' << describe(value) << '\n';
     std::cout << "wrote " << result.values.size() << " entries to " << options.out << '\n';
+    if (!request.truncateAt)
+        printPredictions(result.values.front().second, ModelCard::fromJson(model->extraFile("torchscope.json")).labels,
+                         inputs.sampleNames);
     return 0;
 }
 

@@ -20,8 +20,8 @@ bool isTensorFile(const std::string& path)
     return endsWith(path, ".pt") || endsWith(path, ".pth");
 }
 
-std::vector<c10::IValue> loadForwardInputs(const Model& model, const std::vector<std::string>& inputs,
-                                           const Preprocessing& preprocessing)
+ForwardInputs loadForwardInputs(const Model& model, const std::vector<std::string>& inputs,
+                                const Preprocessing& preprocessing)
 {
     const bool allTensors = std::all_of(inputs.begin(), inputs.end(), isTensorFile);
     if (allTensors) {
@@ -29,8 +29,8 @@ std::vector<c10::IValue> loadForwardInputs(const Model& model, const std::vector
         for (const auto& path : inputs)
             values.push_back(readTorchSaveFile(path));
         if (values.size() == 1 && values[0].isTensor())
-            return forwardInputsFromBatch(model, values[0].toTensor());
-        return values;
+            return {forwardInputsFromBatch(model, values[0].toTensor()), {}};
+        return {values, {}};
     }
     if (std::any_of(inputs.begin(), inputs.end(), isTensorFile))
         throw Error("--input mixes tensor files and images; give either tensors or images");
@@ -47,7 +47,7 @@ std::vector<c10::IValue> loadForwardInputs(const Model& model, const std::vector
             images.push_back(input);
         }
     }
-    return forwardInputsFromBatch(model, loadImageBatch(images, preprocessing));
+    return {forwardInputsFromBatch(model, loadImageBatch(images, preprocessing)), images};
 #else
     throw Error("this TorchScope was built without OpenCV (TORCHSCOPE_HEADLESS), so it reads no images; "
                 "give a tensor saved with torch.save as --input");

@@ -1,0 +1,150 @@
+// Engine benchmark: TorchScope's instrumented TorchScript against the plain TorchScript forward
+// and against eager PyTorch with forward hooks (the Python libraries' way), measured side by
+// side in one run, alternating case by case. Prints JSON.
+//
+//   torchscope-bench-engine MODEL_scripted.pt STATE_DICT.pt ARCH PYTHON WORKER.py
+//                           [--batch 8] [--size 224] [--threads 2] [--repeats 7]
+#include "graph/engine.h"
+#include "graph/instrumenter.h"
+#include "model/model.h"
+#include "python_worker.h"
+
+#include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
+#include <torch/script.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <iostream>
+#include <map>
+
+using namespace torchscope;
+
+namespace {
+
+double seconds(const std::function<void()>& body)
+{
+    const auto start = std::chrono::steady_clock::now();
+    body();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double median(std::vector<double> values)
+{
+    std::sort(values.begin(), values.end());
+    const size_t n = values.size();
+    return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+std::string option(std::vector<std::string>& args, const std::string& name, const std::string& fallback)
+{
+    const auto it = std::find(args.begin(), args.end(), name);
+    if (it == args.end() || it + 1 == args.end())
+        return fallback;
+    const std::string value = *(it + 1);
+    args.erase(it, it + 2);
+    return value;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    std::vector<std::string> args(argv + 1, argv + argc);
+    const int batch = std::stoi(option(args, "--batch", "8"));
+    const int size = std::stoi(option(args, "--size", "224"));
+    const int threads = std::stoi(option(args, "--threads", "2"));
+    const int repeats = std::stoi(option(args, "--repeats", "7"));
+    if (args.size() != 5) {
+        std::cerr << "usage: torchscope-bench-engine MODEL.pt STATE_DICT.pt ARCH PYTHON WORKER.py "
+                     "[--batch 8] [--size 224] [--threads 2] [--repeats 7]\n";
+        return 2;
+    }
+    const std::string modelPath = args[0], weights = args[1], arch = args[2], python = args[3], worker = args[4];
+    const std::vector<std::string> blocks{"layer1", "layer2", "layer3", "layer4"};
+
+    try {
+        at::set_num_threads(threads);
+        auto model = Model::load(modelPath);
+        Engine engine(model);
+        torch::manual_seed(0);
+        const at::Tensor input = torch::randn({batch, 3, size, size});
+        PythonWorker py({python, worker, arch, weights, std::to_string(batch), std::to_string(size), std::to_string(threads)});
+
+        Request grab;
+        for (const auto& b : blocks)
+            grab.grabs.push_back(GrabSpec::parse(b));
+        std::map<std::string, Request> truncations;
+        for (const auto& b : blocks)
+            truncations[b].truncateAt = b;
+
+        torch::NoGradGuard noGrad;
+        auto plain = [&] { model->module().forward({input}); };
+        std::map<std::string, std::function<void()>> ours{{"plain", plain},
+                                                          {"grab", [&] { engine.run(grab, {input}); }}};
+        std::map<std::string, std::string> python{{"plain", "plain"}, {"grab", "hooks layer1,layer2,layer3,layer4"}};
+        for (const auto& b : blocks) {
+            ours["truncate " + b] = [&, b] { engine.run(truncations[b], {input}); };
+            python["truncate " + b] = "truncate " + b;
+        }
+
+        // Warm up: the profiling executor optimises a graph on its second run.
+        for (int i = 0; i < 2; ++i)
+            for (auto& [name, run] : ours) {
+                run();
+                py.ask(python[name]);
+            }
+        std::map<std::string, std::vector<double>> oursTimes, pythonTimes;
+        for (int r = 0; r < repeats; ++r)
+            for (auto& [name, run] : ours) {
+                oursTimes[name].push_back(seconds(run));
+                pythonTimes[name].push_back(std::stod(py.ask(python[name])));
+            }
+
+        std::vector<double> buildGrab, buildTruncate;
+        for (int i = 0; i < 20; ++i) {
+            const auto g = engine.resolve(grab);
+            const auto t = engine.resolve(truncations["layer4"]);
+            buildGrab.push_back(1e3 * seconds([&] { instrument(model->module(), g); }));
+            buildTruncate.push_back(1e3 * seconds([&] { instrument(model->module(), t); }));
+        }
+        const auto shares = nlohmann::json::parse(py.ask("flops layer1,layer2,layer3,layer4"));
+
+        const double full = median(oursTimes["plain"]);
+        nlohmann::json truncation = nlohmann::json::array();
+        for (const auto& b : blocks) {
+            const double t = median(oursTimes["truncate " + b]);
+            const double share = shares[b].get<double>();
+            truncation.push_back({{"at", b},
+                                  {"seconds", t},
+                                  {"time_ratio_to_full", t / full},
+                                  {"flop_share", share},
+                                  {"time_ratio_minus_flop_share", t / full - share},
+                                  {"python_hook_seconds", median(pythonTimes["truncate " + b])},
+                                  {"ours_over_python", t / median(pythonTimes["truncate " + b])}});
+        }
+        const nlohmann::json report{
+            {"model", arch},
+            {"batch", batch},
+            {"size", size},
+            {"threads", threads},
+            {"repeats", repeats},
+            {"statistic", "median"},
+            {"plain_forward_seconds", full},
+            {"grab_4_blocks_seconds", median(oursTimes["grab"])},
+            {"grab_ratio_to_plain", median(oursTimes["grab"]) / full},
+            {"python_eager_seconds", median(pythonTimes["plain"])},
+            {"python_hooks_4_blocks_seconds", median(pythonTimes["grab"])},
+            {"grab_ours_over_python_hooks", median(oursTimes["grab"]) / median(pythonTimes["grab"])},
+            {"plain_ours_over_python_eager", full / median(pythonTimes["plain"])},
+            {"truncation", truncation},
+            {"graph_build_ms", {{"grab_4_blocks", median(buildGrab)}, {"truncate_layer4", median(buildTruncate)}}},
+        };
+        std::cout << report.dump(2) << std::endl;
+    } catch (const std::exception& e) {
+        std::cerr << "torchscope-bench-engine: " << e.what() << '\n';
+        return 1;
+    }
+    return 0;
+}
