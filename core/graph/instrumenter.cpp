@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "graph/edit_functions.h"
+#include "graph/write_analysis.h"
 #include "model/torch_names.h"
 
 #include <torch/csrc/jit/ir/ir.h>
@@ -248,7 +249,8 @@ private:
                     throw Error("'" + slot.key + "': module '" + path + "' takes " + std::to_string(call->inputs().size() - 1)
                                 + " input(s), so in" + std::to_string(slot.inputIndex) + " does not exist");
                 Value* input = call->input(index);
-                append(s, input->type()->isSubtypeOf(*c10::TensorType::get()) ? insertClone(*graph_, input) : input);
+                const bool isTensor = input->type()->isSubtypeOf(*c10::TensorType::get());
+                append(s, isTensor && writes_.mayBeWritten(input) ? insertClone(*graph_, input) : input);
             }
         }
 
@@ -269,9 +271,9 @@ private:
                 continue;
             const bool isTensor = current->type()->isSubtypeOf(*c10::TensorType::get());
             if (slot.kind == CaptureKind::Output) {
-                // A copy, because a later in-place op (ReLU(inplace=True), +=) would change the
+                // A copy only where a later in-place op (ReLU(inplace=True), +=) could change the
                 // tensor we return. Containers are kept as they are.
-                append(s, isTensor ? insertClone(*graph_, current) : current);
+                append(s, isTensor && writes_.mayBeWritten(current) ? insertClone(*graph_, current) : current);
             } else {
                 // Keep the true output for autograd and let the rest of the network work on a
                 // copy: a following in-place op must not rebase the value we differentiate by.
@@ -348,6 +350,7 @@ private:
     std::shared_ptr<Graph> graph_;
     std::shared_ptr<InstrumentedFunction> result_;
     std::set<Node*> tapped_;
+    WriteAnalysis writes_;
     std::map<size_t, Value*> editTensors_;
     std::vector<Value*> lists_;
     std::string truncationProblem_;

@@ -143,6 +143,32 @@ TEST(Grab, TypeAndGlobSelectors)
         EXPECT_TRUE(startsWith(slot.path, "layer3.")) << slot.path;
 }
 
+size_t countClones(const Model& model, const std::vector<std::string>& grabs)
+{
+    ResolvedRequest request;
+    for (const auto& g : grabs) {
+        const auto spec = GrabSpec::parse(g);
+        request.captures.push_back({g, spec.selector, spec.kind, spec.inputIndex});
+    }
+    const std::string graph = instrument(model.module(), request)->function->graph()->toString();
+    size_t count = 0;
+    for (size_t at = graph.find("aten::clone"); at != std::string::npos; at = graph.find("aten::clone", at + 1))
+        ++count;
+    return count;
+}
+
+TEST(Grab, CopiesOnlyWhatALaterInPlaceOpCouldChange)
+{
+    auto model = loadModel("resnet18_scripted.pt");
+    // Block outputs feed the next block, which only reads them: no copy needed.
+    EXPECT_EQ(countClones(*model, {"layer1", "layer2", "layer3", "layer4", "layer2:in0"}), 0u);
+    // bn1 is followed by ReLU(inplace=True); the ReLU's own input is written by it.
+    EXPECT_EQ(countClones(*model, {"bn1"}), 1u);
+    EXPECT_EQ(countClones(*model, {"relu:in0"}), 1u);
+    // In the in-place fixture, conv's output is changed by y.add_(1).
+    EXPECT_EQ(countClones(*loadModel("inplace.pt"), {"conv"}), 1u);
+}
+
 TEST(Grab, LoadedModuleIsNeverModified)
 {
     auto model = loadModel("resnet18_scripted.pt");
