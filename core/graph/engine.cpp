@@ -4,6 +4,7 @@
 #include "common/strings.h"
 #include "graph/instrumenter.h"
 #include "graph/selector.h"
+#include "graph/warning_capture.h"
 #include "model/model.h"
 
 #include <torch/csrc/autograd/autograd.h>
@@ -169,7 +170,12 @@ RunResult Engine::run(const Request& request, const std::vector<c10::IValue>& in
     std::vector<std::string> gradientKeys;
     try {
         const torch::AutoGradMode gradMode(gradients);
-        instrumentedFunction->function->run(stack);
+        {
+            const WarningCapture modelWarnings;
+            instrumentedFunction->function->run(stack);
+            for (const auto& message : modelWarnings.messages())
+                result.warnings.push_back("the model warned: " + message);
+        }
         const auto elements = stack.back().toTupleRef().elements();
         result.values.emplace_back("output", elements[0]);
         for (size_t s = 0; s < instrumentedFunction->slots.size(); ++s) {

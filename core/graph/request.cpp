@@ -53,7 +53,7 @@ GrabSpec GrabSpec::parse(const std::string& text)
     GrabSpec spec;
     spec.selector = text;
     const auto colon = text.rfind(':');
-    if (colon == std::string::npos || startsWith(text, "type:") && colon == 4)
+    if (colon == std::string::npos || (startsWith(text, "type:") && colon == 4))
         return spec;
     const std::string suffix = text.substr(colon + 1);
     if (suffix == "grad" || suffix == "out")

@@ -20,8 +20,13 @@ TEST(Detection, BackboneLayersHaveTheSeedsShapesAndPythonsValues)
     const auto expected = loadExpected("maskrcnn_expected.pt");
     for (const char* key : {"backbone.body.layer3", "backbone.body.layer4"})
         EXPECT_TRUE(tensorsClose(key, result.tensor(key), expected.at(key), relativeTolerance(expected.at(key), 1e-5)));
-    // The detections come back as the model's own (losses, detections) tuple.
+    // The detections come back as the model's own (losses, detections) tuple, and the model's
+    // own warnings.warn() comes back with the result instead of going to stderr.
     EXPECT_TRUE(result.find("output")->isTuple());
+    ASSERT_FALSE(result.warnings.empty());
+    EXPECT_NE(result.warnings[0].find("the model warned: RCNN always returns a (Losses, Detections) tuple"),
+              std::string::npos)
+        << result.warnings[0];
 }
 
 TEST(Detection, TruncatedAtTheBackboneSkipsTheHeads)
