@@ -1,6 +1,7 @@
 #include "cli_options.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 
 namespace torchscope::cli {
@@ -17,15 +18,27 @@ int64_t toInteger(const std::string& flag, const std::string& value)
 
 } // namespace
 
+std::string bundledDemoModel()
+{
+    // Installed next to the binary (../share/torchscope), else the source tree it was built from.
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    const std::filesystem::path installed = exe.parent_path().parent_path() / "share/torchscope/demo/fashion_cnn.pt";
+    if (!ec && std::filesystem::exists(installed))
+        return installed.string();
+    return std::string(TORCHSCOPE_RESOURCES_DIR) + "/demo/fashion_cnn.pt";
+}
+
 std::string usage()
 {
     return R"(usage:
-  torchscope-cli inspect MODEL [--json] [--input PATH ...]
+  torchscope-cli inspect [MODEL] [--json] [--input PATH ...]
       Prints the module tree: path, type, parameters, calls (and output shapes with --input).
   torchscope-cli run MODEL --input PATH [--input PATH ...] --out FILE.pt
                  [--grab SPEC ...] [--truncate PATH] [--edit SPEC ...] [--target INDEX]
                  [--device auto|cpu|cuda] [--preprocess none|imagenet|FILE.json]
       Runs the model and writes one dictionary that Python's torch.load reads.
+  Without MODEL, the bundled demo model (a Fashion-MNIST CNN) is used.
 
   --input PATH     an image, a folder of images, or a tensor .pt saved by torch.save (used as
                    the batch as it is; give one .pt per argument for several-input models)
@@ -54,9 +67,8 @@ CliOptions parseCommandLine(int argc, char** argv)
     if (options.command != "inspect" && options.command != "run")
         throw UsageError("unknown command '" + options.command + "'; expected inspect or run");
 
-    const std::map<std::string, std::vector<std::string>*> repeated{
-        {"--input", &options.inputs}, {"--grab", &options.grabs}, {"--edit", &options.edits},
-        {"--ops-library", &options.operatorLibraries}};
+    const std::map<std::string, std::vector<std::string>*> repeated{{"--input", &options.inputs},
+        {"--grab", &options.grabs}, {"--edit", &options.edits}, {"--ops-library", &options.operatorLibraries}};
     for (size_t i = 1; i < args.size(); ++i) {
         const std::string& arg = args[i];
         auto value = [&]() -> std::string {
@@ -88,7 +100,7 @@ CliOptions parseCommandLine(int argc, char** argv)
             throw UsageError("unexpected argument '" + arg + "'");
     }
     if (options.model.empty())
-        throw UsageError("no MODEL given");
+        options.model = bundledDemoModel();
     if (options.command == "run") {
         if (options.inputs.empty())
             throw UsageError("run needs at least one --input");

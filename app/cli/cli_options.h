@@ -31,5 +31,6 @@ struct CliOptions {
 
 CliOptions parseCommandLine(int argc, char** argv); // throws UsageError
 std::string usage();
+std::string bundledDemoModel();
 
 } // namespace torchscope::cli

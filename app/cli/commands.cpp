@@ -19,8 +19,8 @@ namespace {
 
 std::shared_ptr<Model> openModel(const CliOptions& options)
 {
-    at::set_num_threads(options.threads > 0 ? options.threads
-                                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    at::set_num_threads(
+        options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     LoadOptions load;
     load.device = options.device;
     load.operatorLibraries = options.operatorLibraries;
@@ -38,7 +38,8 @@ Preprocessing choosePreprocessing(const Model& model, const CliOptions& options)
 std::string describe(const c10::IValue& value)
 {
     if (value.isTensor())
-        return shapeToString(value.toTensor().sizes().vec()) + " " + std::string(c10::toString(value.toTensor().scalar_type()));
+        return shapeToString(value.toTensor().sizes().vec()) + " "
+            + std::string(c10::toString(value.toTensor().scalar_type()));
     return value.type()->annotation_str();
 }
 
@@ -56,8 +57,8 @@ std::string callText(const ModuleInfo& m)
 }
 
 // Top-3 classes per sample for classifier outputs ([batch, classes]).
-void printPredictions(const c10::IValue& output, const std::vector<std::string>& labels,
-                      const std::vector<std::string>& names)
+void printPredictions(
+    const c10::IValue& output, const std::vector<std::string>& labels, const std::vector<std::string>& names)
 {
     if (!output.isTensor() || output.toTensor().dim() != 2)
         return;
@@ -66,12 +67,16 @@ void printPredictions(const c10::IValue& output, const std::vector<std::string>&
     const auto [values, indices] = probabilities.topk(k, 1);
     std::cout << "\ntop-" << k << " predictions:\n";
     for (int64_t i = 0; i < probabilities.size(0); ++i) {
-        std::cout << "  " << (static_cast<size_t>(i) < names.size() ? names[static_cast<size_t>(i)] : "sample " + std::to_string(i))
+        std::cout << "  "
+                  << (static_cast<size_t>(i) < names.size() ? names[static_cast<size_t>(i)]
+                                                            : "sample " + std::to_string(i))
                   << ":";
         for (int64_t j = 0; j < k; ++j) {
             const int64_t c = indices[i][j].item<int64_t>();
-            const std::string label = static_cast<size_t>(c) < labels.size() ? labels[static_cast<size_t>(c)] : "class " + std::to_string(c);
-            std::cout << "  " << label << " " << std::fixed << std::setprecision(1) << 100.0 * values[i][j].item<double>() << "%";
+            const std::string label = static_cast<size_t>(c) < labels.size() ? labels[static_cast<size_t>(c)]
+                                                                             : "class " + std::to_string(c);
+            std::cout << "  " << label << " " << std::fixed << std::setprecision(1)
+                      << 100.0 * values[i][j].item<double>() << "%";
         }
         std::cout << '\n';
     }
@@ -92,29 +97,30 @@ int runInspect(const CliOptions& options)
             for (const auto& s : m.callSites)
                 sites.push_back({{"method", s.method}, {"line", s.line}, {"context", s.context}});
             modules.push_back({{"path", m.path}, {"type", m.shortType}, {"qualified_type", m.qualifiedType},
-                               {"parameters", m.ownParameters}, {"total_parameters", m.totalParameters},
-                               {"calls", sites}, {"output_shapes", m.outputShapes}});
+                {"parameters", m.ownParameters}, {"total_parameters", m.totalParameters}, {"calls", sites},
+                {"output_shapes", m.outputShapes}});
         }
         nlohmann::json arguments = nlohmann::json::array();
         for (const auto& a : model->forwardArguments())
             arguments.push_back({{"name", a.name}, {"type", a.type}, {"has_default", a.hasDefault}});
-        const nlohmann::json root{{"model", model->path()}, {"device", model->device()},
-                                  {"forward", arguments}, {"modules", modules}};
+        const nlohmann::json root{
+            {"model", model->path()}, {"device", model->device()}, {"forward", arguments}, {"modules", modules}};
         std::cout << root.dump(2) << '\n';
         return 0;
     }
 
     std::cout << model->path() << ": " << model->forwardSignature() << "\n\n";
     std::cout << std::left << std::setw(44) << "path" << std::setw(28) << "type" << std::right << std::setw(12)
-              << "params" << "  " << std::left << std::setw(14) << "calls" << "output\n";
+              << "params"
+              << "  " << std::left << std::setw(14) << "calls"
+              << "output\n";
     for (const auto& m : model->modules()) {
         std::string shapes;
         for (const auto& s : m.outputShapes)
             shapes += (shapes.empty() ? "" : " ") + shapeToString(s);
         const std::string shown = m.path.empty() ? "(root)" : m.path;
-        std::cout << std::left << std::setw(44) << shown << std::setw(28) << m.shortType << std::right
-                  << std::setw(12) << m.totalParameters << "  " << std::left << std::setw(14) << callText(m) << shapes
-                  << '\n';
+        std::cout << std::left << std::setw(44) << shown << std::setw(28) << m.shortType << std::right << std::setw(12)
+                  << m.totalParameters << "  " << std::left << std::setw(14) << callText(m) << shapes << '\n';
     }
     return 0;
 }
@@ -157,7 +163,7 @@ int runModel(const CliOptions& options)
     std::cout << "wrote " << result.values.size() << " entries to " << options.out << '\n';
     if (!request.truncateAt)
         printPredictions(result.values.front().second, ModelCard::fromJson(model->extraFile("torchscope.json")).labels,
-                         inputs.sampleNames);
+            inputs.sampleNames);
     return 0;
 }
 

@@ -20,8 +20,8 @@ bool isTensorFile(const std::string& path)
     return endsWith(path, ".pt") || endsWith(path, ".pth");
 }
 
-ForwardInputs loadForwardInputs(const Model& model, const std::vector<std::string>& inputs,
-                                const Preprocessing& preprocessing)
+ForwardInputs loadForwardInputs(
+    const Model& model, const std::vector<std::string>& inputs, const Preprocessing& preprocessing)
 {
     const bool allTensors = std::all_of(inputs.begin(), inputs.end(), isTensorFile);
     if (allTensors) {

@@ -20,8 +20,8 @@ struct ForwardInputs {
 
 // The forward's arguments from --input paths: images and folders become one preprocessed batch;
 // tensor files written by torch.save are used as they are (one per argument when several).
-ForwardInputs loadForwardInputs(const Model& model, const std::vector<std::string>& inputs,
-                                const Preprocessing& preprocessing);
+ForwardInputs loadForwardInputs(
+    const Model& model, const std::vector<std::string>& inputs, const Preprocessing& preprocessing);
 
 bool isTensorFile(const std::string& path);
 

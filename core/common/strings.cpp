@@ -56,15 +56,14 @@ size_t levenshtein(std::string_view a, std::string_view b)
     return row[b.size()];
 }
 
-std::vector<std::string> closestMatches(const std::string& wanted,
-                                        const std::vector<std::string>& candidates, size_t count)
+std::vector<std::string> closestMatches(
+    const std::string& wanted, const std::vector<std::string>& candidates, size_t count)
 {
     std::vector<std::pair<size_t, std::string>> scored;
     for (const auto& c : candidates)
         if (!c.empty())
             scored.emplace_back(levenshtein(wanted, c), c);
-    std::stable_sort(scored.begin(), scored.end(),
-                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::stable_sort(scored.begin(), scored.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
     std::vector<std::string> best;
     for (size_t i = 0; i < scored.size() && i < count; ++i)
         best.push_back(scored[i].second);

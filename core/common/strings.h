@@ -13,8 +13,8 @@ bool endsWith(std::string_view text, std::string_view suffix);
 
 // Edit distance, used to suggest the closest existing names for a misspelled one.
 size_t levenshtein(std::string_view a, std::string_view b);
-std::vector<std::string> closestMatches(const std::string& wanted,
-                                        const std::vector<std::string>& candidates, size_t count);
+std::vector<std::string> closestMatches(
+    const std::string& wanted, const std::vector<std::string>& candidates, size_t count);
 
 // "[1, 64, 56, 56]"
 std::string shapeToString(const std::vector<int64_t>& shape);

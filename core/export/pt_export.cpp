@@ -60,7 +60,7 @@ c10::IValue readTorchSaveFile(const std::string& path)
     const std::string start(bytes.data(), std::min<size_t>(bytes.size(), 64));
     if (bytes.size() < 4 || start.compare(0, 4, "PK\x03\x04") != 0)
         throw Error("cannot read tensor file '" + path + "': this is " + describeFileStart(start)
-                    + ", not a file written by torch.save");
+            + ", not a file written by torch.save");
     try {
         return torch::jit::pickle_load(bytes);
     } catch (const c10::Error& e) {

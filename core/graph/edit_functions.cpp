@@ -52,8 +52,8 @@ torch::jit::Graph& editGraph(const std::string& name)
 
 } // namespace
 
-torch::jit::Value* insertEdit(torch::jit::Graph& graph, torch::jit::Value* output, const EditSpec& edit,
-                              torch::jit::Value* tensor)
+torch::jit::Value* insertEdit(
+    torch::jit::Graph& graph, torch::jit::Value* output, const EditSpec& edit, torch::jit::Value* tensor)
 {
     std::vector<torch::jit::Value*> inputs{output};
     const char* name = nullptr;

@@ -89,8 +89,7 @@ std::string torchErrorMessage(const std::string& text)
 
 Engine::Engine(std::shared_ptr<Model> model)
     : model_(std::move(model))
-{
-}
+{ }
 
 Engine::~Engine() = default;
 
@@ -125,8 +124,8 @@ std::shared_ptr<InstrumentedFunction> Engine::instrumented(const ResolvedRequest
     return it->second;
 }
 
-RunResult Engine::run(const Request& request, const std::vector<c10::IValue>& inputs,
-                      const std::vector<at::Tensor>& editTensors)
+RunResult Engine::run(
+    const Request& request, const std::vector<c10::IValue>& inputs, const std::vector<at::Tensor>& editTensors)
 {
     const ResolvedRequest resolved = resolve(request);
     const bool gradients = resolved.needsGradients();
@@ -138,14 +137,14 @@ RunResult Engine::run(const Request& request, const std::vector<c10::IValue>& in
         tensorEdits += e.takesTensor() ? 1 : 0;
     if (editTensors.size() != tensorEdits)
         throw Error("the edits need " + std::to_string(tensorEdits) + " tensor(s) (add/replace), but "
-                    + std::to_string(editTensors.size()) + " were given");
+            + std::to_string(editTensors.size()) + " were given");
 
     const auto instrumentedFunction = instrumented(resolved);
     const auto& schema = model_->module().get_method("forward").function().getSchema();
     const size_t expected = schema.arguments().size() - 1;
     if (inputs.size() > expected)
         throw Error("the model's " + model_->forwardSignature() + " takes " + std::to_string(expected)
-                    + " input(s), but " + std::to_string(inputs.size()) + " were given");
+            + " input(s), but " + std::to_string(inputs.size()) + " were given");
 
     const c10::Device device(model_->device());
     torch::jit::Stack stack{model_->module()._ivalue()};
@@ -158,7 +157,7 @@ RunResult Engine::run(const Request& request, const std::vector<c10::IValue>& in
             stack.push_back(*argument.default_value());
         } else {
             throw Error("the model's " + model_->forwardSignature() + " needs argument '" + argument.name()
-                        + "', which was not given");
+                + "', which was not given");
         }
     }
     for (const auto& t : editTensors)
@@ -189,8 +188,8 @@ RunResult Engine::run(const Request& request, const std::vector<c10::IValue>& in
                     gradientTaps.push_back(value.toTensor());
                     gradientKeys.push_back(callKey(slot, call));
                 } else {
-                    result.values.emplace_back(callKey(slot, call),
-                                               value.isTensor() ? c10::IValue(value.toTensor().detach()) : value);
+                    result.values.emplace_back(
+                        callKey(slot, call), value.isTensor() ? c10::IValue(value.toTensor().detach()) : value);
                 }
             }
         }
@@ -198,18 +197,18 @@ RunResult Engine::run(const Request& request, const std::vector<c10::IValue>& in
             const auto& output = elements[0];
             if (!output.isTensor() || output.toTensor().dim() != 2)
                 throw Error("gradients need a model output of shape [batch, classes]; this one is "
-                            + (output.isTensor() ? shapeToString(output.toTensor().sizes().vec())
-                                                 : output.type()->annotation_str()));
+                    + (output.isTensor() ? shapeToString(output.toTensor().sizes().vec())
+                                         : output.type()->annotation_str()));
             const at::Tensor logits = output.toTensor();
             const int64_t target = *request.targetClass;
             if (target < 0 || target >= logits.size(1))
                 throw Error("target class " + std::to_string(target) + " is out of range: the output has "
-                            + std::to_string(logits.size(1)) + " classes");
+                    + std::to_string(logits.size(1)) + " classes");
             const at::Tensor score = logits.select(1, target).sum();
             const auto grads = torch::autograd::grad({score}, gradientTaps, {}, false, false, true);
             for (size_t i = 0; i < grads.size(); ++i)
-                result.values.emplace_back(gradientKeys[i],
-                                           grads[i].defined() ? grads[i] : at::zeros_like(gradientTaps[i]));
+                result.values.emplace_back(
+                    gradientKeys[i], grads[i].defined() ? grads[i] : at::zeros_like(gradientTaps[i]));
             result.values[0].second = logits.detach();
         }
     } catch (const Error&) {

@@ -40,7 +40,7 @@ public:
     // inputs: one per forward argument (missing trailing arguments take their defaults).
     // editTensors: one per Add / Replace edit, in the order of request.edits.
     RunResult run(const Request& request, const std::vector<c10::IValue>& inputs,
-                  const std::vector<at::Tensor>& editTensors = {});
+        const std::vector<at::Tensor>& editTensors = {});
 
     ResolvedRequest resolve(const Request& request) const;
     const Model& model() const { return *model_; }

@@ -123,9 +123,9 @@ Value* insertClone(Graph& graph, Value* value)
 class Instrumenter {
 public:
     Instrumenter(const torch::jit::Module& module, const ResolvedRequest& request)
-        : module_(module), request_(request)
-    {
-    }
+        : module_(module)
+        , request_(request)
+    { }
 
     std::shared_ptr<InstrumentedFunction> build()
     {
@@ -154,8 +154,8 @@ public:
             : c10::nullopt;
         // Gradients w.r.t. returned intermediates come back undefined once the profiling executor
         // fuses the graph into a DifferentiableGraph, hence the simple executor for them.
-        result_->function = std::make_shared<torch::jit::GraphFunction>(
-            "torchscope.instrumented_forward", graph_, nullptr, mode);
+        result_->function
+            = std::make_shared<torch::jit::GraphFunction>("torchscope.instrumented_forward", graph_, nullptr, mode);
         return result_;
     }
 
@@ -198,8 +198,8 @@ private:
         for (const auto& target : targets)
             if (!found.count(target))
                 throw Error("module '" + target
-                            + "' is never called by the model's forward (it may be unused, or called only "
-                              "from code TorchScope cannot inline)");
+                    + "' is never called by the model's forward (it may be unused, or called only "
+                      "from code TorchScope cannot inline)");
         for (size_t s = 0; s < result_->slots.size(); ++s)
             if (!lists_[s])
                 throw Error("'" + result_->slots[s].key + "' cannot be grabbed: its module is never called");
@@ -219,8 +219,8 @@ private:
     {
         const auto& slot = result_->slots[s];
         if (slot.kind == CaptureKind::Gradient && !type->isSubtypeOf(*c10::TensorType::get()))
-            throw Error("'" + slot.key + "': a gradient needs a tensor output, but module '" + slot.path
-                        + "' returns " + type->annotation_str());
+            throw Error("'" + slot.key + "': a gradient needs a tensor output, but module '" + slot.path + "' returns "
+                + type->annotation_str());
         if (!lists_[s]) {
             auto* list = graph_->createList(type, {});
             graph_->prependNode(list);
@@ -229,10 +229,7 @@ private:
         return lists_[s];
     }
 
-    void append(size_t slot, Value* value)
-    {
-        graph_->insert(c10::aten::append, {listFor(slot, value->type()), value});
-    }
+    void append(size_t slot, Value* value) { graph_->insert(c10::aten::append, {listFor(slot, value->type()), value}); }
 
     void instrumentCall(const std::string& path, Node* call)
     {
@@ -246,8 +243,9 @@ private:
                 // in place on them.
                 const size_t index = static_cast<size_t>(slot.inputIndex) + 1;
                 if (index >= call->inputs().size())
-                    throw Error("'" + slot.key + "': module '" + path + "' takes " + std::to_string(call->inputs().size() - 1)
-                                + " input(s), so in" + std::to_string(slot.inputIndex) + " does not exist");
+                    throw Error("'" + slot.key + "': module '" + path + "' takes "
+                        + std::to_string(call->inputs().size() - 1) + " input(s), so in"
+                        + std::to_string(slot.inputIndex) + " does not exist");
                 Value* input = call->input(index);
                 const bool isTensor = input->type()->isSubtypeOf(*c10::TensorType::get());
                 append(s, isTensor && writes_.mayBeWritten(input) ? insertClone(*graph_, input) : input);
@@ -260,8 +258,8 @@ private:
         Value* current = original;
         for (size_t e = 0; e < request_.edits.size(); ++e)
             if (request_.edits[e].path == path)
-                current = insertEdit(*graph_, current, request_.edits[e],
-                                     editTensors_.count(e) ? editTensors_.at(e) : nullptr);
+                current = insertEdit(
+                    *graph_, current, request_.edits[e], editTensors_.count(e) ? editTensors_.at(e) : nullptr);
         if (current != original)
             original->replaceAllUsesAfterNodeWith(anchor->prev(), current);
 
@@ -325,10 +323,9 @@ private:
     void cutAfterTruncation()
     {
         if (!truncationProblem_.empty())
-            throw Error("cannot truncate at '" + *request_.truncateAt + "': its first call is "
-                        + truncationProblem_
-                        + ", so whether and how often it runs depends on the input; truncate at a module "
-                          "outside that block");
+            throw Error("cannot truncate at '" + *request_.truncateAt + "': its first call is " + truncationProblem_
+                + ", so whether and how often it runs depends on the input; truncate at a module "
+                  "outside that block");
         std::vector<Node*> after;
         for (Node* n = truncationEnd_->next(); n != graph_->block()->return_node(); n = n->next())
             after.push_back(n);
@@ -341,7 +338,7 @@ private:
                 appended = appended || use.user->kind() == c10::aten::append;
             if (!appended)
                 result_->warnings.push_back("'" + result_->slots[s].key + "' runs only after the truncation point '"
-                                            + *request_.truncateAt + "', so nothing was grabbed");
+                    + *request_.truncateAt + "', so nothing was grabbed");
         }
     }
 

@@ -43,7 +43,6 @@ struct InstrumentedFunction {
 // Copies forward's graph, inlines only the prim::CallMethod calls on the way to each requested
 // module, taps the calls of those modules, applies edits and cuts the graph at the truncation
 // point. The module itself is left untouched. Throws torchscope::Error.
-std::shared_ptr<InstrumentedFunction> instrument(const torch::jit::Module& module,
-                                                 const ResolvedRequest& request);
+std::shared_ptr<InstrumentedFunction> instrument(const torch::jit::Module& module, const ResolvedRequest& request);
 
 } // namespace torchscope

@@ -63,7 +63,7 @@ GrabSpec GrabSpec::parse(const std::string& text)
         spec.inputIndex = static_cast<int>(parseInteger(suffix.substr(2), "grab '" + text + "'"));
     } else {
         throw Error("grab '" + text + "': unknown suffix ':" + suffix
-                    + "'; use PATH (output), PATH:in0, PATH:in1 ... (inputs) or PATH:grad");
+            + "'; use PATH (output), PATH:in0, PATH:in1 ... (inputs) or PATH:grad");
     }
     spec.selector = text.substr(0, colon);
     if (spec.selector.empty())
@@ -74,9 +74,12 @@ GrabSpec GrabSpec::parse(const std::string& text)
 std::string GrabSpec::suffix() const
 {
     switch (kind) {
-    case CaptureKind::Output: return "";
-    case CaptureKind::Input: return ":in" + std::to_string(inputIndex);
-    case CaptureKind::Gradient: return ":grad";
+    case CaptureKind::Output:
+        return "";
+    case CaptureKind::Input:
+        return ":in" + std::to_string(inputIndex);
+    case CaptureKind::Gradient:
+        return ":grad";
     }
     return "";
 }
@@ -114,10 +117,18 @@ std::string EditSpec::toString() const
     std::ostringstream out;
     out << path;
     switch (kind) {
-    case EditKind::ZeroChannels: out << ":zero:" << join(channelText, ","); break;
-    case EditKind::ScaleChannels: out << ":scale:" << join(channelText, ",") << ':' << factor; break;
-    case EditKind::Add: out << ":add"; break;
-    case EditKind::Replace: out << ":replace"; break;
+    case EditKind::ZeroChannels:
+        out << ":zero:" << join(channelText, ",");
+        break;
+    case EditKind::ScaleChannels:
+        out << ":scale:" << join(channelText, ",") << ':' << factor;
+        break;
+    case EditKind::Add:
+        out << ":add";
+        break;
+    case EditKind::Replace:
+        out << ":replace";
+        break;
     }
     return out.str();
 }

@@ -21,10 +21,10 @@ struct GrabSpec {
 };
 
 enum class EditKind {
-    ZeroChannels,  // channels along dim 1 set to 0
+    ZeroChannels, // channels along dim 1 set to 0
     ScaleChannels, // channels along dim 1 multiplied by factor
-    Add,           // a tensor added (broadcast)
-    Replace        // the output replaced by a tensor (activation patching)
+    Add, // a tensor added (broadcast)
+    Replace // the output replaced by a tensor (activation patching)
 };
 
 // nethook's edit_output: changes a module's output before the rest of the network sees it.

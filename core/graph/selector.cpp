@@ -14,7 +14,7 @@ void requireModulePath(const Model& model, const std::string& path, const std::s
         return;
     const auto closest = closestMatches(path, model.paths(), 3);
     throw Error(what + ": the model has no module '" + path + "'"
-                + (closest.empty() ? std::string{} : "; closest paths: " + join(closest, ", ")));
+        + (closest.empty() ? std::string{} : "; closest paths: " + join(closest, ", ")));
 }
 
 std::vector<std::string> resolveSelector(const Model& model, const std::string& selector)

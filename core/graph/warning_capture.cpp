@@ -9,9 +9,15 @@ namespace torchscope {
 
 struct WarningCapture::Handler : c10::WarningHandler {
 #if TORCH_VERSION_MAJOR >= 2
-    void process(const c10::Warning& warning) override { add(warning.msg()); }
+    void process(const c10::Warning& warning) override
+    {
+        add(warning.msg());
+    }
 #else
-    void process(const c10::SourceLocation&, const std::string& message, const bool) override { add(message); }
+    void process(const c10::SourceLocation&, const std::string& message, const bool) override
+    {
+        add(message);
+    }
 #endif
     void add(const std::string& message)
     {

@@ -109,8 +109,8 @@ WriteAnalysis::Reach WriteAnalysis::reach(const Value* value)
             if (inside.escapes) // the callee may return it (an Identity, a Sequential of in-place ops)
                 result.merge(reachOutputs(user));
         } else if (kind == c10::prim::TupleConstruct || kind == c10::prim::ListConstruct
-                   || kind == c10::prim::DictConstruct || kind == c10::prim::TupleUnpack
-                   || kind == c10::prim::ListUnpack || kind == c10::prim::unchecked_cast) {
+            || kind == c10::prim::DictConstruct || kind == c10::prim::TupleUnpack || kind == c10::prim::ListUnpack
+            || kind == c10::prim::unchecked_cast) {
             result.merge(reachOutputs(user));
         } else {
             const c10::FunctionSchema* schema = user->maybeSchema();

@@ -51,7 +51,7 @@ DecodedImage decodeImage(const std::string& path)
         in.read(start.data(), 64);
         start.resize(static_cast<size_t>(in.gcount()));
         throw Error("cannot read image '" + path + "': this is " + describeFileStart(start)
-                    + ", not an image OpenCV can decode");
+            + ", not an image OpenCV can decode");
     }
 
     DecodedImage image;
@@ -65,18 +65,24 @@ DecodedImage decodeImage(const std::string& path)
 
     cv::Mat colour;
     switch (raw.channels()) {
-    case 1: colour = raw; break;
-    case 3: cv::cvtColor(raw, colour, cv::COLOR_BGR2RGB); break;
-    case 4: cv::cvtColor(raw, colour, cv::COLOR_BGRA2RGB); break;
+    case 1:
+        colour = raw;
+        break;
+    case 3:
+        cv::cvtColor(raw, colour, cv::COLOR_BGR2RGB);
+        break;
+    case 4:
+        cv::cvtColor(raw, colour, cv::COLOR_BGRA2RGB);
+        break;
     default:
         throw Error("cannot read image '" + path + "': it has " + std::to_string(raw.channels())
-                    + " channels; expected 1, 3 or 4");
+            + " channels; expected 1, 3 or 4");
     }
     cv::Mat floats;
     colour.convertTo(floats, CV_MAKETYPE(CV_32F, colour.channels()), scale);
     image.channels = floats.channels();
-    image.pixels.assign(reinterpret_cast<const float*>(floats.datastart),
-                        reinterpret_cast<const float*>(floats.dataend));
+    image.pixels.assign(
+        reinterpret_cast<const float*>(floats.datastart), reinterpret_cast<const float*>(floats.dataend));
     return image;
 }
 

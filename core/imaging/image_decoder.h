@@ -10,7 +10,7 @@ struct DecodedImage {
     std::string path;
     int width = 0;
     int height = 0;
-    int channels = 0;      // 1 (grey) or 3 (RGB); an alpha channel is dropped, as PIL's convert("RGB")
+    int channels = 0; // 1 (grey) or 3 (RGB); an alpha channel is dropped, as PIL's convert("RGB")
     int sourceChannels = 0;
     int sourceBitDepth = 0; // 8, 16 or 32
     std::vector<float> pixels;

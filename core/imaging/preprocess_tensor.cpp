@@ -13,7 +13,7 @@ at::Tensor preprocessImage(const at::Tensor& input, const Preprocessing& p)
 {
     if (input.dim() != 3 || (input.size(0) != 1 && input.size(0) != 3))
         throw Error("an image must be [channels, height, width] with 1 or 3 channels, got "
-                    + shapeToString(input.sizes().vec()));
+            + shapeToString(input.sizes().vec()));
     at::Tensor image = input.to(at::kFloat);
     if (p.grayscale && image.size(0) == 3) {
         image = (0.2989 * image[0] + 0.587 * image[1] + 0.114 * image[2]).unsqueeze(0);
@@ -37,8 +37,8 @@ at::Tensor preprocessImage(const at::Tensor& input, const Preprocessing& p)
             // torchvision pads with zeros when the crop is larger than the image.
             const int64_t padTop = std::max<int64_t>(0, (p.cropHeight - h) / 2);
             const int64_t padLeft = std::max<int64_t>(0, (p.cropWidth - w) / 2);
-            at::Tensor padded = at::zeros({image.size(0), std::max<int64_t>(h, p.cropHeight),
-                                           std::max<int64_t>(w, p.cropWidth)});
+            at::Tensor padded
+                = at::zeros({image.size(0), std::max<int64_t>(h, p.cropHeight), std::max<int64_t>(w, p.cropWidth)});
             padded.narrow(1, padTop, h).narrow(2, padLeft, w).copy_(image);
             image = padded;
         }
@@ -51,7 +51,7 @@ at::Tensor preprocessImage(const at::Tensor& input, const Preprocessing& p)
         const auto channels = image.size(0);
         if (static_cast<int64_t>(p.mean.size()) != channels)
             throw Error("the preprocessing has " + std::to_string(p.mean.size()) + " mean values for an image with "
-                        + std::to_string(channels) + " channel(s)");
+                + std::to_string(channels) + " channel(s)");
         const at::Tensor mean = at::tensor(p.mean, at::kDouble).to(at::kFloat).view({channels, 1, 1});
         const at::Tensor std = at::tensor(p.std, at::kDouble).to(at::kFloat).view({channels, 1, 1});
         image = (image - mean) / std;

@@ -55,7 +55,7 @@ Preprocessing fromObject(const json& object)
         p.std = numbers(object["std"], "std");
     if (p.mean.size() != p.std.size())
         throw Error("preprocessing has " + std::to_string(p.mean.size()) + " mean value(s) but "
-                    + std::to_string(p.std.size()) + " std value(s)");
+            + std::to_string(p.std.size()) + " std value(s)");
     for (double s : p.std)
         if (s == 0.0)
             throw Error("preprocessing 'std' contains 0");
@@ -109,8 +109,8 @@ Preprocessing Preprocessing::fromSpec(const std::string& spec)
 
 std::string Preprocessing::toJson() const
 {
-    json object{{"resize", resize}, {"crop", {cropHeight, cropWidth}}, {"grayscale", grayscale},
-                {"mean", mean}, {"std", std}};
+    json object{
+        {"resize", resize}, {"crop", {cropHeight, cropWidth}}, {"grayscale", grayscale}, {"mean", mean}, {"std", std}};
     return object.dump();
 }
 

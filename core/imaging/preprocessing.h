@@ -7,7 +7,7 @@ namespace torchscope {
 
 // torchvision-style preprocessing: Resize(shorter side) -> CenterCrop -> [0,1] -> Normalize.
 struct Preprocessing {
-    int resize = 0;     // shorter side after resizing; 0 keeps the size
+    int resize = 0; // shorter side after resizing; 0 keeps the size
     int cropHeight = 0; // 0 keeps the size
     int cropWidth = 0;
     bool grayscale = false; // convert to one channel (torchvision's rgb_to_grayscale weights)

@@ -24,9 +24,8 @@ std::string readStart(const std::string& path, size_t count)
 
 bool looksLikeText(const std::string& bytes)
 {
-    return std::all_of(bytes.begin(), bytes.end(), [](unsigned char c) {
-        return c == '\n' || c == '\r' || c == '\t' || (c >= 32 && c < 127) || c >= 128;
-    });
+    return std::all_of(bytes.begin(), bytes.end(),
+        [](unsigned char c) { return c == '\n' || c == '\r' || c == '\t' || (c >= 32 && c < 127) || c >= 128; });
 }
 
 std::string hexStart(const std::string& bytes)
@@ -51,7 +50,8 @@ std::string describeTorchSaveArchive(caffe2::serialize::PyTorchStreamReader& rea
     const std::string advice = "; load it in Python and save it with torch.jit.save(torch.jit.script(model), path)";
     if (pickle.find("collections\nOrderedDict") != std::string::npos
         && pickle.find("torch.nn.modules") == std::string::npos)
-        return "this is a state_dict (a dictionary of weights) saved with torch.save, not a TorchScript archive" + advice;
+        return "this is a state_dict (a dictionary of weights) saved with torch.save, not a TorchScript archive"
+            + advice;
     if (pickle.find("torch.nn.modules") != std::string::npos || pickle.find("models.") != std::string::npos)
         return "this is a whole nn.Module pickled with torch.save, not a TorchScript archive" + advice;
     return "this is a torch.save archive (tensors or Python objects), not a TorchScript archive" + advice;
@@ -71,7 +71,9 @@ std::string describeFileStart(const std::string& bytes)
         return "a JPEG image";
     if (startsWith(bytes, "\x1f\x8b"))
         return "a gzip-compressed file";
-    if (startsWith(bytes, "\x7f" "ELF"))
+    if (startsWith(bytes,
+            "\x7f"
+            "ELF"))
         return "an executable or shared library (ELF)";
     if (bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x80 && bytes[1] >= 2 && bytes[1] <= 5)
         return "a legacy (pre-1.6, non-zip) torch.save pickle, not a TorchScript archive";
@@ -106,8 +108,8 @@ std::optional<std::string> diagnoseModelFile(const std::string& path)
     try {
         caffe2::serialize::PyTorchStreamReader reader(path);
         const auto records = reader.getAllRecords();
-        const bool hasCode = std::any_of(records.begin(), records.end(),
-                                         [](const std::string& r) { return startsWith(r, "code/"); });
+        const bool hasCode
+            = std::any_of(records.begin(), records.end(), [](const std::string& r) { return startsWith(r, "code/"); });
         if (!hasCode && !reader.hasRecord("constants.pkl"))
             return describeTorchSaveArchive(reader);
     } catch (const c10::Error&) {

@@ -29,8 +29,8 @@ std::string firstLine(const std::string& text)
 }
 
 // Walks every method of every module and records which child each prim::CallMethod reaches.
-void collectCallSites(const torch::jit::Module& module, const std::string& path,
-                      std::map<std::string, std::vector<CallSite>>& sites)
+void collectCallSites(
+    const torch::jit::Module& module, const std::string& path, std::map<std::string, std::vector<CallSite>>& sites)
 {
     for (const auto& method : module.get_methods()) {
         auto* graphFunction = torch::jit::tryToGraphFunction(method.function());
@@ -38,26 +38,25 @@ void collectCallSites(const torch::jit::Module& module, const std::string& path,
             continue;
         const auto graph = graphFunction->graph();
         std::unordered_map<const torch::jit::Value*, std::string> relative{{graph->inputs()[0], ""}};
-        std::function<void(torch::jit::Block*, const std::string&)> walk =
-            [&](torch::jit::Block* block, const std::string& context) {
-                for (auto* node : block->nodes()) {
-                    if (node->kind() == c10::prim::GetAttr && relative.count(node->input(0))
-                        && isModuleType(node->output()->type())) {
-                        const auto& base = relative[node->input(0)];
-                        relative[node->output()] = joinPath(base, node->s(c10::attr::name));
-                    } else if (node->kind() == c10::prim::CallMethod && relative.count(node->input(0))) {
-                        const auto& child = relative[node->input(0)];
-                        if (!child.empty())
-                            sites[joinPath(path, child)].push_back(
-                                {method.name(), sourceLine(node), context});
-                    }
-                    const char* inner = node->kind() == c10::prim::If     ? "inside an if-branch"
-                                        : node->kind() == c10::prim::Loop ? "inside a loop"
-                                                                          : nullptr;
-                    for (auto* sub : node->blocks())
-                        walk(sub, inner ? inner : context);
-                }
-            };
+        std::function<void(torch::jit::Block*, const std::string&)> walk
+            = [&](torch::jit::Block* block, const std::string& context) {
+                  for (auto* node : block->nodes()) {
+                      if (node->kind() == c10::prim::GetAttr && relative.count(node->input(0))
+                          && isModuleType(node->output()->type())) {
+                          const auto& base = relative[node->input(0)];
+                          relative[node->output()] = joinPath(base, node->s(c10::attr::name));
+                      } else if (node->kind() == c10::prim::CallMethod && relative.count(node->input(0))) {
+                          const auto& child = relative[node->input(0)];
+                          if (!child.empty())
+                              sites[joinPath(path, child)].push_back({method.name(), sourceLine(node), context});
+                      }
+                      const char* inner = node->kind() == c10::prim::If ? "inside an if-branch"
+                          : node->kind() == c10::prim::Loop             ? "inside a loop"
+                                                                        : nullptr;
+                      for (auto* sub : node->blocks())
+                          walk(sub, inner ? inner : context);
+                  }
+              };
         walk(graph->block(), "");
     }
 }
@@ -79,8 +78,8 @@ std::string resolveDevice(const std::string& requested)
         return torch::cuda::is_available() ? "cuda" : "cpu";
     if (startsWith(requested, "cuda") && !torch::cuda::is_available())
         throw Error("device '" + requested
-                    + "' was asked for, but this LibTorch has no CUDA device (it was built for CPU, or no GPU "
-                      "is visible); use --device cpu or auto");
+            + "' was asked for, but this LibTorch has no CUDA device (it was built for CPU, or no GPU "
+              "is visible); use --device cpu or auto");
     try {
         (void)c10::Device(requested);
     } catch (const c10::Error&) {
@@ -111,8 +110,8 @@ std::shared_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
     model->device_ = resolveDevice(options.device);
     torch::jit::ExtraFilesMap extra{{"torchscope.json", ""}};
     try {
-        model->module_ = std::make_unique<torch::jit::Module>(
-            torch::jit::load(path, c10::Device(model->device_), extra));
+        model->module_
+            = std::make_unique<torch::jit::Module>(torch::jit::load(path, c10::Device(model->device_), extra));
     } catch (const c10::Error& e) {
         throw Error(loadFailure(path, e.what_without_backtrace()));
     } catch (const std::exception& e) {

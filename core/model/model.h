@@ -15,9 +15,9 @@ struct Module;
 namespace torchscope {
 
 struct LoadOptions {
-    std::string device = "cpu";               // "cpu", "cuda", "cuda:1"; see resolveDevice()
+    std::string device = "cpu"; // "cpu", "cuda", "cuda:1"; see resolveDevice()
     std::vector<std::string> operatorLibraries; // custom-op libraries to load first
-    bool loadDefaultOperatorLibraries = true;   // Debian's torchvision ops when present
+    bool loadDefaultOperatorLibraries = true; // Debian's torchvision ops when present
 };
 
 // A loaded TorchScript model and its module tree. The torch::jit::Module inside is never modified;

@@ -8,20 +8,20 @@ namespace torchscope {
 
 // Where a parent's code calls a child module.
 struct CallSite {
-    std::string method;  // the parent's method that calls it ("forward", "_forward_impl", "forward1")
-    int line = 0;        // line in the parent's TorchScript code, 0 when unknown
+    std::string method; // the parent's method that calls it ("forward", "_forward_impl", "forward1")
+    int line = 0; // line in the parent's TorchScript code, 0 when unknown
     std::string context; // "" at top level, else "inside an if-branch" / "inside a loop"
 };
 
 // One module of the loaded tree, as plain values (no Torch types), ordered as named_modules().
 struct ModuleInfo {
-    std::string path;          // dotted, exactly as Python's named_modules() ("" is the root)
-    std::string name;          // last path component
-    std::string shortType;     // "Conv2d"
+    std::string path; // dotted, exactly as Python's named_modules() ("" is the root)
+    std::string name; // last path component
+    std::string shortType; // "Conv2d"
     std::string qualifiedType; // "torch.nn.modules.conv.Conv2d" (TorchScript mangling removed)
     int64_t ownParameters = 0;
     int64_t totalParameters = 0;
-    int parent = -1;           // index into the module list, -1 for the root
+    int parent = -1; // index into the module list, -1 for the root
     std::vector<int> children;
     std::vector<CallSite> callSites; // how often and where the parent's methods call it
     // Output shape of each call after a dry run (empty before; empty inner vector: not a tensor).

@@ -78,7 +78,8 @@ int main(int argc, char** argv)
         Engine engine(model);
         torch::manual_seed(0);
         const at::Tensor input = torch::randn({batch, 3, size, size});
-        PythonWorker py({python, worker, arch, weights, std::to_string(batch), std::to_string(size), std::to_string(threads)});
+        PythonWorker py(
+            {python, worker, arch, weights, std::to_string(batch), std::to_string(size), std::to_string(threads)});
 
         Request grab;
         for (const auto& b : blocks)
@@ -89,8 +90,8 @@ int main(int argc, char** argv)
 
         torch::NoGradGuard noGrad;
         auto plain = [&] { model->module().forward({input}); };
-        std::map<std::string, std::function<void()>> ours{{"plain", plain},
-                                                          {"grab", [&] { engine.run(grab, {input}); }}};
+        std::map<std::string, std::function<void()>> ours{
+            {"plain", plain}, {"grab", [&] { engine.run(grab, {input}); }}};
         std::map<std::string, std::string> python{{"plain", "plain"}, {"grab", "hooks layer1,layer2,layer3,layer4"}};
         for (const auto& b : blocks) {
             ours["truncate " + b] = [&, b] { engine.run(truncations[b], {input}); };
@@ -112,8 +113,14 @@ int main(int argc, char** argv)
         for (int r = 0; r < repeats; ++r) {
             std::rotate(names.begin(), names.begin() + 1, names.end());
             for (const auto& name : names) {
-                auto measureOurs = [&] { settle(); oursTimes[name].push_back(seconds(ours[name])); };
-                auto measurePython = [&] { settle(); pythonTimes[name].push_back(std::stod(py.ask(python[name]))); };
+                auto measureOurs = [&] {
+                    settle();
+                    oursTimes[name].push_back(seconds(ours[name]));
+                };
+                auto measurePython = [&] {
+                    settle();
+                    pythonTimes[name].push_back(std::stod(py.ask(python[name])));
+                };
                 if (r % 2) {
                     measurePython();
                     measureOurs();
@@ -141,14 +148,11 @@ int main(int argc, char** argv)
         for (const auto& b : blocks) {
             const double t = median(oursTimes["truncate " + b]);
             const double share = shares[b].get<double>();
-            truncation.push_back({{"at", b},
-                                  {"seconds", t},
-                                  {"time_ratio_to_full", t / full},
-                                  {"flop_share", share},
-                                  {"time_ratio_minus_flop_share", t / full - share},
-                                  {"time_ratio_of_minimums", minimum(oursTimes["truncate " + b]) / minimum(oursTimes["plain"])},
-                                  {"python_hook_seconds", median(pythonTimes["truncate " + b])},
-                                  {"ours_over_python", t / median(pythonTimes["truncate " + b])}});
+            truncation.push_back({{"at", b}, {"seconds", t}, {"time_ratio_to_full", t / full}, {"flop_share", share},
+                {"time_ratio_minus_flop_share", t / full - share},
+                {"time_ratio_of_minimums", minimum(oursTimes["truncate " + b]) / minimum(oursTimes["plain"])},
+                {"python_hook_seconds", median(pythonTimes["truncate " + b])},
+                {"ours_over_python", t / median(pythonTimes["truncate " + b])}});
         }
         const nlohmann::json report{
             {"model", arch},
@@ -159,8 +163,8 @@ int main(int argc, char** argv)
             {"statistic", "median"},
             {"plain_forward_seconds", full},
             {"minimum_seconds",
-             {{"plain", minimum(oursTimes["plain"])}, {"grab_4_blocks", minimum(oursTimes["grab"])},
-              {"python_eager", minimum(pythonTimes["plain"])}, {"python_hooks", minimum(pythonTimes["grab"])}}},
+                {{"plain", minimum(oursTimes["plain"])}, {"grab_4_blocks", minimum(oursTimes["grab"])},
+                    {"python_eager", minimum(pythonTimes["plain"])}, {"python_hooks", minimum(pythonTimes["grab"])}}},
             {"grab_ratio_to_plain_of_minimums", minimum(oursTimes["grab"]) / minimum(oursTimes["plain"])},
             {"grab_4_blocks_seconds", median(oursTimes["grab"])},
             {"grab_ratio_to_plain", median(oursTimes["grab"]) / full},

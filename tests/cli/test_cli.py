@@ -152,6 +152,12 @@ class CliErrors(unittest.TestCase):
 
 
 class CliInspect(unittest.TestCase):
+    def test_without_a_model_it_opens_the_bundled_demo(self):
+        result = cli("inspect")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("fashion_cnn.pt", result.stdout)
+        self.assertIn("features.0.conv", result.stdout)
+
     def test_json_tree_matches_named_modules(self):
         result = cli("inspect", FIXTURES / "resnet18_scripted.pt", "--json")
         self.assertEqual(result.returncode, 0, result.stderr)

@@ -25,7 +25,7 @@ TEST(Detection, BackboneLayersHaveTheSeedsShapesAndPythonsValues)
     EXPECT_TRUE(result.find("output")->isTuple());
     ASSERT_FALSE(result.warnings.empty());
     EXPECT_NE(result.warnings[0].find("the model warned: RCNN always returns a (Losses, Detections) tuple"),
-              std::string::npos)
+        std::string::npos)
         << result.warnings[0];
 }
 
@@ -47,10 +47,10 @@ TEST(Detection, GradientOfADictOutputIsRefused)
     Request request;
     request.grabs = {GrabSpec::parse("backbone:grad")};
     request.targetClass = 1;
-    const std::string message =
-        errorOf([&] { engine.run(request, forwardInputsFromBatch(*model, loadTensor("maskrcnn_input.pt"))); });
+    const std::string message
+        = errorOf([&] { engine.run(request, forwardInputsFromBatch(*model, loadTensor("maskrcnn_input.pt"))); });
     EXPECT_NE(message.find("a gradient needs a tensor output, but module 'backbone' returns Dict[str, Tensor]"),
-              std::string::npos)
+        std::string::npos)
         << message;
 }
 

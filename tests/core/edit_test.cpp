@@ -17,21 +17,22 @@ RunResult runWithEdit(const std::string& spec, std::vector<at::Tensor> tensors =
 TEST(Edit, ZeroChannels)
 {
     const auto expected = loadExpected("resnet18_expected.pt");
-    EXPECT_TRUE(tensorsClose("zero", runWithEdit("layer2:zero:0,5,7").tensor("output"), expected.at("edit:zero:layer2"), 1e-5));
+    EXPECT_TRUE(
+        tensorsClose("zero", runWithEdit("layer2:zero:0,5,7").tensor("output"), expected.at("edit:zero:layer2"), 1e-5));
 }
 
 TEST(Edit, ScaleChannels)
 {
     const auto expected = loadExpected("resnet18_expected.pt");
-    EXPECT_TRUE(tensorsClose("scale", runWithEdit("layer3.0:scale:1-2:2.5").tensor("output"),
-                             expected.at("edit:scale:layer3.0"), 1e-5));
+    EXPECT_TRUE(tensorsClose(
+        "scale", runWithEdit("layer3.0:scale:1-2:2.5").tensor("output"), expected.at("edit:scale:layer3.0"), 1e-5));
 }
 
 TEST(Edit, AddTensor)
 {
     const auto expected = loadExpected("resnet18_expected.pt");
     EXPECT_TRUE(tensorsClose("add", runWithEdit("layer1:add", {expected.at("edit:add:layer1.add")}).tensor("output"),
-                             expected.at("edit:add:layer1"), 1e-5));
+        expected.at("edit:add:layer1"), 1e-5));
 }
 
 TEST(Edit, ActivationPatchingFromAnotherInput)
@@ -74,7 +75,7 @@ TEST(Edit, ReplacementOfTheWrongShape)
 {
     const std::string message = errorOf([] { runWithEdit("layer3:replace", {at::zeros({1, 2, 3})}); });
     EXPECT_NE(message.find("the replacement has shape [1, 2, 3] but the output it replaces has shape [2, 256, 14, 14]"),
-              std::string::npos)
+        std::string::npos)
         << message;
 }
 

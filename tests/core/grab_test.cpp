@@ -19,7 +19,7 @@ void PrintTo(const GrabCase& c, std::ostream* os)
     *os << c.model;
 }
 
-class GrabEveryModule : public ::testing::TestWithParam<GrabCase> {};
+class GrabEveryModule : public ::testing::TestWithParam<GrabCase> { };
 
 bool isHookKey(const std::string& key)
 {
@@ -58,18 +58,17 @@ TEST_P(GrabEveryModule, MatchesPythonHooks)
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GrabEveryModule,
-                         ::testing::Values(GrabCase{"resnet18_scripted.pt", "resnet18_input.pt", "resnet18_expected.pt"},
-                                           GrabCase{"resnet18_traced.pt", "resnet18_input.pt", "resnet18_expected.pt"},
-                                           GrabCase{"mobilenet_v3_small_scripted.pt", "mobilenet_input.pt",
-                                                    "mobilenet_expected.pt"},
-                                           GrabCase{"relu_twice.pt", "small_input.pt", "relu_twice_expected.pt"},
-                                           GrabCase{"branchy.pt", "small_input.pt", "branchy_expected.pt"},
-                                           GrabCase{"inplace.pt", "small_input.pt", "inplace_expected.pt"}),
-                         [](const auto& info) {
-                             std::string name = info.param.model;
-                             name = name.substr(0, name.find('.'));
-                             return name;
-                         });
+    ::testing::Values(GrabCase{"resnet18_scripted.pt", "resnet18_input.pt", "resnet18_expected.pt"},
+        GrabCase{"resnet18_traced.pt", "resnet18_input.pt", "resnet18_expected.pt"},
+        GrabCase{"mobilenet_v3_small_scripted.pt", "mobilenet_input.pt", "mobilenet_expected.pt"},
+        GrabCase{"relu_twice.pt", "small_input.pt", "relu_twice_expected.pt"},
+        GrabCase{"branchy.pt", "small_input.pt", "branchy_expected.pt"},
+        GrabCase{"inplace.pt", "small_input.pt", "inplace_expected.pt"}),
+    [](const auto& info) {
+        std::string name = info.param.model;
+        name = name.substr(0, name.find('.'));
+        return name;
+    });
 
 TEST(Grab, ModuleCalledTwiceGivesCallZeroAndOne)
 {
@@ -84,7 +83,7 @@ TEST(Grab, ModuleCalledTwiceGivesCallZeroAndOne)
     EXPECT_EQ(result.find("relu#2"), nullptr);
     // The two calls differ: the last call must not silently win (hybrid_learning's defect).
     EXPECT_FALSE(result.tensor("relu").sizes() == result.tensor("relu#1").sizes()
-                 && result.tensor("relu").equal(result.tensor("relu#1")));
+        && result.tensor("relu").equal(result.tensor("relu#1")));
 }
 
 TEST(Grab, OutputIsKeptBeforeALaterInPlaceOp)

@@ -49,7 +49,7 @@ TEST(Gradient, RepeatedRunsStayDefined)
     const auto expected = loadExpected("resnet18_expected.pt").at("layer4:grad");
     for (int run = 0; run < 3; ++run)
         EXPECT_TRUE(tensorsClose("layer4:grad run " + std::to_string(run),
-                                 engine.run(request, {input}).tensor("layer4:grad"), expected, 1e-5));
+            engine.run(request, {input}).tensor("layer4:grad"), expected, 1e-5));
 }
 
 TEST(Gradient, NeedsATarget)

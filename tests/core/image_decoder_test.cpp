@@ -18,7 +18,7 @@ void PrintTo(const ImageCase& c, std::ostream* os)
     *os << c.file;
 }
 
-class DecodeLikePil : public ::testing::TestWithParam<ImageCase> {};
+class DecodeLikePil : public ::testing::TestWithParam<ImageCase> { };
 
 TEST_P(DecodeLikePil, SamePixels)
 {
@@ -31,16 +31,15 @@ TEST_P(DecodeLikePil, SamePixels)
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, DecodeLikePil,
-                         ::testing::Values(ImageCase{"rgb.png", 3, 8}, ImageCase{"grey.png", 1, 8},
-                                           ImageCase{"rgba.png", 4, 8}, ImageCase{"rgb.bmp", 3, 8},
-                                           ImageCase{"rgb.tiff", 3, 8}, ImageCase{"rgb.webp", 3, 8},
-                                           ImageCase{"rgb.jpg", 3, 8}, ImageCase{"grey16.png", 1, 16}),
-                         [](const auto& info) {
-                             std::string name = info.param.file;
-                             for (auto& ch : name)
-                                 ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-                             return name;
-                         });
+    ::testing::Values(ImageCase{"rgb.png", 3, 8}, ImageCase{"grey.png", 1, 8}, ImageCase{"rgba.png", 4, 8},
+        ImageCase{"rgb.bmp", 3, 8}, ImageCase{"rgb.tiff", 3, 8}, ImageCase{"rgb.webp", 3, 8},
+        ImageCase{"rgb.jpg", 3, 8}, ImageCase{"grey16.png", 1, 16}),
+    [](const auto& info) {
+        std::string name = info.param.file;
+        for (auto& ch : name)
+            ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+        return name;
+    });
 
 TEST(ImageBatch, DecodedAndPreprocessedLikeTorchvision)
 {
@@ -55,8 +54,9 @@ TEST(ImageBatch, DecodedAndPreprocessedLikeTorchvision)
 
 TEST(ImageBatch, DifferentSizesWithoutCropAreExplained)
 {
-    const std::string message = errorOf(
-        [] { loadImageBatch({fixture("images/rgb.png"), fixture("images/grey16.png")}, Preprocessing::none()); });
+    const std::string message = errorOf([] {
+        loadImageBatch({fixture("images/rgb.png"), fixture("images/grey16.png")}, Preprocessing::none());
+    });
     EXPECT_NE(message.find("images of different sizes"), std::string::npos) << message;
 }
 

@@ -119,7 +119,7 @@ void PrintTo(const BadFile& c, std::ostream* os)
     *os << c.file;
 }
 
-class BadModelFile : public ::testing::TestWithParam<BadFile> {};
+class BadModelFile : public ::testing::TestWithParam<BadFile> { };
 
 TEST_P(BadModelFile, SaysWhatTheFileIs)
 {
@@ -128,16 +128,13 @@ TEST_P(BadModelFile, SaysWhatTheFileIs)
     EXPECT_NE(message.find(GetParam().file), std::string::npos) << "the message names the file: " << message;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Files, BadModelFile,
-    ::testing::Values(BadFile{"bad_empty.pt", "empty file (0 bytes)"},
-                      BadFile{"bad_lfs_pointer.pt", "Git LFS pointer"},
-                      BadFile{"bad_text.pt", "text file (it begins \"this is not a model\")"},
-                      BadFile{"bad_state_dict.pt", "state_dict (a dictionary of weights) saved with torch.save"},
-                      BadFile{"bad_pickled_module.pt", "whole nn.Module pickled with torch.save"},
-                      BadFile{"bad_truncated.pt", "truncated or damaged"},
-                      BadFile{"images/rgb.png", "PNG image"}, BadFile{"no_such_model.pt", "no such file"},
-                      BadFile{"images", "folder"}),
+INSTANTIATE_TEST_SUITE_P(Files, BadModelFile,
+    ::testing::Values(BadFile{"bad_empty.pt", "empty file (0 bytes)"}, BadFile{"bad_lfs_pointer.pt", "Git LFS pointer"},
+        BadFile{"bad_text.pt", "text file (it begins \"this is not a model\")"},
+        BadFile{"bad_state_dict.pt", "state_dict (a dictionary of weights) saved with torch.save"},
+        BadFile{"bad_pickled_module.pt", "whole nn.Module pickled with torch.save"},
+        BadFile{"bad_truncated.pt", "truncated or damaged"}, BadFile{"images/rgb.png", "PNG image"},
+        BadFile{"no_such_model.pt", "no such file"}, BadFile{"images", "folder"}),
     [](const auto& info) {
         std::string name = info.param.file;
         for (auto& c : name)

@@ -13,14 +13,15 @@ Preprocessing fixturePreprocessing()
         R"({"resize": 64, "crop": 56, "mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]})");
 }
 
-class PreprocessLikeTorchvision : public ::testing::TestWithParam<const char*> {};
+class PreprocessLikeTorchvision : public ::testing::TestWithParam<const char*> { };
 
 TEST_P(PreprocessLikeTorchvision, ResizeCropNormalize)
 {
     const auto expected = loadExpected("images_expected.pt");
     const std::string name = GetParam();
     const at::Tensor decoded = expected.at(name + ":decoded");
-    EXPECT_TRUE(tensorsClose(name, preprocessImage(decoded, fixturePreprocessing()), expected.at(name + ":preprocessed"), 1e-5));
+    EXPECT_TRUE(tensorsClose(
+        name, preprocessImage(decoded, fixturePreprocessing()), expected.at(name + ":preprocessed"), 1e-5));
 
     Preprocessing grey;
     grey.grayscale = true;
@@ -30,7 +31,7 @@ TEST_P(PreprocessLikeTorchvision, ResizeCropNormalize)
 }
 
 INSTANTIATE_TEST_SUITE_P(Images, PreprocessLikeTorchvision, ::testing::Values("rgb.png", "grey.png", "grey16.png"),
-                         [](const auto& info) { return std::string(info.param).substr(0, std::string(info.param).find('.')); });
+    [](const auto& info) { return std::string(info.param).substr(0, std::string(info.param).find('.')); });
 
 TEST(Preprocessing, Presets)
 {
@@ -46,12 +47,13 @@ TEST(Preprocessing, Presets)
 
 TEST(Preprocessing, BadJsonSaysWhichField)
 {
-    EXPECT_NE(errorOf([] { Preprocessing::fromJson(R"({"mean": [0.5], "std": []})"); }).find("1 mean value(s) but 0 std"),
-              std::string::npos);
+    EXPECT_NE(
+        errorOf([] { Preprocessing::fromJson(R"({"mean": [0.5], "std": []})"); }).find("1 mean value(s) but 0 std"),
+        std::string::npos);
     EXPECT_NE(errorOf([] { Preprocessing::fromJson(R"({"resize": "big"})"); }).find("'resize'"), std::string::npos);
     EXPECT_NE(errorOf([] { Preprocessing::fromJson("{nope"); }).find("not valid JSON"), std::string::npos);
     EXPECT_NE(errorOf([] { Preprocessing::fromSpec("/no/such.json"); }).find("neither 'none', 'imagenet'"),
-              std::string::npos);
+        std::string::npos);
 }
 
 TEST(Preprocessing, MeanOfTheWrongLength)
@@ -59,8 +61,10 @@ TEST(Preprocessing, MeanOfTheWrongLength)
     Preprocessing p;
     p.mean = {0.5, 0.5};
     p.std = {1, 1};
-    EXPECT_NE(errorOf([&] { preprocessImage(at::rand({3, 4, 4}), p); }).find("2 mean values for an image with 3"),
-              std::string::npos);
+    EXPECT_NE(errorOf([&] {
+        preprocessImage(at::rand({3, 4, 4}), p);
+    }).find("2 mean values for an image with 3"),
+        std::string::npos);
 }
 
 } // namespace

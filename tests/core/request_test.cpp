@@ -45,7 +45,8 @@ TEST(EditSpec, Parses)
 
 TEST(EditSpec, RejectsBadText)
 {
-    for (const char* bad : {"layer2", "layer2:zero", "layer2:zero:a", "layer2:scale:1", "layer2:zero:-1", "layer2:blur"}) {
+    for (const char* bad :
+        {"layer2", "layer2:zero", "layer2:zero:a", "layer2:scale:1", "layer2:zero:-1", "layer2:blur"}) {
         try {
             EditSpec::parse(bad);
             ADD_FAILURE() << bad << " was accepted";
@@ -57,7 +58,8 @@ TEST(EditSpec, RejectsBadText)
 
 TEST(Strings, ClosestMatches)
 {
-    EXPECT_EQ(closestMatches("layr1", {"layer1", "layer2", "fc", ""}, 2), (std::vector<std::string>{"layer1", "layer2"}));
+    EXPECT_EQ(
+        closestMatches("layr1", {"layer1", "layer2", "fc", ""}, 2), (std::vector<std::string>{"layer1", "layer2"}));
     EXPECT_EQ(levenshtein("kitten", "sitting"), 3u);
 }
 

@@ -38,12 +38,12 @@ double relativeTolerance(const at::Tensor& expected, double relative)
     return relative * std::max(1.0, expected.abs().max().item<double>());
 }
 
-::testing::AssertionResult tensorsClose(const std::string& label, const at::Tensor& actual,
-                                        const at::Tensor& expected, double tolerance)
+::testing::AssertionResult tensorsClose(
+    const std::string& label, const at::Tensor& actual, const at::Tensor& expected, double tolerance)
 {
     if (actual.sizes() != expected.sizes())
-        return ::testing::AssertionFailure() << label << ": shape " << actual.sizes() << " != expected "
-                                             << expected.sizes();
+        return ::testing::AssertionFailure()
+            << label << ": shape " << actual.sizes() << " != expected " << expected.sizes();
     const double diff = (actual.cpu().to(at::kDouble) - expected.to(at::kDouble)).abs().max().item<double>();
     std::cout << "  " << label << " " << actual.sizes() << " max abs diff " << diff << '\n';
     if (diff > tolerance)

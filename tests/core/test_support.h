@@ -21,16 +21,15 @@ at::Tensor loadTensor(const std::string& name);
 std::shared_ptr<Model> loadModel(const std::string& name);
 
 // Compares and prints the max abs difference, so the log shows how close every value was.
-::testing::AssertionResult tensorsClose(const std::string& label, const at::Tensor& actual,
-                                        const at::Tensor& expected, double tolerance = 0.0);
+::testing::AssertionResult tensorsClose(
+    const std::string& label, const at::Tensor& actual, const at::Tensor& expected, double tolerance = 0.0);
 
 // For networks whose activations grow large (random-weight detectors): tolerance scaled by the
 // expected values' magnitude.
 double relativeTolerance(const at::Tensor& expected, double relative);
 
 // Runs `body` and returns the torchscope::Error message it throws ("" when it throws nothing).
-template <typename F>
-std::string errorOf(F&& body)
+template <typename F> std::string errorOf(F&& body)
 {
     try {
         body();

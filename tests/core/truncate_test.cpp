@@ -7,7 +7,7 @@
 namespace torchscope::test {
 namespace {
 
-class TruncateResNet : public ::testing::TestWithParam<const char*> {};
+class TruncateResNet : public ::testing::TestWithParam<const char*> { };
 
 TEST_P(TruncateResNet, ReturnsTheLayerOutput)
 {
@@ -16,17 +16,16 @@ TEST_P(TruncateResNet, ReturnsTheLayerOutput)
     Request request;
     request.truncateAt = GetParam();
     const auto result = engine.run(request, {loadTensor("resnet18_input.pt")});
-    EXPECT_TRUE(tensorsClose(GetParam(), result.tensor("output"),
-                             loadExpected("resnet18_expected.pt").at(GetParam()), 1e-5));
+    EXPECT_TRUE(
+        tensorsClose(GetParam(), result.tensor("output"), loadExpected("resnet18_expected.pt").at(GetParam()), 1e-5));
 }
 
 INSTANTIATE_TEST_SUITE_P(Layers, TruncateResNet,
-                         ::testing::Values("conv1", "layer1", "layer2", "layer3", "layer4", "layer2.1.conv1"),
-                         [](const auto& info) {
-                             std::string name = info.param;
-                             std::replace(name.begin(), name.end(), '.', '_');
-                             return name;
-                         });
+    ::testing::Values("conv1", "layer1", "layer2", "layer3", "layer4", "layer2.1.conv1"), [](const auto& info) {
+        std::string name = info.param;
+        std::replace(name.begin(), name.end(), '.', '_');
+        return name;
+    });
 
 std::string instrumentedGraph(const Model& model, const std::string& truncateAt)
 {
@@ -66,7 +65,8 @@ TEST(Truncate, GrabsBeforeThePointAreKeptLaterOnesReported)
     request.truncateAt = "layer2";
     request.grabs = {GrabSpec::parse("layer1"), GrabSpec::parse("layer4")};
     const auto result = engine.run(request, {loadTensor("resnet18_input.pt")});
-    EXPECT_TRUE(tensorsClose("layer1", result.tensor("layer1"), loadExpected("resnet18_expected.pt").at("layer1"), 1e-5));
+    EXPECT_TRUE(
+        tensorsClose("layer1", result.tensor("layer1"), loadExpected("resnet18_expected.pt").at("layer1"), 1e-5));
     EXPECT_EQ(result.find("layer4"), nullptr);
     ASSERT_EQ(result.warnings.size(), 1u);
     EXPECT_NE(result.warnings[0].find("'layer4' runs only after the truncation point 'layer2'"), std::string::npos);
