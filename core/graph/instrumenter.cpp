@@ -106,15 +106,6 @@ std::string describeEnclosingBlock(const Node* node)
     return "inside a nested block";
 }
 
-c10::TypePtr unify(const c10::TypePtr& a, const c10::TypePtr& b)
-{
-    if (!a)
-        return b;
-    if (auto unified = c10::unifyTypes(a, b))
-        return *unified;
-    return c10::AnyType::get();
-}
-
 Value* insertClone(Graph& graph, Value* value)
 {
     return graph.insert(c10::aten::clone, {value});

@@ -10,7 +10,6 @@
 #include <torch/script.h>
 
 #include <functional>
-#include <sstream>
 
 namespace torchscope {
 namespace {
