@@ -37,7 +37,8 @@ std::string usage()
   torchscope-cli run MODEL --input PATH [--input PATH ...] --out FILE.pt
                  [--grab SPEC ...] [--truncate PATH] [--edit SPEC ...] [--target INDEX]
                  [--device auto|cpu|cuda] [--preprocess none|imagenet|FILE.json]
-      Runs the model and writes one dictionary that Python's torch.load reads.
+      Runs the model and writes what it recorded: FILE.pt (one dictionary for torch.load),
+      FILE.npz (numpy.load) or FILE.safetensors.
   Without MODEL, the bundled demo model (a Fashion-MNIST CNN) is used.
 
   --input PATH     an image, a folder of images, or a tensor .pt saved by torch.save (used as

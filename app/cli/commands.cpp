@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "export/pt_export.h"
+#include "export/write_tensors.h"
 #include "graph/engine.h"
 #include "inputs.h"
 #include "model/model.h"
@@ -157,7 +158,9 @@ int runModel(const CliOptions& options)
     const RunResult result = engine.run(request, inputs.arguments, editTensors);
     for (const auto& warning : result.warnings)
         std::cerr << "torchscope-cli: warning: " << warning << '\n';
-    writePtDictionary(options.out, result.values);
+    for (const auto& key : writeTensors(options.out, result.values))
+        std::cerr << "torchscope-cli: warning: '" << key << "' is not a tensor and was left out of " << options.out
+                  << " (the .pt format keeps it)\n";
     for (const auto& [key, value] : result.values)
         std::cout << key << '\t' << describe(value) << '\n';
     std::cout << "wrote " << result.values.size() << " entries to " << options.out << '\n';

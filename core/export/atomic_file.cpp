@@ -13,7 +13,9 @@
 
 namespace torchscope {
 
-void writeFileAtomically(const std::string& path, std::string_view bytes)
+namespace {
+
+std::string temporaryPathBeside(const std::string& path)
 {
     namespace fs = std::filesystem;
     const fs::path target(path);
@@ -21,8 +23,35 @@ void writeFileAtomically(const std::string& path, std::string_view bytes)
     std::error_code ec;
     if (!fs::is_directory(dir, ec))
         throw Error("cannot write '" + path + "': the folder '" + dir.string() + "' does not exist");
+    return (dir / ("." + target.filename().string() + ".XXXXXX")).string();
+}
 
-    std::string temp = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
+} // namespace
+
+void replaceFileAtomically(const std::string& path, const std::function<void(const std::string& tempPath)>& write)
+{
+    std::string temp = temporaryPathBeside(path);
+    const int fd = mkstemp(temp.data());
+    if (fd < 0)
+        throw Error("cannot write '" + path + "': " + std::strerror(errno));
+    ::close(fd);
+    try {
+        write(temp);
+    } catch (const std::exception& e) {
+        std::remove(temp.c_str());
+        throw Error("cannot write '" + path + "': " + e.what());
+    }
+    ::chmod(temp.c_str(), 0644);
+    if (std::rename(temp.c_str(), path.c_str()) != 0) {
+        const std::string why = std::strerror(errno);
+        std::remove(temp.c_str());
+        throw Error("cannot write '" + path + "': " + why);
+    }
+}
+
+void writeFileAtomically(const std::string& path, std::string_view bytes)
+{
+    std::string temp = temporaryPathBeside(path);
     const int fd = mkstemp(temp.data());
     if (fd < 0)
         throw Error("cannot write '" + path + "': " + std::strerror(errno));

@@ -18,6 +18,19 @@ def cli(*args):
     return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=300)
 
 
+def read_safetensors(path):
+    """The safetensors layout, read with the standard library and NumPy only."""
+    import numpy as np
+    data = pathlib.Path(path).read_bytes()
+    size = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + size])
+    header.pop("__metadata__", None)
+    dtypes = {"F32": np.float32, "F64": np.float64, "I64": np.int64, "I32": np.int32, "U8": np.uint8}
+    body = data[8 + size:]
+    return {key: np.frombuffer(body[info["data_offsets"][0]:info["data_offsets"][1]], dtype=dtypes[info["dtype"]])
+            .reshape(info["shape"]) for key, info in header.items()}
+
+
 def max_diff(a, b):
     return (a - b).abs().max().item()
 
@@ -53,6 +66,21 @@ class CliRun(unittest.TestCase):
         self.assertIn("bn1", got)
         self.assertIn("layer1.0.bn2", got)
         self.assertLess(max(max_diff(v, self.expected[k]) for k, v in got.items()), 1e-5)
+
+    def test_npz_and_safetensors_read_back_by_numpy(self):
+        import numpy as np
+        for suffix in (".npz", ".safetensors"):
+            with self.subTest(suffix):
+                out = pathlib.Path(self.tmp.name) / f"out{suffix}"
+                result = cli("run", FIXTURES / "resnet18_scripted.pt", "--input", FIXTURES / "resnet18_input.pt",
+                             "--out", out, "--grab", "layer1.0.relu", "--grab", "layer3:grad", "--target", "3")
+                self.assertEqual(result.returncode, 0, result.stderr)
+                arrays = np.load(out) if suffix == ".npz" else read_safetensors(out)
+                self.assertEqual(set(arrays.keys()), {"output", "layer1.0.relu", "layer1.0.relu#1", "layer3:grad"})
+                for key in arrays.keys():
+                    diff = np.abs(arrays[key] - self.expected[key].numpy()).max()
+                    print(f"{suffix} {key}: max abs diff {diff}")
+                    self.assertLess(diff, 1e-5)
 
     def test_truncate_returns_the_layer_output(self):
         got = self.run_ok("run", FIXTURES / "resnet18_scripted.pt", "--input", FIXTURES / "resnet18_input.pt",

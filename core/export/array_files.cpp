@@ -1,0 +1,125 @@
+#include "export/array_files.h"
+
+#include "common/error.h"
+#include "export/atomic_file.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+#include <zip.h>
+
+#include <cstring>
+
+namespace torchscope {
+namespace {
+
+struct ArrayType {
+    const char* numpy; // .npy descr
+    const char* safetensors; // safetensors dtype
+};
+
+// Tensors of types NumPy lacks (bfloat16, complex) are written as float32.
+std::pair<at::Tensor, ArrayType> portable(const at::Tensor& input)
+{
+    at::Tensor t = input.detach().cpu().contiguous();
+    switch (t.scalar_type()) {
+    case at::kFloat:
+        return {t, {"<f4", "F32"}};
+    case at::kDouble:
+        return {t, {"<f8", "F64"}};
+    case at::kHalf:
+        return {t, {"<f2", "F16"}};
+    case at::kLong:
+        return {t, {"<i8", "I64"}};
+    case at::kInt:
+        return {t, {"<i4", "I32"}};
+    case at::kShort:
+        return {t, {"<i2", "I16"}};
+    case at::kChar:
+        return {t, {"|i1", "I8"}};
+    case at::kByte:
+        return {t, {"|u1", "U8"}};
+    case at::kBool:
+        return {t, {"|b1", "BOOL"}};
+    default:
+        return {t.to(at::kFloat).contiguous(), {"<f4", "F32"}};
+    }
+}
+
+std::string rawBytes(const at::Tensor& t)
+{
+    return std::string(static_cast<const char*>(t.data_ptr()), t.numel() * t.element_size());
+}
+
+} // namespace
+
+std::string encodeNpy(const at::Tensor& input)
+{
+    const auto [t, type] = portable(input);
+    std::string shape = "(";
+    for (int64_t d = 0; d < t.dim(); ++d)
+        shape += std::to_string(t.size(d)) + (t.dim() == 1 ? "," : d + 1 < t.dim() ? ", " : "");
+    shape += ")";
+    std::string header
+        = std::string("{'descr': '") + type.numpy + "', 'fortran_order': False, 'shape': " + shape + ", }";
+    // Magic (6) + version (2) + length (2) + header, padded with spaces to a multiple of 64, ending in \n.
+    const size_t total = 10 + header.size() + 1;
+    header += std::string((64 - total % 64) % 64, ' ') + "\n";
+    std::string bytes("\x93NUMPY\x01\x00", 8); // the 0 would end a plain literal
+    bytes += static_cast<char>(header.size() & 0xff);
+    bytes += static_cast<char>((header.size() >> 8) & 0xff);
+    return bytes + header + rawBytes(t);
+}
+
+void writeNpz(const std::string& path, const NamedTensors& tensors)
+{
+    std::vector<std::string> files; // must outlive zip_close, which reads the buffers
+    for (const auto& entry : tensors)
+        files.push_back(encodeNpy(entry.second));
+    replaceFileAtomically(path, [&](const std::string& temp) {
+        int error = 0;
+        zip_t* archive = zip_open(temp.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &error);
+        if (!archive)
+            throw Error("cannot create the zip archive (libzip error " + std::to_string(error) + ")");
+        for (size_t i = 0; i < tensors.size(); ++i) {
+            zip_source_t* source = zip_source_buffer(archive, files[i].data(), files[i].size(), 0);
+            const zip_int64_t index = source ? zip_file_add(archive, (tensors[i].first + ".npy").c_str(), source,
+                                          ZIP_FL_ENC_UTF_8 | ZIP_FL_OVERWRITE)
+                                             : -1;
+            if (index < 0) {
+                if (source)
+                    zip_source_free(source);
+                const std::string why = zip_strerror(archive);
+                zip_discard(archive);
+                throw Error("cannot add '" + tensors[i].first + "' to the archive: " + why);
+            }
+            zip_set_file_compression(archive, static_cast<zip_uint64_t>(index), ZIP_CM_STORE, 0);
+        }
+        if (zip_close(archive) != 0) {
+            const std::string why = zip_strerror(archive);
+            zip_discard(archive);
+            throw Error("cannot write the zip archive: " + why);
+        }
+    });
+}
+
+void writeSafetensors(const std::string& path, const NamedTensors& tensors)
+{
+    nlohmann::ordered_json header;
+    header["__metadata__"] = {{"format", "pt"}, {"writer", "TorchScope"}};
+    std::string data;
+    for (const auto& [key, tensor] : tensors) {
+        const auto [t, type] = portable(tensor);
+        const size_t begin = data.size();
+        data += rawBytes(t);
+        header[key] = {{"dtype", type.safetensors}, {"shape", t.sizes().vec()}, {"data_offsets", {begin, data.size()}}};
+    }
+    std::string json = header.dump();
+    json += std::string((8 - json.size() % 8) % 8, ' '); // keeps the data 8-byte aligned
+    std::string bytes(8, '\0');
+    uint64_t size = json.size();
+    for (int i = 0; i < 8; ++i)
+        bytes[static_cast<size_t>(i)] = static_cast<char>((size >> (8 * i)) & 0xff);
+    writeFileAtomically(path, bytes + json + data);
+}
+
+} // namespace torchscope
