@@ -200,7 +200,9 @@ RunResult Engine::run(
                     + (output.isTensor() ? shapeToString(output.toTensor().sizes().vec())
                                          : output.type()->annotation_str()));
             const at::Tensor logits = output.toTensor();
-            const int64_t target = *request.targetClass;
+            // A negative target means the predicted class (of the scores summed over the batch).
+            const int64_t target
+                = *request.targetClass >= 0 ? *request.targetClass : logits.sum(0).argmax().item<int64_t>();
             if (target < 0 || target >= logits.size(1))
                 throw Error("target class " + std::to_string(target) + " is out of range: the output has "
                     + std::to_string(logits.size(1)) + " classes");

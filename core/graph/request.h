@@ -45,7 +45,8 @@ struct Request {
     std::vector<GrabSpec> grabs;
     std::optional<std::string> truncateAt;
     std::vector<EditSpec> edits;
-    // Gradients are of output[:, targetClass].sum() over the batch.
+    // Gradients are of output[:, targetClass].sum() over the batch; a negative value takes the
+    // predicted class (the highest score summed over the batch).
     std::optional<int64_t> targetClass;
 };
 

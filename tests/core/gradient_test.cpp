@@ -52,6 +52,19 @@ TEST(Gradient, RepeatedRunsStayDefined)
             engine.run(request, {input}).tensor("layer4:grad"), expected, 1e-5));
 }
 
+TEST(Gradient, NegativeTargetMeansThePredictedClass)
+{
+    auto model = loadModel("resnet18_scripted.pt");
+    Engine engine(model);
+    Request request;
+    request.grabs = {GrabSpec::parse("layer4:grad")};
+    const auto input = loadTensor("resnet18_input.pt");
+    request.targetClass = -1;
+    const at::Tensor predicted = engine.run(request, {input}).tensor("layer4:grad");
+    request.targetClass = loadExpected("resnet18_expected.pt").at("output").sum(0).argmax().item<int64_t>();
+    EXPECT_TRUE(tensorsClose("predicted class", predicted, engine.run(request, {input}).tensor("layer4:grad")));
+}
+
 TEST(Gradient, NeedsATarget)
 {
     auto model = loadModel("resnet18_scripted.pt");

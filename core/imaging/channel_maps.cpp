@@ -1,0 +1,86 @@
+#include "imaging/channel_maps.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace torchscope {
+
+MapLayout mapLayout(const std::vector<int64_t>& shape)
+{
+    switch (shape.size()) {
+    case 0:
+        return {1, 1, 1};
+    case 1:
+        return {shape[0], 1, 1};
+    case 2:
+        return {1, shape[0], shape[1]};
+    default: {
+        int64_t height = 1;
+        for (size_t i = 1; i + 1 < shape.size(); ++i)
+            height *= shape[i];
+        return {shape[0], height, shape.back()};
+    }
+    }
+}
+
+std::vector<float> normalizeChannels(const FloatTensor& maps, Contrast contrast)
+{
+    std::vector<float> out(maps.values.size(), 0.0f);
+    if (maps.values.empty())
+        return out;
+    const MapLayout layout = mapLayout(maps.shape);
+    const size_t channels = static_cast<size_t>(std::max<int64_t>(layout.channels, 1));
+    const size_t size = maps.values.size() / channels;
+    auto range = [&](size_t begin, size_t end) {
+        float lo = std::numeric_limits<float>::max(), hi = std::numeric_limits<float>::lowest();
+        for (size_t i = begin; i < end; ++i) {
+            lo = std::min(lo, maps.values[i]);
+            hi = std::max(hi, maps.values[i]);
+        }
+        return std::make_pair(lo, hi);
+    };
+    auto [sharedLo, sharedHi] = range(0, maps.values.size());
+    if (contrast == Contrast::Symmetric) {
+        const float m = std::max(std::abs(sharedLo), std::abs(sharedHi));
+        sharedLo = -m;
+        sharedHi = m;
+    }
+    for (size_t c = 0; c < channels; ++c) {
+        auto [lo, hi]
+            = contrast == Contrast::PerChannel ? range(c * size, (c + 1) * size) : std::make_pair(sharedLo, sharedHi);
+        // A constant map shows as its place in the shared range, or mid-grey on its own.
+        const float span = hi - lo;
+        for (size_t i = c * size; i < (c + 1) * size; ++i)
+            out[i] = span > 0 ? (maps.values[i] - lo) / span : 0.5f;
+    }
+    return out;
+}
+
+std::vector<uint8_t> overlayMap(const std::vector<uint8_t>& image, int imageWidth, int imageHeight, const float* map,
+    int64_t mapWidth, int64_t mapHeight, ColorMap colorMap, float alpha)
+{
+    std::vector<uint8_t> out(image.size());
+    for (int y = 0; y < imageHeight; ++y) {
+        // Pixel centres aligned as in align_corners=False interpolation.
+        const float sy = std::clamp((y + 0.5f) * mapHeight / imageHeight - 0.5f, 0.0f, float(mapHeight - 1));
+        const auto y0 = static_cast<int64_t>(sy);
+        const int64_t y1 = std::min(y0 + 1, mapHeight - 1);
+        const float fy = sy - y0;
+        for (int x = 0; x < imageWidth; ++x) {
+            const float sx = std::clamp((x + 0.5f) * mapWidth / imageWidth - 0.5f, 0.0f, float(mapWidth - 1));
+            const auto x0 = static_cast<int64_t>(sx);
+            const int64_t x1 = std::min(x0 + 1, mapWidth - 1);
+            const float fx = sx - x0;
+            const float v = (1 - fy) * ((1 - fx) * map[y0 * mapWidth + x0] + fx * map[y0 * mapWidth + x1])
+                + fy * ((1 - fx) * map[y1 * mapWidth + x0] + fx * map[y1 * mapWidth + x1]);
+            const auto colour = colorAt(colorMap, v);
+            const size_t p = (static_cast<size_t>(y) * imageWidth + x) * 3;
+            for (size_t c = 0; c < 3; ++c)
+                out[p + c] = static_cast<uint8_t>(std::lround((1 - alpha) * image[p + c] + alpha * colour[c]));
+        }
+    }
+    return out;
+}
+
+} // namespace torchscope
