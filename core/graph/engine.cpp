@@ -124,6 +124,11 @@ std::shared_ptr<InstrumentedFunction> Engine::instrumented(const ResolvedRequest
     return it->second;
 }
 
+void Engine::prepare(const Request& request)
+{
+    instrumented(resolve(request));
+}
+
 RunResult Engine::run(
     const Request& request, const std::vector<c10::IValue>& inputs, const std::vector<at::Tensor>& editTensors)
 {

@@ -43,6 +43,9 @@ public:
         const std::vector<at::Tensor>& editTensors = {});
 
     ResolvedRequest resolve(const Request& request) const;
+    // Resolves and builds the request's graph without running it, so that errors of the request
+    // itself (unknown path, truncation inside a loop) surface before any input is read.
+    void prepare(const Request& request);
     const Model& model() const { return *model_; }
     size_t cachedGraphs() const { return cache_.size(); }
 

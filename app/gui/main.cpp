@@ -1,0 +1,58 @@
+// torchscope: the workbench window. With no files it opens the bundled demo model and images.
+// --screenshot FILE.png waits for the first run, writes the window to FILE.png and exits.
+#include "document.h"
+#include "gui_options.h"
+#include "main_window.h"
+#include "module_tree_panel.h"
+#include "run_controller.h"
+
+#include <QApplication>
+#include <QTimer>
+
+#include <cstdio>
+
+int main(int argc, char** argv)
+{
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName("TorchScope");
+    QApplication::setApplicationName("TorchScope");
+    const GuiOptions options = parseGuiOptions(QApplication::arguments());
+    if (!options.error.isEmpty()) {
+        std::fprintf(stderr,
+            "torchscope: %s\nusage: torchscope [MODEL] [IMAGES|FOLDERS...] [--select PATH] "
+            "[--screenshot FILE.png]\n",
+            qPrintable(options.error));
+        return 2;
+    }
+
+    torchscope::MainWindow window;
+    const bool screenshot = !options.screenshot.isEmpty();
+    window.setInteractive(!screenshot);
+    window.show();
+    window.openFiles(options.files.isEmpty() ? bundledDemoFiles() : options.files);
+
+    if (!options.select.isEmpty()) {
+        QObject::connect(window.controller(), &torchscope::RunController::modelOpened, &window,
+            [&window, &options] { window.treePanel()->selectPath(options.select); });
+    }
+    if (screenshot) {
+        auto write = [&window, &options](int code) {
+            QApplication::processEvents();
+            const bool saved = window.grab().save(options.screenshot);
+            std::fprintf(
+                stderr, "torchscope: %s %s\n", saved ? "wrote" : "could not write", qPrintable(options.screenshot));
+            QApplication::exit(saved ? code : 1);
+        };
+        QObject::connect(window.document(), &torchscope::Document::resultsChanged, &window, [write, &window] {
+            if (window.document()->snapshot())
+                QTimer::singleShot(300, &window, [write] { write(0); }); // let the views lay out
+        });
+        QObject::connect(window.controller(), &torchscope::RunController::failed, &window,
+            [write](const QString&, const QString& message) {
+                std::fprintf(stderr, "torchscope: %s\n", qPrintable(message));
+                write(1);
+            });
+        QTimer::singleShot(180000, &window, [write] { write(1); });
+    }
+    return QApplication::exec();
+}

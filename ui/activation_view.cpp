@@ -1,0 +1,254 @@
+#include "activation_view.h"
+
+#include "channel_grid.h"
+#include "common/strings.h"
+#include "document.h"
+#include "imaging/channel_maps.h"
+#include "qcustomplot_include.h"
+
+#include <QComboBox>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QScrollArea>
+#include <QSlider>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QVBoxLayout>
+
+#include <algorithm>
+
+namespace torchscope {
+namespace {
+
+bool isSpatial(const std::vector<int64_t>& shape)
+{
+    return shape.size() >= 3;
+}
+
+} // namespace
+
+ActivationView::ActivationView(Document* document, QWidget* parent)
+    : QWidget(parent)
+    , document_(document)
+    , keys_(new QComboBox)
+    , zoom_(new QSpinBox)
+    , contrast_(new QComboBox)
+    , colorMap_(new QComboBox)
+    , alpha_(new QSlider(Qt::Horizontal))
+    , header_(new QLabel)
+    , stack_(new QStackedWidget)
+    , grid_(new ChannelGrid)
+    , overlayLabel_(new QLabel)
+    , plot_(new QCustomPlot)
+{
+    keys_->setMinimumContentsLength(24);
+    keys_->setToolTip(tr("Grabbed value to show (tick layers in the module tree)"));
+    zoom_->setRange(1, 32);
+    zoom_->setValue(4);
+    zoom_->setSuffix(tr(" px"));
+    zoom_->setToolTip(tr("Screen pixels per activation value"));
+    contrast_->addItem(tr("Per channel"), int(Contrast::PerChannel));
+    contrast_->addItem(tr("Shared"), int(Contrast::Shared));
+    contrast_->addItem(tr("Symmetric ±"), int(Contrast::Symmetric));
+    for (const auto& [map, name] : colorMapNames())
+        colorMap_->addItem(QString::fromStdString(name), int(map));
+    alpha_->setRange(0, 100);
+    alpha_->setValue(55);
+    alpha_->setToolTip(tr("Overlay opacity"));
+    header_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    overlayLabel_->setAlignment(Qt::AlignCenter);
+    overlayLabel_->setMinimumSize(160, 160);
+    // The picture must not claim space from the grid: it is scaled into whatever it gets.
+    overlayLabel_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Ignored);
+
+    auto* controls = new QHBoxLayout;
+    controls->addWidget(new QLabel(tr("Value:")));
+    controls->addWidget(keys_, 1);
+    controls->addWidget(new QLabel(tr("Zoom:")));
+    controls->addWidget(zoom_);
+    controls->addWidget(new QLabel(tr("Contrast:")));
+    controls->addWidget(contrast_);
+    controls->addWidget(new QLabel(tr("Colours:")));
+    controls->addWidget(colorMap_);
+    controls->addWidget(new QLabel(tr("Overlay:")));
+    controls->addWidget(alpha_);
+
+    auto* scroll = new QScrollArea;
+    scroll->setWidget(grid_);
+    scroll->setWidgetResizable(true);
+    auto* spatial = new QSplitter;
+    spatial->addWidget(scroll);
+    spatial->addWidget(overlayLabel_);
+    spatial->setStretchFactor(0, 3);
+    spatial->setStretchFactor(1, 2);
+    spatial->setSizes({600, 400});
+    stack_->addWidget(spatial);
+    stack_->addWidget(plot_);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(controls);
+    layout->addWidget(header_);
+    layout->addWidget(stack_, 1);
+
+    connect(document_, &Document::resultsChanged, this, &ActivationView::refresh);
+    connect(document_, &Document::selectionChanged, this, &ActivationView::refresh);
+    connect(keys_, &QComboBox::currentTextChanged, this, [this](const QString& key) {
+        if (!key.isEmpty())
+            document_->setSelectedKey(key);
+    });
+    for (QComboBox* box : {contrast_, colorMap_})
+        connect(box, &QComboBox::currentIndexChanged, this, &ActivationView::refresh);
+    connect(zoom_, &QSpinBox::valueChanged, grid_, &ChannelGrid::setZoom);
+    connect(alpha_, &QSlider::valueChanged, this, &ActivationView::updateOverlay);
+    connect(grid_, &ChannelGrid::channelPicked, this, &ActivationView::pickChannel);
+}
+
+int ActivationView::channelCount() const
+{
+    return grid_->channelCount();
+}
+
+QImage ActivationView::gridImage() const
+{
+    return isPlotShown() ? plot_->toPixmap().toImage() : grid_->image();
+}
+
+bool ActivationView::isPlotShown() const
+{
+    return stack_->currentWidget() == plot_;
+}
+
+void ActivationView::fillKeys()
+{
+    QStringList keys;
+    if (const ImageResult* result = document_->selectedResult())
+        for (const auto& entry : result->values)
+            keys << QString::fromStdString(entry.first);
+    QStringList current;
+    for (int i = 0; i < keys_->count(); ++i)
+        current << keys_->itemText(i);
+    const QString wanted = document_->selectedKey();
+    if (current != keys) {
+        const QSignalBlocker block(keys_);
+        keys_->clear();
+        keys_->addItems(keys);
+    }
+    const QSignalBlocker block(keys_);
+    keys_->setCurrentIndex(std::max<qsizetype>(0, keys.indexOf(wanted)));
+}
+
+void ActivationView::refresh()
+{
+    fillKeys();
+    const ImageResult* result = document_->selectedResult();
+    const QString key = keys_->currentText();
+    const auto it = result ? result->values.find(key.toStdString()) : decltype(result->values.end()){};
+    if (!result || key.isEmpty() || it == result->values.end()) {
+        shownKey_.clear();
+        shownShape_.clear();
+        header_->setText(document_->grabs().isEmpty() ? tr("Tick a layer in the module tree to see its activations.")
+                                                      : tr("No value for this image yet."));
+        grid_->setMaps({}, Contrast::PerChannel, ColorMap::Viridis);
+        overlay_ = QImage();
+        overlayLabel_->clear();
+        return;
+    }
+    const FloatTensor& value = it->second;
+    shownKey_ = key;
+    shownShape_ = value.shape; // the worker already removed the batch dimension
+    const auto [lo, hi] = std::minmax_element(value.values.begin(), value.values.end());
+    header_->setText(
+        tr("<b>%1</b> for %2: shape %3, values %4 … %5")
+            .arg(key.toHtmlEscaped(), QFileInfo(QString::fromStdString(result->path)).fileName().toHtmlEscaped(),
+                QString::fromStdString(shapeToString(value.shape)))
+            .arg(value.values.empty() ? 0.0 : *lo, 0, 'g', 4)
+            .arg(value.values.empty() ? 0.0 : *hi, 0, 'g', 4));
+    if (isSpatial(value.shape))
+        showSpatial(value);
+    else
+        showPlot(value);
+}
+
+void ActivationView::showSpatial(const FloatTensor& value)
+{
+    stack_->setCurrentIndex(0);
+    const auto contrast = shownKey_.endsWith(":grad") && contrast_->currentIndex() == 0
+        ? Contrast::Symmetric
+        : Contrast(contrast_->currentData().toInt());
+    grid_->setZoom(zoom_->value());
+    grid_->setMaps(value, contrast, ColorMap(colorMap_->currentData().toInt()));
+    channel_ = std::clamp(channel_, 0, std::max(0, grid_->channelCount() - 1));
+    grid_->setSelectedChannel(channel_);
+    updateOverlay();
+}
+
+void ActivationView::showPlot(const FloatTensor& value)
+{
+    stack_->setCurrentIndex(1);
+    plot_->clearPlottables();
+    plot_->clearItems();
+    const MapLayout layout = mapLayout(value.shape);
+    if (layout.height == 1 || value.shape.size() <= 1) { // a vector: one bar per feature
+        auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
+        QVector<double> x, y;
+        for (size_t i = 0; i < value.values.size(); ++i) {
+            x << double(i);
+            y << value.values[i];
+        }
+        bars->setData(x, y);
+        bars->setWidth(0.8);
+        plot_->xAxis->setLabel(tr("feature"));
+        plot_->yAxis->setLabel(tr("value"));
+    } else { // token x feature: a heat map
+        auto* map = new QCPColorMap(plot_->xAxis, plot_->yAxis);
+        map->data()->setSize(int(layout.width), int(layout.height));
+        map->data()->setRange(QCPRange(0, layout.width - 1), QCPRange(0, layout.height - 1));
+        for (int64_t y = 0; y < layout.height; ++y)
+            for (int64_t x = 0; x < layout.width; ++x)
+                map->data()->setCell(int(x), int(y), value.values[static_cast<size_t>(y * layout.width + x)]);
+        map->setGradient(QCPColorGradient::gpThermal);
+        map->rescaleDataRange();
+        plot_->xAxis->setLabel(tr("feature"));
+        plot_->yAxis->setLabel(tr("position"));
+    }
+    plot_->rescaleAxes();
+    plot_->replot();
+    overlay_ = QImage();
+}
+
+void ActivationView::pickChannel(int channel)
+{
+    channel_ = channel;
+    updateOverlay();
+}
+
+void ActivationView::updateOverlay()
+{
+    const ImageResult* result = document_->selectedResult();
+    if (!result || shownKey_.isEmpty() || isPlotShown() || result->picture.empty())
+        return;
+    const FloatTensor& value = result->values.at(shownKey_.toStdString());
+    const MapLayout layout = mapLayout(value.shape);
+    if (channel_ >= layout.channels)
+        return;
+    // One channel, scaled over its own range, upsampled and blended over the picture.
+    FloatTensor one{{1, layout.height, layout.width},
+        std::vector<float>(value.values.begin() + channel_ * layout.height * layout.width,
+            value.values.begin() + (channel_ + 1) * layout.height * layout.width)};
+    const auto map = normalizeChannels(one, shownKey_.endsWith(":grad") ? Contrast::Symmetric : Contrast::PerChannel);
+    const int height = static_cast<int>(result->picture.shape[0]), width = static_cast<int>(result->picture.shape[1]);
+    std::vector<uint8_t> picture(result->picture.values.size());
+    std::transform(result->picture.values.begin(), result->picture.values.end(), picture.begin(),
+        [](float v) { return static_cast<uint8_t>(std::clamp(v, 0.f, 1.f) * 255.f + 0.5f); });
+    const auto blended = overlayMap(picture, width, height, map.data(), layout.width, layout.height,
+        ColorMap(colorMap_->currentData().toInt()), alpha_->value() / 100.f);
+    overlay_ = QImage(blended.data(), width, height, width * 3, QImage::Format_RGB888).copy();
+    const QSize room = overlayLabel_->size().boundedTo(QSize(512, 512)).expandedTo(QSize(160, 160));
+    overlayLabel_->setPixmap(QPixmap::fromImage(overlay_.scaled(room, Qt::KeepAspectRatio, Qt::FastTransformation)));
+    overlayLabel_->setToolTip(tr("Channel %1 of %2 over the input image").arg(channel_).arg(shownKey_));
+}
+
+} // namespace torchscope

@@ -1,0 +1,65 @@
+#pragma once
+
+#include <QImage>
+#include <QWidget>
+
+#include <cstdint>
+#include <vector>
+
+class QComboBox;
+class QCustomPlot;
+class QLabel;
+class QSlider;
+class QSpinBox;
+class QStackedWidget;
+
+namespace torchscope {
+
+class ChannelGrid;
+class Document;
+struct FloatTensor;
+
+// The selected grabbed value for the selected image: spatial outputs as a grid of channel maps
+// (zoom, contrast, colour map) with the picked channel upsampled over the input picture;
+// vectors as a bar plot and token x feature outputs as a heat map.
+class ActivationView : public QWidget {
+    Q_OBJECT
+public:
+    explicit ActivationView(Document* document, QWidget* parent = nullptr);
+
+    QString shownKey() const { return shownKey_; }
+    std::vector<int64_t> shownShape() const { return shownShape_; }
+    int channelCount() const;
+    QImage gridImage() const;
+    QImage overlayImage() const { return overlay_; }
+    bool isPlotShown() const;
+    QCustomPlot* plot() const { return plot_; }
+
+public Q_SLOTS:
+    void refresh();
+    void pickChannel(int channel);
+
+private:
+    void fillKeys();
+    void showSpatial(const FloatTensor& value);
+    void showPlot(const FloatTensor& value);
+    void updateOverlay();
+
+    Document* document_;
+    QComboBox* keys_;
+    QSpinBox* zoom_;
+    QComboBox* contrast_;
+    QComboBox* colorMap_;
+    QSlider* alpha_;
+    QLabel* header_;
+    QStackedWidget* stack_;
+    ChannelGrid* grid_;
+    QLabel* overlayLabel_;
+    QCustomPlot* plot_;
+    QString shownKey_;
+    std::vector<int64_t> shownShape_;
+    int channel_ = 0;
+    QImage overlay_;
+};
+
+} // namespace torchscope

@@ -1,0 +1,48 @@
+#pragma once
+
+#include "common/float_tensor.h"
+#include "imaging/channel_maps.h"
+
+#include <QImage>
+#include <QWidget>
+
+namespace torchscope {
+
+// A layer's channel maps for one image as a grid of small pictures. Click a tile to pick its
+// channel. Draws only: the scaling to [0, 1] is core's normalizeChannels().
+class ChannelGrid : public QWidget {
+    Q_OBJECT
+public:
+    explicit ChannelGrid(QWidget* parent = nullptr);
+
+    void setMaps(const FloatTensor& maps, Contrast contrast, ColorMap colorMap);
+    void setZoom(int pixelsPerValue);
+    void setSelectedChannel(int channel);
+
+    int channelCount() const { return static_cast<int>(layout_.channels); }
+    QSize mapSize() const { return QSize(static_cast<int>(layout_.width), static_cast<int>(layout_.height)); }
+    const QImage& image() const { return image_; }
+    QSize sizeHint() const override { return image_.size(); }
+
+Q_SIGNALS:
+    void channelPicked(int channel);
+
+protected:
+    void paintEvent(QPaintEvent* event) override;
+    void mousePressEvent(QMouseEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
+
+private:
+    void render();
+    int columns() const;
+
+    std::vector<float> normalized_;
+    MapLayout layout_;
+    ColorMap colorMap_ = ColorMap::Viridis;
+    int zoom_ = 4;
+    int selected_ = -1;
+    QImage image_;
+    static constexpr int Gap = 2;
+};
+
+} // namespace torchscope

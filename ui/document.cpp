@@ -1,0 +1,249 @@
+#include "document.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QJsonArray>
+
+#include <stdexcept>
+
+namespace torchscope {
+
+Document::Document(QObject* parent)
+    : QObject(parent)
+{ }
+
+void Document::setModel(const ModelSummary& model)
+{
+    const bool sameModel = model.path == model_.path;
+    model_ = model;
+    if (!sameModel) {
+        // Keep what still exists in the new model, so a retrained checkpoint keeps its setup.
+        QStringList kept;
+        for (const auto& spec : grabs_)
+            if (this->module(spec.section(':', 0, 0)))
+                kept << spec;
+        grabs_ = kept;
+        if (!this->module(truncation_))
+            truncation_.clear();
+        edits_.erase(std::remove_if(edits_.begin(), edits_.end(),
+                         [&](const EditSpec& e) { return !this->module(QString::fromStdString(e.path)); }),
+            edits_.end());
+        snapshot_.reset();
+    }
+    Q_EMIT modelChanged();
+    Q_EMIT requestChanged();
+}
+
+void Document::updateModules(const std::vector<ModuleInfo>& modules)
+{
+    if (modules.size() != model_.modules.size())
+        return;
+    model_.modules = modules;
+    Q_EMIT modulesChanged();
+}
+
+const ModuleInfo* Document::module(const QString& path) const
+{
+    if (path.isEmpty())
+        return nullptr;
+    const std::string wanted = path.toStdString();
+    for (const auto& m : model_.modules)
+        if (m.path == wanted)
+            return &m;
+    return nullptr;
+}
+
+void Document::setGrabbed(const QString& spec, bool grabbed)
+{
+    if (grabbed == grabs_.contains(spec))
+        return;
+    if (grabbed) {
+        grabs_ << spec;
+        if (selectedKey_.isEmpty())
+            selectedKey_ = spec;
+    } else {
+        grabs_.removeAll(spec);
+        if (selectedKey_ == spec)
+            selectedKey_ = grabs_.isEmpty() ? QString() : grabs_.first();
+    }
+    Q_EMIT requestChanged();
+    Q_EMIT selectionChanged();
+}
+
+void Document::setTruncation(const QString& path)
+{
+    if (path == truncation_)
+        return;
+    truncation_ = path;
+    Q_EMIT requestChanged();
+}
+
+void Document::addEdit(const EditSpec& edit)
+{
+    edits_.push_back(edit);
+    Q_EMIT requestChanged();
+}
+
+void Document::clearEdits(const QString& path)
+{
+    const auto before = edits_.size();
+    edits_.erase(std::remove_if(edits_.begin(), edits_.end(),
+                     [&](const EditSpec& e) { return path.isEmpty() || e.path == path.toStdString(); }),
+        edits_.end());
+    if (edits_.size() != before)
+        Q_EMIT requestChanged();
+}
+
+void Document::addImages(const QStringList& paths)
+{
+    bool added = false;
+    for (const auto& path : paths) {
+        const QString absolute = QFileInfo(path).absoluteFilePath();
+        if (!images_.contains(absolute)) {
+            images_ << absolute;
+            added = true;
+        }
+    }
+    if (!added)
+        return;
+    Q_EMIT imagesChanged();
+    Q_EMIT requestChanged();
+}
+
+void Document::clearImages()
+{
+    images_.clear();
+    selectedImage_ = 0;
+    snapshot_.reset();
+    Q_EMIT imagesChanged();
+    Q_EMIT requestChanged();
+    Q_EMIT resultsChanged();
+}
+
+void Document::setTargetClass(int target)
+{
+    if (target == targetClass_)
+        return;
+    targetClass_ = target;
+    bool usesGradients = false;
+    for (const auto& g : grabs_)
+        usesGradients = usesGradients || g.endsWith(":grad");
+    if (usesGradients)
+        Q_EMIT requestChanged();
+}
+
+void Document::setPreprocessingSpec(const QString& spec)
+{
+    if (spec == preprocessingSpec_)
+        return;
+    preprocessingSpec_ = spec;
+    Q_EMIT requestChanged();
+}
+
+Preprocessing Document::preprocessing() const
+{
+    return preprocessingSpec_.isEmpty() ? model_.preprocessing
+                                        : Preprocessing::fromSpec(preprocessingSpec_.toStdString());
+}
+
+void Document::setSelectedKey(const QString& key)
+{
+    if (key == selectedKey_)
+        return;
+    selectedKey_ = key;
+    Q_EMIT selectionChanged();
+}
+
+void Document::setSelectedImage(int index)
+{
+    if (index == selectedImage_)
+        return;
+    selectedImage_ = index;
+    Q_EMIT selectionChanged();
+}
+
+void Document::setSnapshot(const RunSnapshotPtr& snapshot)
+{
+    snapshot_ = snapshot;
+    if (snapshot && !snapshot->modules.empty())
+        updateModules(snapshot->modules);
+    Q_EMIT resultsChanged();
+}
+
+const ImageResult* Document::selectedResult() const
+{
+    if (!snapshot_ || selectedImage_ < 0 || selectedImage_ >= static_cast<int>(images_.size()))
+        return nullptr;
+    // Failed images leave gaps: find the result of the selected path.
+    const std::string path = images_[selectedImage_].toStdString();
+    for (const auto& image : snapshot_->images)
+        if (image.path == path)
+            return &image;
+    return nullptr;
+}
+
+RunRequest Document::makeRunRequest(int generation) const
+{
+    RunRequest run;
+    run.generation = generation;
+    for (const auto& image : images_)
+        run.images.push_back(image.toStdString());
+    for (const auto& spec : grabs_)
+        run.request.grabs.push_back(GrabSpec::parse(spec.toStdString()));
+    if (!truncation_.isEmpty())
+        run.request.truncateAt = truncation_.toStdString();
+    run.request.edits = edits_;
+    run.request.targetClass = targetClass_;
+    run.preprocessing = preprocessing();
+    return run;
+}
+
+QJsonObject Document::toJson() const
+{
+    QJsonArray edits;
+    for (const auto& e : edits_)
+        edits.append(QString::fromStdString(e.toString()));
+    return QJsonObject{
+        {"format", "torchscope-session"},
+        {"version", 1},
+        {"model", modelPath()},
+        {"device", device_},
+        {"grabs", QJsonArray::fromStringList(grabs_)},
+        {"truncate", truncation_},
+        {"edits", edits},
+        {"images", QJsonArray::fromStringList(images_)},
+        {"preprocess", preprocessingSpec_},
+        {"target", targetClass_},
+        {"selected_layer", selectedKey_},
+        {"selected_image", selectedImage_},
+    };
+}
+
+void Document::applyJson(const QJsonObject& session)
+{
+    if (session.value("format").toString() != "torchscope-session")
+        throw std::runtime_error("this is not a TorchScope session file (no \"format\": \"torchscope-session\")");
+    QStringList grabs;
+    for (const auto& g : session.value("grabs").toArray())
+        grabs << g.toString();
+    std::vector<EditSpec> edits;
+    for (const auto& e : session.value("edits").toArray())
+        edits.push_back(EditSpec::parse(e.toString().toStdString()));
+    grabs_ = grabs;
+    edits_ = edits;
+    truncation_ = session.value("truncate").toString();
+    preprocessingSpec_ = session.value("preprocess").toString();
+    targetClass_ = session.value("target").toInt(-1);
+    selectedKey_ = session.value("selected_layer").toString();
+    images_.clear();
+    for (const auto& i : session.value("images").toArray())
+        images_ << i.toString();
+    selectedImage_ = session.value("selected_image").toInt(0);
+    snapshot_.reset();
+    Q_EMIT imagesChanged();
+    Q_EMIT selectionChanged();
+    Q_EMIT requestChanged();
+    Q_EMIT resultsChanged();
+}
+
+} // namespace torchscope

@@ -1,0 +1,93 @@
+#pragma once
+
+#include "run_types.h"
+
+#include <QJsonObject>
+#include <QObject>
+#include <QSet>
+#include <QString>
+#include <QStringList>
+
+namespace torchscope {
+
+// The open session (Tiled's Document): the model, what to grab, the truncation point, the edits,
+// the images, the selection and the last results. Views subscribe to its signals; every change
+// to what the model should compute emits requestChanged(), which the RunController turns into a
+// run on the worker thread.
+class Document : public QObject {
+    Q_OBJECT
+public:
+    explicit Document(QObject* parent = nullptr);
+
+    bool hasModel() const { return !model_.path.empty(); }
+    const ModelSummary& model() const { return model_; }
+    QString modelPath() const { return QString::fromStdString(model_.path); }
+    void setModel(const ModelSummary& model);
+    void updateModules(const std::vector<ModuleInfo>& modules); // output shapes after a dry run
+    const ModuleInfo* module(const QString& path) const;
+
+    // Grabs as CLI specs: "layer1" (output), "layer1:in0", "layer1:grad".
+    QStringList grabs() const { return grabs_; }
+    bool isGrabbed(const QString& spec) const { return grabs_.contains(spec); }
+    void setGrabbed(const QString& spec, bool grabbed);
+
+    QString truncation() const { return truncation_; }
+    void setTruncation(const QString& path); // empty: none
+
+    const std::vector<EditSpec>& edits() const { return edits_; }
+    void addEdit(const EditSpec& edit);
+    void clearEdits(const QString& path); // empty: all
+
+    QStringList images() const { return images_; }
+    void addImages(const QStringList& paths); // keeps order, skips duplicates
+    void clearImages();
+
+    int targetClass() const { return targetClass_; } // -1: the predicted class
+    void setTargetClass(int target);
+
+    QString device() const { return device_; }
+    void setDevice(const QString& device) { device_ = device; }
+
+    // "" uses the model's own preprocessing (torchscope.json, else imagenet).
+    QString preprocessingSpec() const { return preprocessingSpec_; }
+    void setPreprocessingSpec(const QString& spec);
+    Preprocessing preprocessing() const;
+
+    QString selectedKey() const { return selectedKey_; }
+    void setSelectedKey(const QString& key);
+    int selectedImage() const { return selectedImage_; }
+    void setSelectedImage(int index);
+
+    RunSnapshotPtr snapshot() const { return snapshot_; }
+    void setSnapshot(const RunSnapshotPtr& snapshot);
+    const ImageResult* selectedResult() const;
+
+    RunRequest makeRunRequest(int generation) const;
+
+    QJsonObject toJson() const;
+    // Restores everything but the model itself (the caller opens it first); throws std::runtime_error.
+    void applyJson(const QJsonObject& session);
+
+Q_SIGNALS:
+    void modelChanged();
+    void modulesChanged();
+    void requestChanged();
+    void imagesChanged();
+    void selectionChanged();
+    void resultsChanged();
+
+private:
+    ModelSummary model_;
+    QStringList grabs_;
+    QString truncation_;
+    std::vector<EditSpec> edits_;
+    QStringList images_;
+    int targetClass_ = -1;
+    QString device_ = "cpu";
+    QString preprocessingSpec_;
+    QString selectedKey_;
+    int selectedImage_ = 0;
+    RunSnapshotPtr snapshot_;
+};
+
+} // namespace torchscope

@@ -1,0 +1,23 @@
+#pragma once
+
+#include <QDockWidget>
+
+class QPlainTextEdit;
+
+namespace torchscope {
+
+// The full text of every message, error and warning, with time stamps.
+class LogDock : public QDockWidget {
+    Q_OBJECT
+public:
+    explicit LogDock(QWidget* parent = nullptr);
+    QString text() const;
+
+public Q_SLOTS:
+    void append(const QString& message);
+
+private:
+    QPlainTextEdit* view_;
+};
+
+} // namespace torchscope

@@ -1,0 +1,359 @@
+#include "main_window.h"
+
+#include "activation_view.h"
+#include "document.h"
+#include "export_actions.h"
+#include "file_drop.h"
+#include "image_strip.h"
+#include "log_dock.h"
+#include "module_tree_panel.h"
+#include "predictions_panel.h"
+#include "run_controller.h"
+#include "run_worker.h"
+#include "statistics_panel.h"
+
+#include <QApplication>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QSaveFile>
+#include <QSettings>
+#include <QSpinBox>
+#include <QStatusBar>
+#include <QToolBar>
+#include <QToolButton>
+
+namespace torchscope {
+
+MainWindow::MainWindow(QWidget* parent)
+    : QMainWindow(parent)
+    , document_(new Document(this))
+    , controller_(new RunController(document_, this))
+    , tree_(new ModuleTreePanel(document_))
+    , activations_(new ActivationView(document_))
+    , predictions_(new PredictionsPanel(document_))
+    , statistics_(new StatisticsPanel(document_))
+    , images_(new ImageStrip(document_))
+    , log_(new LogDock(this))
+    , exports_(new ExportActions(controller_, activations_, statistics_, this))
+{
+    setAcceptDrops(true);
+    setCentralWidget(activations_);
+    createDocks();
+    createMenus();
+    createToolBar();
+    createStatusBar();
+
+    connect(controller_, &RunController::failed, this, &MainWindow::reportError);
+    connect(exports_, &ExportActions::failed, this, &MainWindow::reportError);
+    connect(exports_, &ExportActions::done, this, [this](const QString& message) {
+        log_->append(message);
+        statusBar()->showMessage(message, 5000);
+    });
+    connect(controller_, &RunController::exported, this, [this](const QString& path, const QStringList& leftOut) {
+        QString message = tr("Exported recorded tensors to %1").arg(path);
+        if (!leftOut.isEmpty())
+            message += tr(" (left out, not tensors: %1)").arg(leftOut.join(", "));
+        log_->append(message);
+        statusBar()->showMessage(message, 5000);
+    });
+    connect(controller_, &RunController::modelOpened, this, [this](const QString& path) {
+        log_->append(tr("Opened %1: %2").arg(path, QString::fromStdString(document_->model().signature)));
+        rememberRecent(path);
+        updateTitle();
+    });
+    connect(controller_, &RunController::runCompleted, this,
+        [this](double seconds, int images, int failures, bool cancelled) {
+            QString message = tr("%1 image(s) in %2 s").arg(images).arg(seconds, 0, 'f', 2);
+            if (failures)
+                message += tr(", %1 could not be read (see the log)").arg(failures);
+            if (cancelled)
+                message += tr(", cancelled: what was recorded so far is kept");
+            status_->setText(message);
+            if (const auto snapshot = document_->snapshot()) {
+                for (const auto& [path, why] : snapshot->failures)
+                    log_->append(
+                        tr("Could not read %1: %2").arg(QString::fromStdString(path), QString::fromStdString(why)));
+                for (const auto& warning : snapshot->warnings)
+                    log_->append(tr("Warning: %1").arg(QString::fromStdString(warning)));
+            }
+        });
+    connect(document_, &Document::requestChanged, this, [this] {
+        truncation_->setText(document_->truncation().isEmpty() ? tr("no truncation")
+                                                               : tr("truncated at %1").arg(document_->truncation()));
+    });
+
+    QSettings settings;
+    restoreGeometry(settings.value("window/geometry").toByteArray());
+    restoreState(settings.value("window/state").toByteArray());
+    if (!settings.contains("window/geometry"))
+        resize(1400, 900);
+    updateTitle();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::createDocks()
+{
+    auto dock = [this](const QString& title, const QString& name, QWidget* widget, Qt::DockWidgetArea area) {
+        auto* d = new QDockWidget(title, this);
+        d->setObjectName(name);
+        d->setWidget(widget);
+        addDockWidget(area, d);
+        return d;
+    };
+    dock(tr("Modules"), "ModulesDock", tree_, Qt::LeftDockWidgetArea);
+    dock(tr("Predictions"), "PredictionsDock", predictions_, Qt::RightDockWidgetArea);
+    dock(tr("Statistics"), "StatisticsDock", statistics_, Qt::RightDockWidgetArea);
+    auto* strip = dock(tr("Images"), "ImagesDock", images_, Qt::BottomDockWidgetArea);
+    addDockWidget(Qt::BottomDockWidgetArea, log_);
+    tabifyDockWidget(strip, log_);
+    strip->raise();
+}
+
+void MainWindow::createMenus()
+{
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    QAction* openModel = file->addAction(tr("&Open Model…"), this, [this] {
+        const QString path = QFileDialog::getOpenFileName(
+            this, tr("Open TorchScript Model"), QString(), tr("TorchScript models (*.pt *.pth);;All files (*)"));
+        if (!path.isEmpty())
+            this->openModel(path);
+    });
+    openModel->setShortcut(QKeySequence::Open);
+    recentMenu_ = file->addMenu(tr("Recent Models"));
+    fillRecentMenu();
+    QAction* openImages = file->addAction(tr("Open &Images…"), this, [this] {
+        openFiles(QFileDialog::getOpenFileNames(
+            this, tr("Open Images"), QString(), tr("Images (*.png *.jpg *.jpeg *.bmp *.tif *.tiff *.webp)")));
+    });
+    openImages->setShortcut(Qt::CTRL | Qt::Key_I);
+    file->addAction(tr("Open Image &Folder…"), this, [this] {
+        const QString folder = QFileDialog::getExistingDirectory(this, tr("Open Image Folder"));
+        if (!folder.isEmpty())
+            openFiles({folder});
+    });
+    file->addAction(tr("Clear Images"), document_, &Document::clearImages);
+    file->addSeparator();
+    file->addAction(tr("Open &Session…"), this, [this] {
+        const QString path = QFileDialog::getOpenFileName(
+            this, tr("Open Session"), QString(), tr("TorchScope sessions (*.torchscope.json)"));
+        if (!path.isEmpty())
+            if (const QString error = openSession(path); !error.isEmpty())
+                reportError(tr("Error Opening Session"), error);
+    });
+    QAction* save = file->addAction(tr("&Save Session…"), this, [this] {
+        QString path = QFileDialog::getSaveFileName(
+            this, tr("Save Session"), QString(), tr("TorchScope sessions (*.torchscope.json)"));
+        if (path.isEmpty())
+            return;
+        if (!path.endsWith(".torchscope.json"))
+            path += ".torchscope.json";
+        if (const QString error = saveSession(path); !error.isEmpty())
+            reportError(tr("Error Saving Session"), error);
+    });
+    save->setShortcut(QKeySequence::Save);
+    file->addSeparator();
+    exports_->populate(file->addMenu(tr("&Export")));
+    file->addSeparator();
+    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    for (QDockWidget* dock : findChildren<QDockWidget*>())
+        view->addAction(dock->toggleViewAction());
+}
+
+void MainWindow::createToolBar()
+{
+    QToolBar* bar = addToolBar(tr("Run"));
+    bar->setObjectName("RunToolBar");
+    bar->addWidget(new QLabel(tr(" Device: ")));
+    device_ = new QComboBox;
+    device_->addItems(RunWorker::availableDevices());
+    device_->setToolTip(tr("CUDA when this LibTorch sees a GPU, else the CPU"));
+    document_->setDevice(device_->currentText());
+    connect(device_, &QComboBox::currentTextChanged, this, [this](const QString& device) {
+        document_->setDevice(device);
+        if (document_->hasModel())
+            openModel(document_->modelPath()); // reload onto the new device
+    });
+    bar->addWidget(device_);
+    bar->addSeparator();
+    bar->addWidget(new QLabel(tr(" Gradient target: ")));
+    target_ = new QSpinBox;
+    target_->setRange(-1, 1000000);
+    target_->setValue(-1);
+    target_->setSpecialValueText(tr("predicted class"));
+    target_->setToolTip(tr("Class whose score gradients (Grab Gradient) are taken of"));
+    connect(target_, &QSpinBox::valueChanged, document_, &Document::setTargetClass);
+    bar->addWidget(target_);
+    bar->addSeparator();
+    truncation_ = new QLabel(tr("no truncation"));
+    bar->addWidget(truncation_);
+    bar->addAction(tr("Clear Truncation"), this, [this] { document_->setTruncation({}); });
+}
+
+void MainWindow::createStatusBar()
+{
+    status_ = new QLabel(tr("Open a model (Ctrl+O) and drop images on the window."));
+    progress_ = new QProgressBar;
+    progress_->setMaximumWidth(220);
+    progress_->hide();
+    cancel_ = new QToolButton;
+    cancel_->setText(tr("Cancel"));
+    cancel_->setToolTip(tr("Stop after the current image; what was recorded is kept"));
+    cancel_->hide();
+    statusBar()->addWidget(status_, 1);
+    statusBar()->addPermanentWidget(progress_);
+    statusBar()->addPermanentWidget(cancel_);
+    connect(cancel_, &QToolButton::clicked, controller_, &RunController::cancel);
+    connect(controller_, &RunController::busyChanged, this, [this](bool busy) {
+        progress_->setVisible(busy);
+        cancel_->setVisible(busy);
+        if (busy)
+            status_->setText(controller_->isOpeningModel() ? tr("Opening model…") : tr("Running…"));
+    });
+    connect(controller_, &RunController::progress, this, [this](int done, int total) {
+        progress_->setRange(0, total);
+        progress_->setValue(done);
+        progress_->setFormat(tr("%v / %m images"));
+    });
+}
+
+void MainWindow::openModel(const QString& path)
+{
+    log_->append(tr("Opening %1 on %2").arg(path, document_->device()));
+    controller_->openModel(path);
+}
+
+void MainWindow::openFiles(const QStringList& paths)
+{
+    if (paths.isEmpty())
+        return;
+    const DroppedFiles files = classifyFiles(paths);
+    for (const auto& refused : files.refused)
+        log_->append(tr("Ignored %1: not a model, an image, a folder of images or a session").arg(refused));
+    if (!files.sessions.isEmpty())
+        if (const QString error = openSession(files.sessions.first()); !error.isEmpty())
+            reportError(tr("Error Opening Session"), error);
+    if (!files.models.isEmpty())
+        openModel(files.models.first());
+    if (!files.images.isEmpty()) {
+        document_->addImages(files.images);
+        log_->append(tr("Added %n image(s)", nullptr, static_cast<int>(files.images.size())));
+    }
+}
+
+QString MainWindow::saveSession(const QString& path)
+{
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly))
+        return file.errorString();
+    file.write(QJsonDocument(document_->toJson()).toJson());
+    if (!file.commit())
+        return file.errorString();
+    log_->append(tr("Saved session %1").arg(path));
+    return {};
+}
+
+QString MainWindow::openSession(const QString& path)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return tr("Could not open '%1': %2").arg(path, file.errorString());
+    QJsonParseError parseError;
+    const QJsonDocument json = QJsonDocument::fromJson(file.readAll(), &parseError);
+    if (json.isNull())
+        return tr("'%1' is not valid JSON: %2").arg(path, parseError.errorString());
+    const QJsonObject session = json.object();
+    if (session.value("format").toString() != "torchscope-session")
+        return tr("'%1' is not a TorchScope session file").arg(path);
+    const QString model = session.value("model").toString();
+    if (!QFileInfo::exists(model))
+        return tr("The session's model '%1' does not exist").arg(model);
+    // Apply the rest once the model is open: grabs and edits are checked against its tree.
+    auto* once = new QObject(this);
+    connect(controller_, &RunController::modelOpened, once, [this, once, session, path] {
+        once->deleteLater();
+        try {
+            document_->applyJson(session);
+            log_->append(tr("Opened session %1").arg(path));
+        } catch (const std::exception& e) {
+            reportError(tr("Error Opening Session"), QString::fromStdString(e.what()));
+        }
+    });
+    const QString device = session.value("device").toString();
+    if (device_->findText(device) >= 0) {
+        const QSignalBlocker block(device_);
+        device_->setCurrentText(device);
+        document_->setDevice(device);
+    }
+    openModel(model);
+    return {};
+}
+
+void MainWindow::reportError(const QString& title, const QString& message)
+{
+    log_->append(title + ": " + message);
+    status_->setText(title);
+    if (interactive_)
+        QMessageBox::critical(this, title, message.section('\n', 0, 3));
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event)
+{
+    if (acceptsDrop(event->mimeData()))
+        event->acceptProposedAction();
+    else
+        event->ignore();
+}
+
+void MainWindow::dropEvent(QDropEvent* event)
+{
+    openFiles(localFiles(event->mimeData()));
+    event->acceptProposedAction();
+}
+
+void MainWindow::closeEvent(QCloseEvent* event)
+{
+    QSettings settings;
+    settings.setValue("window/geometry", saveGeometry());
+    settings.setValue("window/state", saveState());
+    QMainWindow::closeEvent(event);
+}
+
+void MainWindow::rememberRecent(const QString& path)
+{
+    QSettings settings;
+    QStringList recent = settings.value("recentModels").toStringList();
+    recent.removeAll(path);
+    recent.prepend(path);
+    settings.setValue("recentModels", recent.mid(0, 8));
+    fillRecentMenu();
+}
+
+void MainWindow::fillRecentMenu()
+{
+    recentMenu_->clear();
+    const QStringList recent = QSettings().value("recentModels").toStringList();
+    for (const auto& path : recent)
+        recentMenu_->addAction(path, this, [this, path] { openModel(path); });
+    recentMenu_->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::updateTitle()
+{
+    setWindowTitle(document_->hasModel() ? tr("%1 — TorchScope").arg(QFileInfo(document_->modelPath()).fileName())
+                                         : tr("TorchScope"));
+}
+
+} // namespace torchscope

@@ -1,0 +1,89 @@
+#pragma once
+
+#include <QMainWindow>
+
+class QComboBox;
+class QLabel;
+class QMenu;
+class QProgressBar;
+class QSpinBox;
+class QToolButton;
+
+namespace torchscope {
+
+class ActivationView;
+class Document;
+class ExportActions;
+class ImageStrip;
+class LogDock;
+class ModuleTreePanel;
+class PredictionsPanel;
+class RunController;
+class StatisticsPanel;
+
+// The workbench window: assembles the panels around one Document, routes files (open, drop,
+// command line) and reports errors. The work itself lives in the panels, the RunController and
+// the action handlers.
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    Document* document() const { return document_; }
+    RunController* controller() const { return controller_; }
+    ModuleTreePanel* treePanel() const { return tree_; }
+    ActivationView* activationView() const { return activations_; }
+    PredictionsPanel* predictionsPanel() const { return predictions_; }
+    StatisticsPanel* statisticsPanel() const { return statistics_; }
+    ImageStrip* imageStrip() const { return images_; }
+    LogDock* logDock() const { return log_; }
+    ExportActions* exportActions() const { return exports_; }
+
+    // Errors are shown in a message box unless the window is not interactive (tests, screenshots);
+    // they always go to the log.
+    void setInteractive(bool interactive) { interactive_ = interactive; }
+
+    void openModel(const QString& path);
+    // Models, images, folders and session files, as dropped or given on the command line.
+    void openFiles(const QStringList& paths);
+    QString saveSession(const QString& path); // error or ""
+    QString openSession(const QString& path); // error or "" (the model then opens asynchronously)
+
+public Q_SLOTS:
+    void reportError(const QString& title, const QString& message);
+
+protected:
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    void createMenus();
+    void createToolBar();
+    void createStatusBar();
+    void createDocks();
+    void rememberRecent(const QString& path);
+    void fillRecentMenu();
+    void updateTitle();
+
+    Document* document_;
+    RunController* controller_;
+    ModuleTreePanel* tree_;
+    ActivationView* activations_;
+    PredictionsPanel* predictions_;
+    StatisticsPanel* statistics_;
+    ImageStrip* images_;
+    LogDock* log_;
+    ExportActions* exports_;
+    QMenu* recentMenu_ = nullptr;
+    QComboBox* device_ = nullptr;
+    QSpinBox* target_ = nullptr;
+    QLabel* truncation_ = nullptr;
+    QLabel* status_ = nullptr;
+    QProgressBar* progress_ = nullptr;
+    QToolButton* cancel_ = nullptr;
+    bool interactive_ = true;
+};
+
+} // namespace torchscope

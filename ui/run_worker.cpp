@@ -1,0 +1,216 @@
+#include "run_worker.h"
+
+#include "common/error.h"
+#include "common/tensor_conversion.h"
+#include "export/write_tensors.h"
+#include "graph/engine.h"
+#include "imaging/image_decoder.h"
+#include "imaging/image_tensor.h"
+#include "imaging/preprocess_tensor.h"
+#include "model/model.h"
+#include "record/tensor_statistics.h"
+
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
+#include <torch/script.h>
+
+#include <QElapsedTimer>
+
+#include <algorithm>
+#include <thread>
+
+namespace torchscope {
+
+struct RunWorker::State {
+    std::shared_ptr<Model> model;
+    std::unique_ptr<Engine> engine;
+    ModelSummary summary;
+    bool dryRunDone = false;
+    std::vector<std::pair<std::string, std::vector<at::Tensor>>> recorded; // last run, per key, per image
+};
+
+namespace {
+
+FloatTensor rgbPicture(const DecodedImage& image)
+{
+    FloatTensor picture;
+    picture.shape = {image.height, image.width, 3};
+    picture.values.reserve(static_cast<size_t>(image.height) * image.width * 3);
+    for (size_t p = 0; p < static_cast<size_t>(image.height) * image.width; ++p)
+        for (int c = 0; c < 3; ++c)
+            picture.values.push_back(image.pixels[p * image.channels + (image.channels == 3 ? c : 0)]);
+    return picture;
+}
+
+std::vector<Prediction> topPredictions(const at::Tensor& logits, const std::vector<std::string>& labels, int k)
+{
+    std::vector<Prediction> predictions;
+    if (logits.dim() != 2 || logits.size(0) != 1)
+        return predictions;
+    const at::Tensor probabilities = logits[0].to(at::kCPU, at::kFloat).softmax(0);
+    const auto [values, indices] = probabilities.topk(std::min<int64_t>(k, probabilities.size(0)));
+    for (int64_t i = 0; i < values.size(0); ++i) {
+        const int64_t c = indices[i].item<int64_t>();
+        predictions.push_back(
+            {c, static_cast<size_t>(c) < labels.size() ? labels[static_cast<size_t>(c)] : "class " + std::to_string(c),
+                values[i].item<double>()});
+    }
+    return predictions;
+}
+
+void record(std::vector<std::pair<std::string, std::vector<at::Tensor>>>& recorded, const std::string& key,
+    const at::Tensor& value)
+{
+    auto it = std::find_if(recorded.begin(), recorded.end(), [&](const auto& entry) { return entry.first == key; });
+    if (it == recorded.end())
+        it = recorded.insert(recorded.end(), {key, {}});
+    it->second.push_back(value.detach().cpu());
+}
+
+} // namespace
+
+RunWorker::RunWorker()
+    : state_(std::make_unique<State>())
+{ }
+
+RunWorker::~RunWorker() = default;
+
+QStringList RunWorker::availableDevices()
+{
+    QStringList devices{"cpu"};
+    if (torch::cuda::is_available())
+        devices.prepend("cuda");
+    return devices;
+}
+
+void RunWorker::openModel(const QString& path, const QString& device, const QStringList& operatorLibraries)
+{
+    try {
+        at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+        LoadOptions options;
+        options.device = device.toStdString();
+        for (const auto& library : operatorLibraries)
+            options.operatorLibraries.push_back(library.toStdString());
+        auto model = Model::load(path.toStdString(), options);
+        const ModelCard card = ModelCard::fromJson(model->extraFile("torchscope.json"));
+        ModelSummary summary;
+        summary.path = model->path();
+        summary.device = model->device();
+        summary.signature = model->forwardSignature();
+        summary.modules = model->modules();
+        summary.labels = card.labels;
+        summary.preprocessing = card.present ? card.preprocessing : Preprocessing::imagenet();
+        summary.hasModelCard = card.present;
+        state_ = std::make_unique<State>();
+        state_->model = model;
+        state_->engine = std::make_unique<Engine>(model);
+        state_->summary = summary;
+        Q_EMIT modelOpened(summary);
+    } catch (const std::exception& e) {
+        Q_EMIT modelFailed(path, QString::fromStdString(e.what()));
+    }
+}
+
+void RunWorker::run(const RunRequest& request)
+{
+    cancelled_ = false;
+    if (!state_->engine) {
+        Q_EMIT runFailed(request.generation, tr("No model is open."));
+        return;
+    }
+    try {
+        if (state_->model->forwardArguments().size() > 1 && !state_->model->forwardArguments()[1].hasDefault)
+            throw Error("this model's " + state_->model->forwardSignature()
+                + " takes several inputs; the window feeds images to models with one input (use the CLI "
+                  "with one tensor file per argument)");
+        state_->engine->prepare(request.request);
+    } catch (const std::exception& e) {
+        Q_EMIT runFailed(request.generation, QString::fromStdString(e.what()));
+        return;
+    }
+
+    QElapsedTimer timer;
+    timer.start();
+    auto snapshot = std::make_shared<RunSnapshot>();
+    snapshot->generation = request.generation;
+    snapshot->requestedImages = static_cast<int>(request.images.size());
+    state_->recorded.clear();
+    const int total = static_cast<int>(request.images.size());
+    for (int i = 0; i < total; ++i) {
+        if (cancelled_) {
+            snapshot->cancelled = true;
+            break;
+        }
+        const std::string& path = request.images[static_cast<size_t>(i)];
+        try {
+            const DecodedImage image = decodeImage(path);
+            const at::Tensor input = preprocessImage(imageToTensor(image), request.preprocessing).unsqueeze(0);
+            const auto arguments = forwardInputsFromBatch(*state_->model, input);
+            if (!state_->dryRunDone) {
+                dryRun(*state_->model, arguments);
+                state_->dryRunDone = true;
+                snapshot->modules = state_->model->modules();
+            }
+            const RunResult result = state_->engine->run(request.request, arguments);
+            ImageResult item;
+            item.path = path;
+            item.picture = rgbPicture(image);
+            item.modelInput = toFloatTensor(input[0]);
+            for (const auto& [key, value] : result.values) {
+                if (!value.isTensor())
+                    continue;
+                const at::Tensor tensor = value.toTensor();
+                record(state_->recorded, key, tensor);
+                const FloatTensor single = toFloatTensor(tensor.dim() > 0 && tensor.size(0) == 1 ? tensor[0] : tensor);
+                if (key == "output") {
+                    item.output = single;
+                    if (!request.request.truncateAt)
+                        item.predictions = topPredictions(tensor, state_->summary.labels, request.topK);
+                } else {
+                    item.values[key] = single;
+                }
+            }
+            for (const auto& warning : result.warnings)
+                if (std::find(snapshot->warnings.begin(), snapshot->warnings.end(), warning)
+                    == snapshot->warnings.end())
+                    snapshot->warnings.push_back(warning);
+            snapshot->images.push_back(std::move(item));
+        } catch (const std::exception& e) {
+            snapshot->failures.emplace_back(path, e.what());
+        }
+        Q_EMIT progress(request.generation, i + 1, total);
+    }
+    for (const auto& [key, tensors] : state_->recorded) {
+        try {
+            snapshot->statistics[key] = computeLayerStatistics(at::cat(tensors, 0));
+        } catch (const std::exception&) {
+            // Calls of different shapes (a module used at two resolutions): no pooled statistics.
+        }
+    }
+    snapshot->seconds = timer.elapsed() / 1000.0;
+    Q_EMIT runFinished(snapshot);
+}
+
+void RunWorker::exportTensors(const QString& path)
+{
+    try {
+        if (state_->recorded.empty())
+            throw Error("nothing has been recorded yet: open images and run the model first");
+        NamedValues values;
+        QStringList leftOut;
+        for (const auto& [key, tensors] : state_->recorded) {
+            try {
+                values.emplace_back(key, at::cat(tensors, 0));
+            } catch (const c10::Error&) {
+                leftOut << QString::fromStdString(key) + tr(" (its shape differs between images)");
+            }
+        }
+        for (const auto& key : writeTensors(path.toStdString(), values))
+            leftOut << QString::fromStdString(key);
+        Q_EMIT exported(path, leftOut);
+    } catch (const std::exception& e) {
+        Q_EMIT exportFailed(path, QString::fromStdString(e.what()));
+    }
+}
+
+} // namespace torchscope

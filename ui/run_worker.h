@@ -1,0 +1,50 @@
+#pragma once
+
+#include "run_types.h"
+
+#include <QObject>
+#include <QString>
+
+#include <atomic>
+#include <memory>
+
+namespace torchscope {
+
+// Loads the model and runs it, on its own thread (see RunController). Requests come in as
+// queued slot calls, progress and results go out as signals. Torch lives only in its .cpp.
+class RunWorker : public QObject {
+    Q_OBJECT
+public:
+    RunWorker();
+    ~RunWorker() override;
+
+    // Thread-safe: stops the run in progress after the current image; what is done is kept.
+    void cancel() { cancelled_ = true; }
+
+    static QStringList availableDevices(); // "cpu", and "cuda" when LibTorch sees a GPU
+
+public Q_SLOTS:
+    void openModel(const QString& path, const QString& device, const QStringList& operatorLibraries);
+    void run(const torchscope::RunRequest& request);
+    void exportTensors(const QString& path);
+
+Q_SIGNALS:
+    void modelOpened(const torchscope::ModelSummary& summary);
+    void modelFailed(const QString& path, const QString& message);
+    void progress(int generation, int done, int total);
+    void runFinished(const torchscope::RunSnapshotPtr& snapshot);
+    void runFailed(int generation, const QString& message);
+    void exported(const QString& path, const QStringList& leftOut);
+    void exportFailed(const QString& path, const QString& message);
+
+private:
+    struct State;
+    std::unique_ptr<State> state_;
+    std::atomic_bool cancelled_{false};
+};
+
+} // namespace torchscope
+
+Q_DECLARE_METATYPE(torchscope::ModelSummary)
+Q_DECLARE_METATYPE(torchscope::RunRequest)
+Q_DECLARE_METATYPE(torchscope::RunSnapshotPtr)
