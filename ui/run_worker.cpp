@@ -135,6 +135,7 @@ void RunWorker::run(const RunRequest& request)
     snapshot->generation = request.generation;
     snapshot->requestedImages = static_cast<int>(request.images.size());
     state_->recorded.clear();
+    std::vector<std::string> modelFailures;
     const int total = static_cast<int>(request.images.size());
     for (int i = 0; i < total; ++i) {
         if (cancelled_) {
@@ -142,9 +143,17 @@ void RunWorker::run(const RunRequest& request)
             break;
         }
         const std::string& path = request.images[static_cast<size_t>(i)];
+        DecodedImage image;
+        at::Tensor input;
         try {
-            const DecodedImage image = decodeImage(path);
-            const at::Tensor input = preprocessImage(imageToTensor(image), request.preprocessing).unsqueeze(0);
+            image = decodeImage(path);
+            input = preprocessImage(imageToTensor(image), request.preprocessing).unsqueeze(0);
+        } catch (const std::exception& e) {
+            snapshot->failures.emplace_back(path, e.what());
+            Q_EMIT progress(request.generation, i + 1, total);
+            continue;
+        }
+        try {
             const auto arguments = forwardInputsFromBatch(*state_->model, input);
             if (!state_->dryRunDone) {
                 dryRun(*state_->model, arguments);
@@ -177,6 +186,7 @@ void RunWorker::run(const RunRequest& request)
             snapshot->images.push_back(std::move(item));
         } catch (const std::exception& e) {
             snapshot->failures.emplace_back(path, e.what());
+            modelFailures.push_back(e.what());
         }
         Q_EMIT progress(request.generation, i + 1, total);
     }
@@ -188,6 +198,11 @@ void RunWorker::run(const RunRequest& request)
         }
     }
     snapshot->seconds = timer.elapsed() / 1000.0;
+    if (snapshot->images.empty() && !modelFailures.empty() && modelFailures.size() == snapshot->failures.size()) {
+        // The model failed on every image it got: that is the request's problem, not the images'.
+        Q_EMIT runFailed(request.generation, QString::fromStdString(modelFailures.front()));
+        return;
+    }
     Q_EMIT runFinished(snapshot);
 }
 

@@ -1,0 +1,36 @@
+#include "gui_test_support.h"
+
+#include <QDir>
+#include <QProcess>
+
+namespace torchscope::test {
+
+QString fixture(const QString& name)
+{
+    return QDir(TORCHSCOPE_FIXTURES_DIR).filePath(name);
+}
+
+QString demoModel()
+{
+    return QString(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt";
+}
+
+QStringList demoImages()
+{
+    const QDir dir(QString(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/images");
+    QStringList images;
+    for (const auto& name : dir.entryList({"*.png"}, QDir::Files, QDir::Name))
+        images << dir.filePath(name);
+    return images;
+}
+
+QString runPython(const QString& code)
+{
+    QProcess python;
+    python.start(TORCHSCOPE_PYTHON, {"-c", code});
+    if (!python.waitForFinished(120000) || python.exitCode() != 0)
+        return "ERROR: " + QString::fromUtf8(python.readAllStandardError());
+    return QString::fromUtf8(python.readAllStandardOutput()).trimmed();
+}
+
+} // namespace torchscope::test

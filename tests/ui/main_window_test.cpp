@@ -1,0 +1,228 @@
+// The workbench end to end, offscreen: open a model, drop images, tick a layer, truncate,
+// export and read the files back (from Python), save and reopen a session, bad inputs.
+#include "activation_view.h"
+#include "document.h"
+#include "export/pt_export.h"
+#include "export_actions.h"
+#include "gui_test_support.h"
+#include "log_dock.h"
+#include "main_window.h"
+#include "module_tree_model.h"
+#include "module_tree_panel.h"
+#include "predictions_panel.h"
+#include "run_controller.h"
+#include "statistics_panel.h"
+
+#include <QMimeData>
+#include <QStandardPaths>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace torchscope;
+
+namespace {
+
+constexpr int Timeout = 60000;
+
+bool waitForRun(MainWindow& window)
+{
+    QSignalSpy done(window.controller(), &RunController::runCompleted);
+    return done.wait(Timeout);
+}
+
+void openDemo(MainWindow& window)
+{
+    window.setInteractive(false);
+    QSignalSpy opened(window.controller(), &RunController::modelOpened);
+    window.openModel(test::demoModel());
+    QVERIFY(opened.wait(Timeout));
+}
+
+QMimeData* urlsOf(const QStringList& paths)
+{
+    auto* mime = new QMimeData;
+    QList<QUrl> urls;
+    for (const auto& path : paths)
+        urls << QUrl::fromLocalFile(path);
+    mime->setUrls(urls);
+    return mime;
+}
+
+} // namespace
+
+class MainWindowTest : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QStandardPaths::setTestModeEnabled(true); // QSettings away from the user's
+        QCoreApplication::setOrganizationName("TorchScopeTest");
+    }
+
+    void opensTheModelAndShowsItsTree()
+    {
+        MainWindow window;
+        openDemo(window);
+        ModuleTreeModel* tree = window.treePanel()->model();
+        QCOMPARE(tree->rowCount(), 3); // features, pool, classifier
+        QVERIFY(tree->indexOfPath("features.2.conv").isValid());
+        QVERIFY(window.windowTitle().contains("fashion_cnn.pt"));
+    }
+
+    void dropsImagesTicksALayerAndShowsItsMaps()
+    {
+        MainWindow window;
+        openDemo(window);
+        const QStringList images = test::demoImages().mid(0, 3); // ankle_boot, bag, coat
+
+        // A drag of a text file is refused where it enters; images are accepted.
+        std::unique_ptr<QMimeData> text(urlsOf({test::fixture("bad_text.pt") + ".txt"}));
+        QDragEnterEvent refused(QPoint(10, 10), Qt::CopyAction, text.get(), Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(&window, &refused);
+        QVERIFY(!refused.isAccepted());
+        std::unique_ptr<QMimeData> mime(urlsOf(images));
+        QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, mime.get(), Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(&window, &enter);
+        QVERIFY(enter.isAccepted());
+        QDropEvent drop(QPointF(10, 10), Qt::CopyAction, mime.get(), Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(&window, &drop);
+        QCOMPARE(window.document()->images().size(), 3);
+        QVERIFY(waitForRun(window));
+
+        ModuleTreeModel* tree = window.treePanel()->model();
+        QVERIFY(tree->setData(tree->indexOfPath("features.1"), Qt::Checked, Qt::CheckStateRole));
+        QVERIFY(waitForRun(window));
+        ActivationView* view = window.activationView();
+        QCOMPARE(view->shownKey(), QString("features.1"));
+        QCOMPARE(view->shownShape(), (std::vector<int64_t>{64, 7, 7}));
+        QCOMPARE(view->channelCount(), 64);
+        QVERIFY(!view->gridImage().isNull());
+        QCOMPARE(view->overlayImage().size(), QSize(28, 28)); // the map over the 28x28 input
+
+        // The first image is the ankle boot; the model (90.9 % accurate) says so.
+        QTableWidget* predictions = window.predictionsPanel()->table();
+        QCOMPARE(predictions->rowCount(), 5);
+        QCOMPARE(predictions->item(0, 1)->text(), QString("Ankle boot"));
+        const auto snapshot = window.document()->snapshot();
+        QCOMPARE(snapshot->statistics.at("features.1").samples, 3);
+    }
+
+    void truncationReturnsTheLayerOutput()
+    {
+        MainWindow window;
+        openDemo(window);
+        window.document()->addImages(test::demoImages().mid(0, 2));
+        QVERIFY(waitForRun(window));
+        window.document()->setTruncation("features.0");
+        QVERIFY(waitForRun(window));
+        const ImageResult* result = window.document()->selectedResult();
+        QVERIFY(result);
+        QCOMPARE(result->output.shape, (std::vector<int64_t>{32, 14, 14}));
+        QVERIFY(result->predictions.empty());
+    }
+
+    void exportsWhatPythonReads()
+    {
+        MainWindow window;
+        openDemo(window);
+        window.document()->addImages(test::demoImages().mid(0, 3));
+        window.treePanel()->selectPath("features.2");
+        window.document()->setGrabbed("features.0:grad", true);
+        QVERIFY(waitForRun(window));
+        QTemporaryDir dir;
+        for (const QString name : {"out.pt", "out.npz", "out.safetensors"}) {
+            QSignalSpy exported(window.controller(), &RunController::exported);
+            window.exportActions()->exportTensors(dir.filePath(name));
+            QVERIFY(exported.wait(Timeout));
+        }
+        // Read back by Python on the other side: torch.load and numpy.load.
+        const QString shapes = test::runPython(
+            QString("import torch, numpy\n"
+                    "d = torch.load('%1')\n"
+                    "n = numpy.load('%2')\n"
+                    "print(tuple(d['features.2'].shape), tuple(d['features.0:grad'].shape), tuple(d['output'].shape),"
+                    " n['features.2'].shape, float(abs(n['features.2'] - d['features.2'].numpy()).max()))")
+                .arg(dir.filePath("out.pt"), dir.filePath("out.npz")));
+        QCOMPARE(shapes, QString("(3, 128, 3, 3) (3, 32, 14, 14) (3, 10) (3, 128, 3, 3) 0.0"));
+        const auto dict = readTorchSaveFile(dir.filePath("out.pt").toStdString()).toGenericDict();
+        QVERIFY(dict.contains("features.2"));
+        QVERIFY(QFileInfo(dir.filePath("out.safetensors")).size() > 3 * 128 * 9 * 4);
+
+        QCOMPARE(window.exportActions()->exportActivationGrid(dir.filePath("grid.png")), QString());
+        QVERIFY(!QImage(dir.filePath("grid.png")).isNull());
+        QCOMPARE(window.exportActions()->exportPlot(dir.filePath("plot.png")), QString());
+        QCOMPARE(window.exportActions()->exportPlot(dir.filePath("plot.pdf")), QString());
+        QVERIFY(QFile(dir.filePath("plot.pdf")).size() > 0);
+        // Only the files themselves: temporary files were renamed into place.
+        QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size(), 6);
+    }
+
+    void savesAndReopensASession()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("s.torchscope.json");
+        {
+            MainWindow window;
+            openDemo(window);
+            window.document()->addImages(test::demoImages().mid(2, 2));
+            window.document()->setGrabbed("features.1", true);
+            window.document()->setTruncation("features.2");
+            window.document()->addEdit(EditSpec::parse("features.0:zero:1,2"));
+            QVERIFY(waitForRun(window));
+            QCOMPARE(window.saveSession(path), QString());
+        }
+        MainWindow reopened;
+        reopened.setInteractive(false);
+        QCOMPARE(reopened.openSession(path), QString());
+        QVERIFY(waitForRun(reopened));
+        Document* document = reopened.document();
+        QCOMPARE(document->modelPath(), QFileInfo(test::demoModel()).absoluteFilePath());
+        QCOMPARE(document->grabs(), QStringList{"features.1"});
+        QCOMPARE(document->truncation(), QString("features.2"));
+        QCOMPARE(document->edits().size(), size_t(1));
+        QCOMPARE(document->images(), test::demoImages().mid(2, 2));
+        QVERIFY(document->selectedResult());
+    }
+
+    void unreadableImagesAreListedWithTheReason()
+    {
+        MainWindow window;
+        openDemo(window);
+        window.document()->addImages({test::demoImages().first(), test::fixture("images/not_an_image.png")});
+        QVERIFY(waitForRun(window));
+        const auto snapshot = window.document()->snapshot();
+        QCOMPARE(snapshot->images.size(), size_t(1));
+        QCOMPARE(snapshot->failures.size(), size_t(1));
+        QVERIFY(QString::fromStdString(snapshot->failures[0].second).contains("text file"));
+        QVERIFY(window.logDock()->text().contains("not_an_image.png"));
+    }
+
+    void aWrongModelFileIsExplained()
+    {
+        MainWindow window;
+        window.setInteractive(false);
+        QSignalSpy failed(window.controller(), &RunController::failed);
+        window.openModel(test::fixture("bad_state_dict.pt"));
+        QVERIFY(failed.wait(Timeout));
+        QVERIFY(failed.first().at(1).toString().contains("state_dict"));
+        QVERIFY(window.logDock()->text().contains("state_dict"));
+    }
+
+    void aRunErrorIsReportedNotCrashed()
+    {
+        MainWindow window;
+        openDemo(window);
+        window.document()->addImages(test::demoImages().mid(0, 1));
+        QVERIFY(waitForRun(window));
+        QSignalSpy failed(window.controller(), &RunController::failed);
+        window.document()->addEdit(EditSpec::parse("features.0:zero:999"));
+        QVERIFY(failed.wait(Timeout));
+        QVERIFY(failed.first().at(1).toString().contains("channel 999 is out of range"));
+        QVERIFY(window.logDock()->text().contains("channel 999 is out of range"));
+    }
+};
+
+QTEST_MAIN(MainWindowTest)
+#include "main_window_test.moc"
