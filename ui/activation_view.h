@@ -57,6 +57,7 @@ private:
     QLabel* overlayLabel_;
     QCustomPlot* plot_;
     QString shownKey_;
+    QString zoomedKey_;
     std::vector<int64_t> shownShape_;
     int channel_ = 0;
     QImage overlay_;

@@ -4,6 +4,7 @@
 #include <QPainter>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace torchscope {
@@ -50,24 +51,34 @@ void ChannelGrid::render()
         update();
         return;
     }
+    // One pass over the output pixels: each looks up its channel value (nearest neighbour).
     const int w = static_cast<int>(layout_.width), h = static_cast<int>(layout_.height);
+    const int tileW = w * zoom_ + Gap, tileH = h * zoom_ + Gap;
     const int cols = columns();
     const int rows = static_cast<int>((layout_.channels + cols - 1) / cols);
-    image_ = QImage(cols * (w * zoom_ + Gap), rows * (h * zoom_ + Gap), QImage::Format_RGB888);
+    image_ = QImage(cols * tileW, rows * tileH, QImage::Format_RGB888);
     image_.fill(palette().color(QPalette::Window));
-    for (int c = 0; c < layout_.channels; ++c) {
-        QImage tile(w, h, QImage::Format_RGB888);
-        const float* map = normalized_.data() + static_cast<size_t>(c) * w * h;
-        for (int y = 0; y < h; ++y) {
-            uchar* line = tile.scanLine(y);
-            for (int x = 0; x < w; ++x) {
-                const auto rgb = colorAt(colorMap_, map[y * w + x]);
-                std::copy(rgb.begin(), rgb.end(), line + 3 * x);
+    std::array<std::array<uint8_t, 3>, 256> lut;
+    for (int i = 0; i < 256; ++i)
+        lut[static_cast<size_t>(i)] = colorAt(colorMap_, i / 255.0f);
+    for (int y = 0; y < image_.height(); ++y) {
+        const int row = y / tileH, my = (y % tileH) / zoom_;
+        if (my >= h)
+            continue;
+        uchar* line = image_.scanLine(y);
+        for (int col = 0; col < cols; ++col) {
+            const int channel = row * cols + col;
+            if (channel >= layout_.channels)
+                break;
+            const float* map = normalized_.data() + (static_cast<size_t>(channel) * h + my) * w;
+            uchar* out = line + 3 * col * tileW;
+            for (int x = 0; x < w * zoom_; ++x) {
+                const auto& rgb = lut[static_cast<size_t>(std::clamp(map[x / zoom_], 0.f, 1.f) * 255.f + 0.5f)];
+                out[3 * x] = rgb[0];
+                out[3 * x + 1] = rgb[1];
+                out[3 * x + 2] = rgb[2];
             }
         }
-        QPainter painter(&image_);
-        painter.drawImage(
-            QPoint((c % cols) * (w * zoom_ + Gap), (c / cols) * (h * zoom_ + Gap)), tile.scaled(w * zoom_, h * zoom_));
     }
     setMinimumHeight(image_.height());
     updateGeometry();

@@ -3,6 +3,7 @@
 #include "document.h"
 
 #include <QFileInfo>
+#include <QHash>
 #include <QImage>
 #include <QStyle>
 
@@ -48,35 +49,30 @@ void ImageStrip::rebuild()
 
 void ImageStrip::refreshResults()
 {
-    Document* document = document_;
-    const auto snapshot = document->snapshot();
+    const auto snapshot = document_->snapshot();
     if (!snapshot)
         return;
-    for (int row = 0; row < count(); ++row) {
-        QListWidgetItem* it = item(row);
-        const std::string path = document->images().value(row).toStdString();
-        for (const auto& [failed, why] : snapshot->failures)
-            if (failed == path) {
-                it->setIcon(style()->standardIcon(QStyle::SP_MessageBoxWarning));
-                it->setToolTip(QString::fromStdString(why));
-            }
-        for (const auto& image : snapshot->images) {
-            if (image.path != path || image.picture.empty())
-                continue;
-            // The thumbnail from the decoded picture: the same decoder the model saw.
-            const int h = int(image.picture.shape[0]), w = int(image.picture.shape[1]);
-            QImage picture(w, h, QImage::Format_RGB888);
-            for (int y = 0; y < h; ++y)
-                for (int x = 0; x < w * 3; ++x)
-                    picture.scanLine(y)[x] = static_cast<uchar>(
-                        std::clamp(image.picture.values[static_cast<size_t>(y) * w * 3 + x], 0.f, 1.f) * 255.f + 0.5f);
-            it->setIcon(QPixmap::fromImage(picture.scaled(iconSize(), Qt::KeepAspectRatio, Qt::SmoothTransformation)));
-            QString tip = QString::fromStdString(path);
-            if (!image.predictions.empty())
-                tip += "\n" + QString::fromStdString(image.predictions[0].label)
-                    + QString(" (%1 %)").arg(100.0 * image.predictions[0].probability, 0, 'f', 1);
-            it->setToolTip(tip);
+    QHash<QString, int> rows;
+    for (int row = 0; row < count(); ++row)
+        rows.insert(item(row)->toolTip().section('\n', 0, 0), row);
+    for (const auto& [path, why] : snapshot->failures)
+        if (QListWidgetItem* it = item(rows.value(QString::fromStdString(path), -1))) {
+            it->setIcon(style()->standardIcon(QStyle::SP_MessageBoxWarning));
+            it->setToolTip(QString::fromStdString(path) + "\n" + QString::fromStdString(why));
         }
+    for (const auto& image : snapshot->images) {
+        QListWidgetItem* it = item(rows.value(QString::fromStdString(image.path), -1));
+        if (!it || image.thumbnail.empty())
+            continue;
+        // The worker made the thumbnail, with the decoder the model saw; here it is only wrapped.
+        const QImage picture(image.thumbnail.data(), image.thumbnailWidth, image.thumbnailHeight,
+            image.thumbnailWidth * 3, QImage::Format_RGB888);
+        it->setIcon(QPixmap::fromImage(picture));
+        QString tip = QString::fromStdString(image.path);
+        if (!image.predictions.empty())
+            tip += "\n" + QString::fromStdString(image.predictions[0].label)
+                + QString(" (%1 %)").arg(100.0 * image.predictions[0].probability, 0, 'f', 1);
+        it->setToolTip(tip);
     }
 }
 

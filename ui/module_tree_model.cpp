@@ -30,11 +30,13 @@ void ModuleTreeModel::rebuild()
 
 void ModuleTreeModel::refreshAll()
 {
-    // Shapes, marks and check states can change anywhere in the tree.
-    const auto& modules = document_->model().modules;
-    for (size_t i = 1; i < modules.size(); ++i) {
-        const QModelIndex first = indexOfModule(static_cast<int>(i), 0);
-        Q_EMIT dataChanged(first, first.siblingAtColumn(ColumnCount - 1));
+    // Shapes, marks and check states can change anywhere in the tree: one range per parent.
+    for (const auto& module : document_->model().modules) {
+        if (module.children.empty())
+            continue;
+        const QModelIndex first = indexOfModule(module.children.front(), 0);
+        const QModelIndex last = indexOfModule(module.children.back(), ColumnCount - 1);
+        Q_EMIT dataChanged(first, last);
     }
 }
 

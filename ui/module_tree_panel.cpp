@@ -30,7 +30,7 @@ ModuleTreePanel::ModuleTreePanel(Document* document, QWidget* parent)
     view_->setModel(proxy_);
     view_->setUniformRowHeights(true);
     view_->setContextMenuPolicy(Qt::CustomContextMenu);
-    view_->header()->setSectionResizeMode(ModuleTreeModel::Name, QHeaderView::ResizeToContents);
+    view_->header()->setSectionResizeMode(QHeaderView::Interactive);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(search_);
@@ -50,7 +50,11 @@ ModuleTreePanel::ModuleTreePanel(Document* document, QWidget* parent)
                 return;
             }
     });
-    connect(document_, &Document::modelChanged, this, [this] { view_->expandToDepth(0); });
+    // Sized once per model: resizing to contents on every change would measure every row.
+    connect(document_, &Document::modelChanged, this, [this] {
+        view_->expandToDepth(0);
+        view_->resizeColumnToContents(ModuleTreeModel::Name);
+    });
 }
 
 void ModuleTreePanel::selectPath(const QString& path)

@@ -42,6 +42,9 @@ struct Prediction {
 struct ImageResult {
     std::string path;
     FloatTensor picture; // the decoded image, [H, W, 3] in [0, 1], for overlays
+    int thumbnailWidth = 0; // RGB8, made on the worker thread
+    int thumbnailHeight = 0;
+    std::vector<uint8_t> thumbnail;
     FloatTensor modelInput; // what the model saw, [C, H, W]
     FloatTensor output; // the model's (or the truncation point's) output for this image
     std::vector<Prediction> predictions;

@@ -164,6 +164,10 @@ void RunWorker::run(const RunRequest& request)
             ImageResult item;
             item.path = path;
             item.picture = rgbPicture(image);
+            const Thumbnail thumbnail = makeThumbnail(image, 72);
+            item.thumbnailWidth = thumbnail.width;
+            item.thumbnailHeight = thumbnail.height;
+            item.thumbnail = thumbnail.rgb;
             item.modelInput = toFloatTensor(input[0]);
             for (const auto& [key, value] : result.values) {
                 if (!value.isTensor())

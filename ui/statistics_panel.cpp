@@ -43,9 +43,11 @@ QCustomPlot* StatisticsPanel::currentPlot() const
 
 void StatisticsPanel::refresh()
 {
+    // Queued replots: each plot draws in an event of its own, so the GUI thread never blocks
+    // for all three at once.
     for (QCustomPlot* plot : {histogram_, channels_, sparsity_}) {
         plot->clearPlottables();
-        plot->replot();
+        plot->replot(QCustomPlot::rpQueuedReplot);
     }
     const auto snapshot = document_->snapshot();
     const std::string key = document_->selectedKey().toStdString();
@@ -75,7 +77,7 @@ void StatisticsPanel::refresh()
     histogram_->xAxis->setLabel(tr("value"));
     histogram_->yAxis->setLabel(tr("count"));
     histogram_->rescaleAxes();
-    histogram_->replot();
+    histogram_->replot(QCustomPlot::rpQueuedReplot);
 
     QVector<double> c, mean, upper, lower, zeros;
     for (size_t i = 0; i < s.channelMean.size(); ++i) {
@@ -99,7 +101,7 @@ void StatisticsPanel::refresh()
     channels_->xAxis->setLabel(tr("channel"));
     channels_->yAxis->setLabel(tr("mean ± std"));
     channels_->rescaleAxes();
-    channels_->replot();
+    channels_->replot(QCustomPlot::rpQueuedReplot);
 
     auto* zeroBars = new QCPBars(sparsity_->xAxis, sparsity_->yAxis);
     zeroBars->setData(c, zeros);
@@ -107,12 +109,13 @@ void StatisticsPanel::refresh()
     sparsity_->yAxis->setLabel(tr("fraction of zeros"));
     sparsity_->rescaleAxes();
     sparsity_->yAxis->setRange(0, 1);
-    sparsity_->replot();
+    sparsity_->replot(QCustomPlot::rpQueuedReplot);
 }
 
 QString StatisticsPanel::saveCurrentPlot(const QString& path) const
 {
     QCustomPlot* plot = currentPlot();
+    plot->replot(); // a queued replot may still be pending
     if (path.endsWith(".png", Qt::CaseInsensitive)) {
         QSaveFile file(path);
         if (!file.open(QIODevice::WriteOnly) || !plot->toPixmap().save(&file, "PNG") || !file.commit())

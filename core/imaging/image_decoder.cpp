@@ -87,3 +87,28 @@ DecodedImage decodeImage(const std::string& path)
 }
 
 } // namespace torchscope
+
+namespace torchscope {
+
+Thumbnail makeThumbnail(const DecodedImage& image, int maxSide)
+{
+    Thumbnail thumbnail;
+    if (image.pixels.empty())
+        return thumbnail;
+    const double scale = std::min(1.0, double(maxSide) / std::max(image.width, image.height));
+    thumbnail.width = std::max(1, int(image.width * scale + 0.5));
+    thumbnail.height = std::max(1, int(image.height * scale + 0.5));
+    const cv::Mat source(
+        image.height, image.width, CV_MAKETYPE(CV_32F, image.channels), const_cast<float*>(image.pixels.data()));
+    cv::Mat small, rgb, bytes;
+    cv::resize(source, small, cv::Size(thumbnail.width, thumbnail.height), 0, 0, cv::INTER_AREA);
+    if (image.channels == 1)
+        cv::cvtColor(small, rgb, cv::COLOR_GRAY2RGB);
+    else
+        rgb = small;
+    rgb.convertTo(bytes, CV_8UC3, 255.0);
+    thumbnail.rgb.assign(bytes.datastart, bytes.dataend);
+    return thumbnail;
+}
+
+} // namespace torchscope

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,14 @@ struct DecodedImage {
 // PNG, JPEG, BMP, TIFF, WebP, ...; grey, RGB, RGBA; 8 or 16 bit. Throws torchscope::Error saying
 // what the file is when it cannot be decoded.
 DecodedImage decodeImage(const std::string& path);
+
+// A small RGB8 copy (longest side maxSide, area-averaged), for thumbnails.
+struct Thumbnail {
+    int width = 0;
+    int height = 0;
+    std::vector<uint8_t> rgb;
+};
+Thumbnail makeThumbnail(const DecodedImage& image, int maxSide);
 
 bool hasImageExtension(const std::string& path);
 
