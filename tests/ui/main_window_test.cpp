@@ -1,6 +1,7 @@
 // The workbench end to end, offscreen: open a model, drop images, tick a layer, truncate,
 // export and read the files back (from Python), save and reopen a session, bad inputs.
 #include "activation_view.h"
+#include "qcustomplot_include.h"
 #include "document.h"
 #include "export/pt_export.h"
 #include "export_actions.h"
@@ -107,6 +108,53 @@ private Q_SLOTS:
         QCOMPARE(predictions->item(0, 1)->text(), QString("Ankle boot"));
         const auto snapshot = window.document()->snapshot();
         QCOMPARE(snapshot->statistics.at("features.1").samples, 3);
+    }
+
+    void vectorOutputsArePlotted()
+    {
+        MainWindow window;
+        openDemo(window);
+        window.document()->addImages(test::demoImages().mid(0, 1));
+        window.treePanel()->selectPath("classifier.2"); // the 10 class scores
+        QVERIFY(waitForRun(window));
+        QCOMPARE(window.activationView()->shownShape(), (std::vector<int64_t>{10}));
+        QVERIFY(window.activationView()->isPlotShown());
+        QCOMPARE(window.activationView()->plot()->plottableCount(), 1);
+    }
+
+    void aCancelledRunKeepsWhatItRecorded()
+    {
+        MainWindow window;
+        window.setInteractive(false);
+        QSignalSpy opened(window.controller(), &RunController::modelOpened);
+        window.openModel(test::fixture("resnet18_scripted.pt"));
+        QVERIFY(opened.wait(Timeout));
+        QTemporaryDir dir;
+        QStringList images;
+        for (int i = 0; i < 60; ++i) {
+            images << dir.filePath(QString("copy_%1.png").arg(i, 2, 10, QChar('0')));
+            QVERIFY(QFile::copy(test::fixture("images/rgb.png"), images.back()));
+        }
+        window.document()->setGrabbed("layer4", true);
+        connect(window.controller(), &RunController::progress, &window, [&window](int done, int) {
+            if (done >= 1)
+                window.controller()->cancel();
+        });
+        QSignalSpy completed(window.controller(), &RunController::runCompleted);
+        window.document()->addImages(images);
+        QVERIFY(completed.wait(Timeout));
+        QVERIFY(completed.last().at(3).toBool()); // cancelled
+        const auto snapshot = window.document()->snapshot();
+        QVERIFY(snapshot->cancelled);
+        const int kept = static_cast<int>(snapshot->images.size());
+        QVERIFY2(kept >= 1 && kept < 60, qPrintable(QString::number(kept)));
+        QCOMPARE(snapshot->statistics.at("layer4").samples, kept);
+        // What was recorded before the cancel exports as usual.
+        QSignalSpy exported(window.controller(), &RunController::exported);
+        window.exportActions()->exportTensors(dir.filePath("partial.pt"));
+        QVERIFY(exported.wait(Timeout));
+        const auto dict = readTorchSaveFile(dir.filePath("partial.pt").toStdString()).toGenericDict();
+        QCOMPARE(dict.at("layer4").toTensor().size(0), kept);
     }
 
     void truncationReturnsTheLayerOutput()
