@@ -180,10 +180,10 @@ void ActivationView::showSpatial(const FloatTensor& value)
         : Contrast(contrast_->currentData().toInt());
     const MapLayout layout = mapLayout(value.shape);
     if (shownKey_ != zoomedKey_) {
-        // A new layer: tiles of about 96 screen pixels; the spin box changes it from there.
+        // A new layer: tiles of about 64 screen pixels; the spin box changes it from there.
         zoomedKey_ = shownKey_;
         const QSignalBlocker block(zoom_);
-        zoom_->setValue(std::clamp(int(96 / std::max<int64_t>(1, std::max(layout.height, layout.width))), 1, 32));
+        zoom_->setValue(std::clamp(int(64 / std::max<int64_t>(1, std::max(layout.height, layout.width))), 1, 32));
     }
     grid_->setZoom(zoom_->value());
     grid_->setMaps(value, contrast, ColorMap(colorMap_->currentData().toInt()));

@@ -95,13 +95,15 @@ Thumbnail makeThumbnail(const DecodedImage& image, int maxSide)
     Thumbnail thumbnail;
     if (image.pixels.empty())
         return thumbnail;
-    const double scale = std::min(1.0, double(maxSide) / std::max(image.width, image.height));
+    const double scale = double(maxSide) / std::max(image.width, image.height);
     thumbnail.width = std::max(1, int(image.width * scale + 0.5));
     thumbnail.height = std::max(1, int(image.height * scale + 0.5));
     const cv::Mat source(
         image.height, image.width, CV_MAKETYPE(CV_32F, image.channels), const_cast<float*>(image.pixels.data()));
     cv::Mat small, rgb, bytes;
-    cv::resize(source, small, cv::Size(thumbnail.width, thumbnail.height), 0, 0, cv::INTER_AREA);
+    // Area averaging to shrink; small images (28x28 Fashion-MNIST) grow with their pixels kept sharp.
+    cv::resize(source, small, cv::Size(thumbnail.width, thumbnail.height), 0, 0,
+               scale < 1.0 ? cv::INTER_AREA : cv::INTER_NEAREST);
     if (image.channels == 1)
         cv::cvtColor(small, rgb, cv::COLOR_GRAY2RGB);
     else

@@ -21,7 +21,7 @@ struct DecodedImage {
 // what the file is when it cannot be decoded.
 DecodedImage decodeImage(const std::string& path);
 
-// A small RGB8 copy (longest side maxSide, area-averaged), for thumbnails.
+// An RGB8 copy whose longest side is maxSide, for thumbnails.
 struct Thumbnail {
     int width = 0;
     int height = 0;
