@@ -39,6 +39,12 @@ std::string usage()
                  [--device auto|cpu|cuda] [--preprocess none|imagenet|FILE.json]
       Runs the model and writes what it recorded: FILE.pt (one dictionary for torch.load),
       FILE.npz (numpy.load) or FILE.safetensors.
+  torchscope-cli record MODEL --input DIR --grab SPEC ... --out DIR|FILE
+                 [--reduce none|sum|mean|max|min|stats] [--condition all|true:L,..|predicted:L,..|correct|wrong]
+                 [--batch 16] [--memory-cap MiB] [--bins 64] [--range LO:HI] [--topk 9] [--decode-threads N]
+      Streams a folder (one subfolder per class for true labels) through the model and folds
+      what the grabs take: FILE.pt/.npz/.safetensors, or DIR with one .pt per layer, a CSV of
+      per-channel statistics and a summary. Ctrl+C stops and keeps what was recorded.
   Without MODEL, the bundled demo model (a Fashion-MNIST CNN) is used.
 
   --input PATH     an image, a folder of images, or a tensor .pt saved by torch.save (used as
@@ -65,8 +71,8 @@ CliOptions parseCommandLine(int argc, char** argv)
         return options;
     }
     options.command = args[0];
-    if (options.command != "inspect" && options.command != "run")
-        throw UsageError("unknown command '" + options.command + "'; expected inspect or run");
+    if (options.command != "inspect" && options.command != "run" && options.command != "record")
+        throw UsageError("unknown command '" + options.command + "'; expected inspect, run or record");
 
     const std::map<std::string, std::vector<std::string>*> repeated{{"--input", &options.inputs},
         {"--grab", &options.grabs}, {"--edit", &options.edits}, {"--ops-library", &options.operatorLibraries}};
@@ -91,6 +97,22 @@ CliOptions parseCommandLine(int argc, char** argv)
             options.preprocess = value();
         else if (arg == "--threads")
             options.threads = static_cast<int>(toInteger(arg, value()));
+        else if (arg == "--reduce")
+            options.reduce = value();
+        else if (arg == "--condition")
+            options.condition = value();
+        else if (arg == "--batch")
+            options.batch = static_cast<int>(toInteger(arg, value()));
+        else if (arg == "--decode-threads")
+            options.decodeThreads = static_cast<int>(toInteger(arg, value()));
+        else if (arg == "--memory-cap")
+            options.memoryCapMiB = toInteger(arg, value());
+        else if (arg == "--bins")
+            options.bins = static_cast<int>(toInteger(arg, value()));
+        else if (arg == "--range")
+            options.range = value();
+        else if (arg == "--topk")
+            options.topK = static_cast<int>(toInteger(arg, value()));
         else if (arg == "--json")
             options.json = true;
         else if (!arg.empty() && arg[0] == '-')
@@ -102,12 +124,15 @@ CliOptions parseCommandLine(int argc, char** argv)
     }
     if (options.model.empty())
         options.model = bundledDemoModel();
-    if (options.command == "run") {
+    if (options.command == "run" || options.command == "record") {
         if (options.inputs.empty())
-            throw UsageError("run needs at least one --input");
+            throw UsageError(options.command + " needs at least one --input");
         if (options.out.empty())
-            throw UsageError("run needs --out FILE.pt");
+            throw UsageError(
+                options.command + " needs --out " + (options.command == "run" ? "FILE.pt" : "DIR or FILE"));
     }
+    if (options.command == "record" && options.grabs.empty())
+        throw UsageError("record needs at least one --grab");
     return options;
 }
 

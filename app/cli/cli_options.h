@@ -26,7 +26,15 @@ struct CliOptions {
     std::string device = "auto";
     std::optional<std::string> preprocess;
     int threads = 0; // 0: one per core
-    bool dryRun = false;
+    // record
+    std::string reduce = "stats";
+    std::string condition = "all";
+    int batch = 16;
+    int decodeThreads = 0; // 0: automatic
+    int64_t memoryCapMiB = 2048;
+    int bins = 64;
+    std::optional<std::string> range; // LO:HI
+    int topK = 9;
 };
 
 CliOptions parseCommandLine(int argc, char** argv); // throws UsageError

@@ -7,34 +7,15 @@
 #include "graph/engine.h"
 #include "inputs.h"
 #include "model/model.h"
+#include "model_setup.h"
 
-#include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 
 #include <iomanip>
 #include <iostream>
-#include <thread>
 
 namespace torchscope::cli {
 namespace {
-
-std::shared_ptr<Model> openModel(const CliOptions& options)
-{
-    at::set_num_threads(
-        options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-    LoadOptions load;
-    load.device = options.device;
-    load.operatorLibraries = options.operatorLibraries;
-    return Model::load(options.model, load);
-}
-
-Preprocessing choosePreprocessing(const Model& model, const CliOptions& options)
-{
-    if (options.preprocess)
-        return Preprocessing::fromSpec(*options.preprocess);
-    const ModelCard card = ModelCard::fromJson(model.extraFile("torchscope.json"));
-    return card.present ? card.preprocessing : Preprocessing::imagenet();
-}
 
 std::string describe(const c10::IValue& value)
 {

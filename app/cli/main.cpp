@@ -3,6 +3,7 @@
 #include "cli_options.h"
 #include "commands.h"
 #include "common/error.h"
+#include "record_command.h"
 
 #include <c10/util/Exception.h>
 
@@ -17,7 +18,9 @@ int main(int argc, char** argv)
             std::cout << usage();
             return 0;
         }
-        return options.command == "inspect" ? runInspect(options) : runModel(options);
+        if (options.command == "inspect")
+            return runInspect(options);
+        return options.command == "record" ? runRecord(options) : runModel(options);
     } catch (const UsageError& e) {
         std::cerr << "torchscope-cli: " << e.what() << "\n\n" << usage();
         return 2;

@@ -1,0 +1,94 @@
+#include "record/folder_run.h"
+
+#include "common/error.h"
+#include "graph/engine.h"
+#include "record/batch_reader.h"
+#include "record/recorder.h"
+
+#include <ATen/ATen.h>
+#include <torch/script.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace torchscope {
+namespace {
+
+// Which samples of a batch the condition keeps (bool [N]).
+at::Tensor conditionMask(const Condition& condition, const c10::IValue& output, const std::vector<int64_t>& labels)
+{
+    const auto n = static_cast<int64_t>(labels.size());
+    if (condition.kind == Condition::Kind::All)
+        return at::ones({n}, at::kBool);
+    const at::Tensor truth = at::tensor(labels, at::kLong);
+    if (condition.needsTrueLabels() && (truth < 0).any().item<bool>())
+        throw Error("this condition needs true labels: give an ImageFolder-style folder (one subfolder per class)");
+    at::Tensor predicted;
+    if (condition.needsPredictions()) {
+        if (!output.isTensor() || output.toTensor().dim() != 2)
+            throw Error("this condition needs the model's class scores ([batch, classes]); the output is not that "
+                        "(or the run is truncated)");
+        predicted = output.toTensor().argmax(1).cpu();
+    }
+    auto inSet = [&](const at::Tensor& classes) {
+        at::Tensor mask = at::zeros({n}, at::kBool);
+        for (int64_t label : condition.labels)
+            mask = mask | (classes == label);
+        return mask;
+    };
+    switch (condition.kind) {
+    case Condition::Kind::TrueLabelIn:
+        return inSet(truth);
+    case Condition::Kind::PredictedIn:
+        return inSet(predicted);
+    case Condition::Kind::Correct:
+        return predicted == truth;
+    case Condition::Kind::Wrong:
+        return predicted != truth;
+    case Condition::Kind::All:
+        break;
+    }
+    return at::ones({n}, at::kBool);
+}
+
+} // namespace
+
+FolderRunSummary recordFolder(Engine& engine, Recorder& recorder, const ImageFolder& folder,
+    const Preprocessing& preprocessing, const FolderRunOptions& options,
+    const std::function<bool(const FolderRunProgress&)>& progress)
+{
+    Request request;
+    request.grabs = recorder.config().grabs;
+    request.targetClass = recorder.config().targetClass;
+    engine.prepare(request);
+
+    const auto start = std::chrono::steady_clock::now();
+    FolderRunSummary summary;
+    BatchReader reader(folder, preprocessing, options.batchSize, options.decodeThreads);
+    FolderRunProgress state{0, static_cast<int64_t>(folder.images.size())};
+    while (auto batch = reader.next()) {
+        summary.failures.insert(summary.failures.end(), batch->failures.begin(), batch->failures.end());
+        state.imagesDone += static_cast<int64_t>(batch->indices.size() + batch->failures.size());
+        if (batch->images.defined()) {
+            const RunResult result = engine.run(request, forwardInputsFromBatch(engine.model(), batch->images));
+            const at::Tensor mask
+                = conditionMask(recorder.config().condition, result.values.front().second, batch->labels);
+            recorder.add(result, batch->indices, mask);
+            summary.images += batch->images.size(0);
+            summary.selected += mask.sum().item<int64_t>();
+            for (const auto& w : result.warnings)
+                if (std::find(summary.warnings.begin(), summary.warnings.end(), w) == summary.warnings.end())
+                    summary.warnings.push_back(w);
+        }
+        if (progress && !progress(state)) {
+            summary.cancelled = true;
+            reader.cancel();
+            break;
+        }
+    }
+    summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    summary.imagesPerSecond = summary.seconds > 0 ? summary.images / summary.seconds : 0.0;
+    return summary;
+}
+
+} // namespace torchscope

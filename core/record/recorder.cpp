@@ -1,0 +1,252 @@
+#include "record/recorder.h"
+
+#include "common/error.h"
+#include "common/strings.h"
+#include "graph/engine.h"
+
+#include <ATen/ATen.h>
+
+#include <sstream>
+
+namespace torchscope {
+
+struct Recorder::Layer {
+    int64_t samples = 0;
+    std::vector<int64_t> sampleShape;
+    std::vector<at::Tensor> kept; // Reduction::None, on the CPU
+    at::Tensor accumulated; // Sum, Mean (float64), Max, Min
+    // Reduction::Stats, per channel, float64 on the model's device.
+    at::Tensor count, mean, m2, minimum, maximum, zeros, histogram, topValues, topSamples;
+    double low = 0.0, high = 0.0;
+    int64_t below = 0, above = 0;
+};
+
+namespace {
+
+std::vector<double> toDoubles(const at::Tensor& t)
+{
+    const at::Tensor cpu = t.to(at::kCPU, at::kDouble).contiguous();
+    return std::vector<double>(cpu.data_ptr<double>(), cpu.data_ptr<double>() + cpu.numel());
+}
+
+// [N, ...] -> [C, N * rest]: channel c holds every sample's values of channel c.
+at::Tensor byChannel(const at::Tensor& values)
+{
+    const at::Tensor v = values.dim() == 1 ? values.unsqueeze(1) : values;
+    return v.transpose(0, 1).reshape({v.size(1), -1}).to(at::kDouble);
+}
+
+} // namespace
+
+Recorder::Recorder(RecorderConfig config)
+    : config_(std::move(config))
+{ }
+
+Recorder::~Recorder() = default;
+
+int64_t Recorder::samples(const std::string& key) const
+{
+    const auto it = layers_.find(key);
+    return it == layers_.end() ? 0 : it->second->samples;
+}
+
+void Recorder::add(const RunResult& result, const std::vector<int64_t>& sampleIds, const at::Tensor& selected)
+{
+    for (const auto& [key, value] : result.values) {
+        if (key == "output" || !value.isTensor())
+            continue;
+        at::Tensor values = value.toTensor().detach();
+        if (values.dim() == 0 || values.size(0) != static_cast<int64_t>(sampleIds.size()))
+            throw Error("'" + key + "' has shape " + shapeToString(values.sizes().vec())
+                + ", not one row per sample of the " + std::to_string(sampleIds.size())
+                + "-image batch; it cannot be recorded per sample");
+        const at::Tensor rows = selected.to(values.device()).nonzero().flatten();
+        if (rows.numel() == 0)
+            continue;
+        values = values.index_select(0, rows);
+        const at::Tensor ids = at::tensor(sampleIds, at::kLong).to(values.device()).index_select(0, rows);
+
+        auto& slot = layers_[key];
+        if (!slot) {
+            slot = std::make_unique<Layer>();
+            slot->sampleShape = std::vector<int64_t>(values.sizes().begin() + 1, values.sizes().end());
+            order_.push_back(key);
+        }
+        Layer& layer = *slot;
+        const std::vector<int64_t> shape(values.sizes().begin() + 1, values.sizes().end());
+        if (shape != layer.sampleShape)
+            throw Error("'" + key + "' changed shape between batches (" + shapeToString(layer.sampleShape) + " then "
+                + shapeToString(shape) + "); use a preprocessing with a fixed size");
+
+        switch (config_.reduction) {
+        case Reduction::None: {
+            const int64_t bytes = values.numel() * static_cast<int64_t>(values.element_size());
+            if (keptBytes_ + bytes > config_.memoryCapBytes)
+                throw Error("keeping every sample would pass the memory cap of "
+                    + std::to_string(config_.memoryCapBytes >> 20) + " MiB at '" + key + "' after "
+                    + std::to_string(layer.samples)
+                    + " samples; use a reduction (sum, mean, max, min, stats) or raise the cap");
+            keptBytes_ += bytes;
+            layer.kept.push_back(values.cpu());
+            break;
+        }
+        case Reduction::Sum:
+        case Reduction::Mean: {
+            const at::Tensor sum = values.to(at::kDouble).sum(0);
+            layer.accumulated = layer.accumulated.defined() ? layer.accumulated + sum : sum;
+            break;
+        }
+        case Reduction::Max: {
+            const at::Tensor max = values.amax(0);
+            layer.accumulated = layer.accumulated.defined() ? at::maximum(layer.accumulated, max) : max;
+            break;
+        }
+        case Reduction::Min: {
+            const at::Tensor min = values.amin(0);
+            layer.accumulated = layer.accumulated.defined() ? at::minimum(layer.accumulated, min) : min;
+            break;
+        }
+        case Reduction::Stats:
+            addStats(layer, values, ids);
+            break;
+        }
+        layer.samples += values.size(0);
+    }
+}
+
+void Recorder::addStats(Layer& layer, const at::Tensor& values, const at::Tensor& ids)
+{
+    const at::Tensor x = byChannel(values);
+    const auto n = static_cast<double>(x.size(1));
+    const at::Tensor batchMean = x.mean(1);
+    const at::Tensor batchM2 = (x - batchMean.unsqueeze(1)).pow(2).sum(1);
+    if (!layer.count.defined()) {
+        layer.count = at::full({1}, n, x.options());
+        layer.mean = batchMean;
+        layer.m2 = batchM2;
+        layer.minimum = std::get<0>(x.min(1));
+        layer.maximum = std::get<0>(x.max(1));
+        layer.zeros = (x == 0).sum(1).to(at::kDouble);
+        if (config_.histogramRange) {
+            layer.low = config_.histogramRange->first;
+            layer.high = config_.histogramRange->second;
+        } else { // from the first batch, with a margin; values outside are counted as below/above
+            const double lo = x.min().item<double>(), hi = x.max().item<double>();
+            const double margin = hi > lo ? 0.1 * (hi - lo) : 0.5;
+            layer.low = lo == 0.0 ? 0.0 : lo - margin; // keep ReLU outputs' zeros on the first edge
+            layer.high = hi + margin;
+        }
+        layer.histogram = at::zeros({config_.histogramBins}, x.options());
+    } else {
+        // Chan et al.'s pairwise update: stable where the naive sum of squares is not.
+        const at::Tensor total = layer.count + n;
+        const at::Tensor delta = batchMean - layer.mean;
+        layer.m2 = layer.m2 + batchM2 + delta.pow(2) * layer.count * n / total;
+        layer.mean = layer.mean + delta * n / total;
+        layer.count = total;
+        layer.minimum = at::minimum(layer.minimum, std::get<0>(x.min(1)));
+        layer.maximum = at::maximum(layer.maximum, std::get<0>(x.max(1)));
+        layer.zeros = layer.zeros + (x == 0).sum(1).to(at::kDouble);
+    }
+    const at::Tensor flat = x.flatten();
+    layer.histogram = layer.histogram + at::histc(flat, config_.histogramBins, layer.low, layer.high);
+    layer.below += (flat < layer.low).sum().item<int64_t>();
+    layer.above += (flat > layer.high).sum().item<int64_t>();
+
+    // Top-k samples per channel by their mean activation (the deep-visualization-toolbox view).
+    const at::Tensor v = values.dim() == 1 ? values.unsqueeze(1) : values;
+    const at::Tensor perSample = v.reshape({v.size(0), v.size(1), -1}).to(at::kDouble).mean(2); // [N, C]
+    const at::Tensor sampleIds = ids.unsqueeze(1).expand_as(perSample);
+    at::Tensor candidates = perSample, candidateIds = sampleIds;
+    if (layer.topValues.defined()) {
+        candidates = at::cat({layer.topValues, perSample});
+        candidateIds = at::cat({layer.topSamples, sampleIds});
+    }
+    const int64_t k = std::min<int64_t>(config_.topK, candidates.size(0));
+    const auto [top, where] = candidates.topk(k, 0);
+    layer.topValues = top;
+    layer.topSamples = candidateIds.gather(0, where);
+}
+
+NamedValues Recorder::results() const
+{
+    NamedValues values;
+    for (const auto& key : order_) {
+        const Layer& layer = *layers_.at(key);
+        values.emplace_back(key + ":samples", at::tensor(layer.samples, at::kLong));
+        switch (config_.reduction) {
+        case Reduction::None:
+            values.emplace_back(key, at::cat(layer.kept));
+            break;
+        case Reduction::Sum:
+            values.emplace_back(key, layer.accumulated.cpu());
+            break;
+        case Reduction::Mean:
+            values.emplace_back(key, (layer.accumulated / double(layer.samples)).cpu());
+            break;
+        case Reduction::Max:
+        case Reduction::Min:
+            values.emplace_back(key, layer.accumulated.cpu());
+            break;
+        case Reduction::Stats: {
+            const at::Tensor variance = layer.m2 / layer.count;
+            values.emplace_back(key + ":mean", layer.mean.cpu());
+            values.emplace_back(key + ":var", variance.cpu());
+            values.emplace_back(key + ":std", variance.sqrt().cpu());
+            values.emplace_back(key + ":min", layer.minimum.cpu());
+            values.emplace_back(key + ":max", layer.maximum.cpu());
+            values.emplace_back(key + ":zero_fraction", (layer.zeros / layer.count).cpu());
+            values.emplace_back(key + ":histogram", layer.histogram.cpu());
+            values.emplace_back(key + ":histogram_range", at::tensor({layer.low, layer.high}, at::kDouble));
+            values.emplace_back(key + ":histogram_outside", at::tensor({layer.below, layer.above}, at::kLong));
+            values.emplace_back(key + ":top_values", layer.topValues.cpu());
+            values.emplace_back(key + ":top_samples", layer.topSamples.cpu());
+            break;
+        }
+        }
+    }
+    return values;
+}
+
+std::map<std::string, LayerStatistics> Recorder::statistics() const
+{
+    std::map<std::string, LayerStatistics> all;
+    if (config_.reduction != Reduction::Stats)
+        return all;
+    for (const auto& key : order_) {
+        const Layer& layer = *layers_.at(key);
+        LayerStatistics s;
+        s.shape = layer.sampleShape;
+        s.shape.insert(s.shape.begin(), layer.samples);
+        s.samples = layer.samples;
+        s.channelMean = toDoubles(layer.mean);
+        s.channelStd = toDoubles((layer.m2 / layer.count).sqrt());
+        s.channelMin = toDoubles(layer.minimum);
+        s.channelMax = toDoubles(layer.maximum);
+        s.channelZeroFraction = toDoubles(layer.zeros / layer.count);
+        s.min = layer.minimum.min().item<double>();
+        s.max = layer.maximum.max().item<double>();
+        s.mean = layer.mean.mean().item<double>();
+        s.zeroFraction = (layer.zeros.sum() / (layer.count * double(layer.zeros.numel()))).item<double>();
+        for (double c : toDoubles(layer.histogram))
+            s.histogram.push_back(static_cast<int64_t>(c));
+        s.histogramMin = layer.low;
+        s.histogramMax = layer.high;
+        all[key] = std::move(s);
+    }
+    return all;
+}
+
+std::string Recorder::channelCsv() const
+{
+    std::ostringstream csv;
+    csv.precision(9);
+    csv << "layer,channel,samples,mean,std,min,max,zero_fraction\n";
+    for (const auto& [key, s] : statistics())
+        for (size_t c = 0; c < s.channelMean.size(); ++c)
+            csv << key << ',' << c << ',' << s.samples << ',' << s.channelMean[c] << ',' << s.channelStd[c] << ','
+                << s.channelMin[c] << ',' << s.channelMax[c] << ',' << s.channelZeroFraction[c] << '\n';
+    return csv.str();
+}
+
+} // namespace torchscope
