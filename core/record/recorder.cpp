@@ -242,10 +242,16 @@ std::string Recorder::channelCsv() const
     std::ostringstream csv;
     csv.precision(9);
     csv << "layer,channel,samples,mean,std,min,max,zero_fraction\n";
-    for (const auto& [key, s] : statistics())
+    const auto all = statistics();
+    for (const auto& key : order_) { // in the order the layers were grabbed
+        const auto it = all.find(key);
+        if (it == all.end())
+            continue;
+        const LayerStatistics& s = it->second;
         for (size_t c = 0; c < s.channelMean.size(); ++c)
             csv << key << ',' << c << ',' << s.samples << ',' << s.channelMean[c] << ',' << s.channelStd[c] << ','
                 << s.channelMin[c] << ',' << s.channelMax[c] << ',' << s.channelZeroFraction[c] << '\n';
+    }
     return csv.str();
 }
 

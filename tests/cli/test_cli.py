@@ -131,6 +131,63 @@ class CliRun(unittest.TestCase):
         self.assertFalse(self.out.exists())
 
 
+@unittest.skipIf(HEADLESS, "built without OpenCV")
+class CliRecord(unittest.TestCase):
+    """torchscope-cli record over the labelled folder, read back by torch.load, NumPy and csv, and
+    compared with the statistics the fixture script computed with forward hooks."""
+
+    DEMO = pathlib.Path(__file__).resolve().parents[2] / "resources" / "demo" / "fashion_cnn.pt"
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.expected = torch.load(FIXTURES / "labelled_expected.pt")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def record(self, out, *extra):
+        result = cli("record", self.DEMO, "--input", FIXTURES / "labelled", "--grab", "features.1",
+                     "--grab", "classifier.2", "--out", out, "--batch", "5", *extra)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return json.loads(result.stdout)
+
+    def test_stats_to_a_folder_one_file_per_layer(self):
+        out = pathlib.Path(self.tmp.name) / "stats"
+        summary = self.record(out, "--condition", "correct")
+        self.assertEqual(summary["labels_from"], "model labels")
+        self.assertEqual(summary["images"], 36)
+        self.assertEqual(summary["selected"], int(self.expected["correct/features.1:samples"]))
+        self.assertEqual(sorted(p.name for p in out.iterdir()),
+                         ["classifier.2.pt", "features.1.pt", "statistics.csv", "summary.json"])
+        layer = torch.load(out / "features.1.pt")
+        for field in ("mean", "var"):
+            want = self.expected[f"correct/features.1/stats:{field}"]
+            rel = ((layer[f"features.1:{field}"] - want).abs().max() / want.abs().max()).item()
+            print(f"features.1 {field}: max relative difference {rel}")
+            self.assertLess(rel, 1e-5)
+        import csv
+        rows = list(csv.DictReader(open(out / "statistics.csv")))
+        self.assertEqual(len(rows), 64 + 10)
+        self.assertAlmostEqual(float(rows[3]["mean"]), float(self.expected["correct/features.1/stats:mean"][3]), places=5)
+
+    def test_mean_to_npz(self):
+        import numpy as np
+        out = pathlib.Path(self.tmp.name) / "mean.npz"
+        self.record(out, "--reduce", "mean", "--condition", "true:0,9")
+        arrays = np.load(out)
+        want = self.expected["true:0,9/features.1/mean"].numpy()
+        self.assertLess(np.abs(arrays["features.1"] - want).max(), 1e-5)
+        self.assertEqual(int(arrays["features.1:samples"]), 24)
+
+    def test_memory_cap_fails_cleanly(self):
+        out = pathlib.Path(self.tmp.name) / "all.pt"
+        result = cli("record", self.DEMO, "--input", FIXTURES / "labelled", "--grab", "features.0", "--reduce", "none",
+                     "--memory-cap", "0", "--out", out)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("memory cap", result.stderr)
+        self.assertFalse(out.exists())
+
+
 class CliErrors(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
