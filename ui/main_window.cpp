@@ -8,6 +8,7 @@
 #include "log_dock.h"
 #include "module_tree_panel.h"
 #include "predictions_panel.h"
+#include "recorders_panel.h"
 #include "run_controller.h"
 #include "run_worker.h"
 #include "statistics_panel.h"
@@ -42,6 +43,7 @@ MainWindow::MainWindow(QWidget* parent)
     , activations_(new ActivationView(document_))
     , predictions_(new PredictionsPanel(document_))
     , statistics_(new StatisticsPanel(document_))
+    , recorders_(new RecordersPanel(document_, controller_))
     , images_(new ImageStrip(document_))
     , log_(new LogDock(this))
     , exports_(new ExportActions(controller_, activations_, statistics_, this))
@@ -113,7 +115,10 @@ void MainWindow::createDocks()
     };
     dock(tr("Modules"), "ModulesDock", tree_, Qt::LeftDockWidgetArea);
     dock(tr("Predictions"), "PredictionsDock", predictions_, Qt::RightDockWidgetArea);
-    dock(tr("Statistics"), "StatisticsDock", statistics_, Qt::RightDockWidgetArea);
+    auto* statistics = dock(tr("Statistics"), "StatisticsDock", statistics_, Qt::RightDockWidgetArea);
+    auto* recorders = dock(tr("Recorders"), "RecordersDock", recorders_, Qt::RightDockWidgetArea);
+    tabifyDockWidget(statistics, recorders);
+    statistics->raise();
     auto* strip = dock(tr("Images"), "ImagesDock", images_, Qt::BottomDockWidgetArea);
     addDockWidget(Qt::BottomDockWidgetArea, log_);
     tabifyDockWidget(strip, log_);

@@ -18,6 +18,7 @@ class ImageStrip;
 class LogDock;
 class ModuleTreePanel;
 class PredictionsPanel;
+class RecordersPanel;
 class RunController;
 class StatisticsPanel;
 
@@ -36,6 +37,7 @@ public:
     ActivationView* activationView() const { return activations_; }
     PredictionsPanel* predictionsPanel() const { return predictions_; }
     StatisticsPanel* statisticsPanel() const { return statistics_; }
+    RecordersPanel* recordersPanel() const { return recorders_; }
     ImageStrip* imageStrip() const { return images_; }
     LogDock* logDock() const { return log_; }
     ExportActions* exportActions() const { return exports_; }
@@ -73,6 +75,7 @@ private:
     ActivationView* activations_;
     PredictionsPanel* predictions_;
     StatisticsPanel* statistics_;
+    RecordersPanel* recorders_;
     ImageStrip* images_;
     LogDock* log_;
     ExportActions* exports_;

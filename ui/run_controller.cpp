@@ -13,6 +13,8 @@ RunController::RunController(Document* document, QObject* parent)
     qRegisterMetaType<ModelSummary>();
     qRegisterMetaType<RunRequest>();
     qRegisterMetaType<RunSnapshotPtr>();
+    qRegisterMetaType<RecordRequest>();
+    qRegisterMetaType<RecordSnapshotPtr>();
 
     worker_->moveToThread(&thread_);
     thread_.setObjectName("torchscope-run");
@@ -52,6 +54,10 @@ RunController::RunController(Document* document, QObject* parent)
         Q_EMIT failed(tr("Error Running Model"), message);
     });
     connect(worker_.get(), &RunWorker::exported, this, &RunController::exported);
+    connect(worker_.get(), &RunWorker::recordProgress, this, &RunController::recordProgress);
+    connect(worker_.get(), &RunWorker::recordFinished, this, &RunController::recordFinished);
+    connect(worker_.get(), &RunWorker::recordFailed, this,
+        [this](const QString& message) { Q_EMIT failed(tr("Error Recording"), message); });
     connect(worker_.get(), &RunWorker::exportFailed, this, [this](const QString& path, const QString& message) {
         Q_EMIT failed(tr("Error Exporting"), tr("Could not write '%1':\n%2").arg(path, message));
     });
@@ -83,6 +89,21 @@ void RunController::exportTensors(const QString& path)
 void RunController::cancel()
 {
     worker_->cancel();
+}
+
+void RunController::startRecording(const RecordRequest& request)
+{
+    QMetaObject::invokeMethod(worker_.get(), "record", Qt::QueuedConnection, Q_ARG(torchscope::RecordRequest, request));
+}
+
+void RunController::cancelRecording()
+{
+    worker_->cancelRecording();
+}
+
+void RunController::exportRecording(const QString& path)
+{
+    QMetaObject::invokeMethod(worker_.get(), "exportRecording", Qt::QueuedConnection, Q_ARG(QString, path));
 }
 
 void RunController::scheduleRun()

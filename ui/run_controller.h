@@ -1,6 +1,6 @@
 #pragma once
 
-#include "run_types.h"
+#include "run_metatypes.h"
 
 #include <QObject>
 #include <QThread>
@@ -25,6 +25,9 @@ public:
     void openModel(const QString& path, const QStringList& operatorLibraries = {});
     void exportTensors(const QString& path);
     void cancel();
+    void startRecording(const RecordRequest& request);
+    void cancelRecording();
+    void exportRecording(const QString& path);
     bool isBusy() const { return busy_; }
     bool isOpeningModel() const { return openingModel_; }
 
@@ -35,6 +38,8 @@ Q_SIGNALS:
     void failed(const QString& title, const QString& message);
     void runCompleted(double seconds, int images, int failures, bool cancelled);
     void exported(const QString& path, const QStringList& leftOut);
+    void recordProgress(qint64 done, qint64 total);
+    void recordFinished(const torchscope::RecordSnapshotPtr& snapshot);
 
 private:
     void scheduleRun();

@@ -65,4 +65,32 @@ struct RunSnapshot {
 
 using RunSnapshotPtr = std::shared_ptr<const RunSnapshot>;
 
+// A folder run of the recorders (core/record) set up in the Recorders panel.
+struct RecordRequest {
+    std::string folder;
+    std::vector<GrabSpec> grabs;
+    std::string reduction = "stats";
+    std::string condition = "all";
+    int batchSize = 16;
+    Preprocessing preprocessing;
+    std::vector<std::string> modelLabels; // class folders named like these get their indices
+    int64_t targetClass = -1;
+};
+
+struct RecordSnapshot {
+    bool cancelled = false;
+    int64_t images = 0;
+    int64_t selected = 0;
+    double seconds = 0.0;
+    double imagesPerSecond = 0.0;
+    std::string labelSource;
+    std::vector<std::string> imagePaths; // dataset order: top-k samples index into it
+    std::map<std::string, int64_t> samples;
+    std::map<std::string, LayerStatistics> statistics;
+    std::map<std::string, std::vector<std::vector<int64_t>>> topSamples; // key -> channel -> positions
+    std::vector<std::pair<std::string, std::string>> failures;
+};
+
+using RecordSnapshotPtr = std::shared_ptr<const RecordSnapshot>;
+
 } // namespace torchscope

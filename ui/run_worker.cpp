@@ -8,6 +8,8 @@
 #include "imaging/image_tensor.h"
 #include "imaging/preprocess_tensor.h"
 #include "model/model.h"
+#include "record/folder_run.h"
+#include "record/recorder.h"
 #include "record/tensor_statistics.h"
 
 #include <ATen/Parallel.h>
@@ -27,6 +29,7 @@ struct RunWorker::State {
     ModelSummary summary;
     bool dryRunDone = false;
     std::vector<std::pair<std::string, std::vector<at::Tensor>>> recorded; // last run, per key, per image
+    std::unique_ptr<Recorder> recording; // the last folder recording, for export
 };
 
 namespace {
@@ -58,7 +61,7 @@ std::vector<Prediction> topPredictions(const at::Tensor& logits, const std::vect
     return predictions;
 }
 
-void record(std::vector<std::pair<std::string, std::vector<at::Tensor>>>& recorded, const std::string& key,
+void keepForExport(std::vector<std::pair<std::string, std::vector<at::Tensor>>>& recorded, const std::string& key,
     const at::Tensor& value)
 {
     auto it = std::find_if(recorded.begin(), recorded.end(), [&](const auto& entry) { return entry.first == key; });
@@ -173,7 +176,7 @@ void RunWorker::run(const RunRequest& request)
                 if (!value.isTensor())
                     continue;
                 const at::Tensor tensor = value.toTensor();
-                record(state_->recorded, key, tensor);
+                keepForExport(state_->recorded, key, tensor);
                 const FloatTensor single = toFloatTensor(tensor.dim() > 0 && tensor.size(0) == 1 ? tensor[0] : tensor);
                 if (key == "output") {
                     item.output = single;
@@ -225,6 +228,62 @@ void RunWorker::exportTensors(const QString& path)
             }
         }
         for (const auto& key : writeTensors(path.toStdString(), values))
+            leftOut << QString::fromStdString(key);
+        Q_EMIT exported(path, leftOut);
+    } catch (const std::exception& e) {
+        Q_EMIT exportFailed(path, QString::fromStdString(e.what()));
+    }
+}
+
+void RunWorker::record(const RecordRequest& request)
+{
+    recordingCancelled_ = false;
+    try {
+        if (!state_->engine)
+            throw Error("no model is open");
+        RecorderConfig config;
+        config.grabs = request.grabs;
+        config.reduction = parseReduction(request.reduction);
+        config.condition = Condition::parse(request.condition);
+        config.targetClass = request.targetClass;
+        const ImageFolder folder = ImageFolder::scan(request.folder, request.modelLabels);
+        auto recorder = std::make_unique<Recorder>(config);
+        FolderRunOptions options;
+        options.batchSize = request.batchSize;
+        options.decodeThreads = 2;
+        const FolderRunSummary summary = recordFolder(
+            *state_->engine, *recorder, folder, request.preprocessing, options, [this](const FolderRunProgress& p) {
+                Q_EMIT recordProgress(p.imagesDone, p.imagesTotal);
+                return !recordingCancelled_;
+            });
+        auto snapshot = std::make_shared<RecordSnapshot>();
+        snapshot->cancelled = summary.cancelled;
+        snapshot->images = summary.images;
+        snapshot->selected = summary.selected;
+        snapshot->seconds = summary.seconds;
+        snapshot->imagesPerSecond = summary.imagesPerSecond;
+        snapshot->labelSource = folder.labelSource;
+        for (const auto& image : folder.images)
+            snapshot->imagePaths.push_back(image.path);
+        for (const auto& key : recorder->keys())
+            snapshot->samples[key] = recorder->samples(key);
+        snapshot->statistics = recorder->statistics();
+        snapshot->topSamples = recorder->topSamples();
+        snapshot->failures = summary.failures;
+        state_->recording = std::move(recorder);
+        Q_EMIT recordFinished(snapshot);
+    } catch (const std::exception& e) {
+        Q_EMIT recordFailed(QString::fromStdString(e.what()));
+    }
+}
+
+void RunWorker::exportRecording(const QString& path)
+{
+    try {
+        if (!state_->recording)
+            throw Error("nothing has been recorded yet: start a folder run in the Recorders panel");
+        QStringList leftOut;
+        for (const auto& key : writeTensors(path.toStdString(), state_->recording->results()))
             leftOut << QString::fromStdString(key);
         Q_EMIT exported(path, leftOut);
     } catch (const std::exception& e) {

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "run_types.h"
+#include "run_metatypes.h"
 
 #include <QObject>
 #include <QString>
@@ -20,6 +20,8 @@ public:
 
     // Thread-safe: stops the run in progress after the current image; what is done is kept.
     void cancel() { cancelled_ = true; }
+    // Thread-safe: stops a folder recording after the current batch; what is recorded is kept.
+    void cancelRecording() { recordingCancelled_ = true; }
 
     static QStringList availableDevices(); // "cpu", and "cuda" when LibTorch sees a GPU
 
@@ -27,6 +29,8 @@ public Q_SLOTS:
     void openModel(const QString& path, const QString& device, const QStringList& operatorLibraries);
     void run(const torchscope::RunRequest& request);
     void exportTensors(const QString& path);
+    void record(const torchscope::RecordRequest& request);
+    void exportRecording(const QString& path);
 
 Q_SIGNALS:
     void modelOpened(const torchscope::ModelSummary& summary);
@@ -36,15 +40,15 @@ Q_SIGNALS:
     void runFailed(int generation, const QString& message);
     void exported(const QString& path, const QStringList& leftOut);
     void exportFailed(const QString& path, const QString& message);
+    void recordProgress(qint64 done, qint64 total);
+    void recordFinished(const torchscope::RecordSnapshotPtr& snapshot);
+    void recordFailed(const QString& message);
 
 private:
     struct State;
     std::unique_ptr<State> state_;
     std::atomic_bool cancelled_{false};
+    std::atomic_bool recordingCancelled_{false};
 };
 
 } // namespace torchscope
-
-Q_DECLARE_METATYPE(torchscope::ModelSummary)
-Q_DECLARE_METATYPE(torchscope::RunRequest)
-Q_DECLARE_METATYPE(torchscope::RunSnapshotPtr)

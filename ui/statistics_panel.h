@@ -2,27 +2,21 @@
 
 #include <QWidget>
 
-class QCustomPlot;
 class QLabel;
-class QTabWidget;
 
 namespace torchscope {
 
 class Document;
+class StatisticsPlots;
 
-// For the selected grabbed value over all loaded images: histogram of values, per-channel mean
-// with a ±std band, and the fraction of zeros per channel. The numbers come from core
-// (computeLayerStatistics in the worker); this only draws. Plots save as PNG or PDF.
+// For the selected grabbed value over all loaded images: the StatisticsPlots of the numbers the
+// worker computed (computeLayerStatistics) with a one-line summary.
 class StatisticsPanel : public QWidget {
     Q_OBJECT
 public:
     explicit StatisticsPanel(Document* document, QWidget* parent = nullptr);
 
-    QCustomPlot* histogramPlot() const { return histogram_; }
-    QCustomPlot* channelPlot() const { return channels_; }
-    QCustomPlot* sparsityPlot() const { return sparsity_; }
-    QCustomPlot* currentPlot() const;
-    // Writes the plot on show to .png or .pdf (by extension), atomically. Returns an error or "".
+    StatisticsPlots* plots() const { return plots_; }
     QString saveCurrentPlot(const QString& path) const;
 
 public Q_SLOTS:
@@ -31,10 +25,7 @@ public Q_SLOTS:
 private:
     Document* document_;
     QLabel* summary_;
-    QTabWidget* tabs_;
-    QCustomPlot* histogram_;
-    QCustomPlot* channels_;
-    QCustomPlot* sparsity_;
+    StatisticsPlots* plots_;
 };
 
 } // namespace torchscope

@@ -29,13 +29,6 @@ std::vector<double> toDoubles(const at::Tensor& t)
     return std::vector<double>(cpu.data_ptr<double>(), cpu.data_ptr<double>() + cpu.numel());
 }
 
-// [N, ...] -> [C, N * rest]: channel c holds every sample's values of channel c.
-at::Tensor byChannel(const at::Tensor& values)
-{
-    const at::Tensor v = values.dim() == 1 ? values.unsqueeze(1) : values;
-    return v.transpose(0, 1).reshape({v.size(1), -1}).to(at::kDouble);
-}
-
 } // namespace
 
 Recorder::Recorder(RecorderConfig config)
@@ -116,27 +109,36 @@ void Recorder::add(const RunResult& result, const std::vector<int64_t>& sampleId
 
 void Recorder::addStats(Layer& layer, const at::Tensor& values, const at::Tensor& ids)
 {
-    const at::Tensor x = byChannel(values);
-    const auto n = static_cast<double>(x.size(1));
-    const at::Tensor batchMean = x.mean(1);
-    const at::Tensor batchM2 = (x - batchMean.unsqueeze(1)).pow(2).sum(1);
+    // Reduce over every dimension but the channels, in place: no transposed or float64 copy of
+    // the activations (ATen's var_mean is itself a Welford pass). Only the [C] results are
+    // merged in float64.
+    const at::Tensor v = values.dim() == 1 ? values.unsqueeze(1) : values;
+    std::vector<int64_t> dims{0};
+    for (int64_t d = 2; d < v.dim(); ++d)
+        dims.push_back(d);
+    const double n = static_cast<double>(v.numel() / v.size(1));
+    const auto [batchVar, batchMeanF] = at::var_mean(v, dims, /*unbiased=*/false, /*keepdim=*/false);
+    const at::Tensor batchMean = batchMeanF.to(at::kDouble);
+    const at::Tensor batchM2 = batchVar.to(at::kDouble) * n;
+    const at::Tensor batchMin = v.amin(dims).to(at::kDouble), batchMax = v.amax(dims).to(at::kDouble);
+    const at::Tensor batchZeros = (v == 0).sum(dims).to(at::kDouble);
     if (!layer.count.defined()) {
-        layer.count = at::full({1}, n, x.options());
+        layer.count = at::full({1}, n, batchMean.options());
         layer.mean = batchMean;
         layer.m2 = batchM2;
-        layer.minimum = std::get<0>(x.min(1));
-        layer.maximum = std::get<0>(x.max(1));
-        layer.zeros = (x == 0).sum(1).to(at::kDouble);
+        layer.minimum = batchMin;
+        layer.maximum = batchMax;
+        layer.zeros = batchZeros;
         if (config_.histogramRange) {
             layer.low = config_.histogramRange->first;
             layer.high = config_.histogramRange->second;
         } else { // from the first batch, with a margin; values outside are counted as below/above
-            const double lo = x.min().item<double>(), hi = x.max().item<double>();
+            const double lo = batchMin.min().item<double>(), hi = batchMax.max().item<double>();
             const double margin = hi > lo ? 0.1 * (hi - lo) : 0.5;
             layer.low = lo == 0.0 ? 0.0 : lo - margin; // keep ReLU outputs' zeros on the first edge
             layer.high = hi + margin;
         }
-        layer.histogram = at::zeros({config_.histogramBins}, x.options());
+        layer.histogram = at::zeros({config_.histogramBins}, batchMean.options());
     } else {
         // Chan et al.'s pairwise update: stable where the naive sum of squares is not.
         const at::Tensor total = layer.count + n;
@@ -144,18 +146,18 @@ void Recorder::addStats(Layer& layer, const at::Tensor& values, const at::Tensor
         layer.m2 = layer.m2 + batchM2 + delta.pow(2) * layer.count * n / total;
         layer.mean = layer.mean + delta * n / total;
         layer.count = total;
-        layer.minimum = at::minimum(layer.minimum, std::get<0>(x.min(1)));
-        layer.maximum = at::maximum(layer.maximum, std::get<0>(x.max(1)));
-        layer.zeros = layer.zeros + (x == 0).sum(1).to(at::kDouble);
+        layer.minimum = at::minimum(layer.minimum, batchMin);
+        layer.maximum = at::maximum(layer.maximum, batchMax);
+        layer.zeros = layer.zeros + batchZeros;
     }
-    const at::Tensor flat = x.flatten();
-    layer.histogram = layer.histogram + at::histc(flat, config_.histogramBins, layer.low, layer.high);
+    const at::Tensor flat = v.reshape({-1});
+    layer.histogram = layer.histogram + at::histc(flat, config_.histogramBins, layer.low, layer.high).to(at::kDouble);
     layer.below += (flat < layer.low).sum().item<int64_t>();
     layer.above += (flat > layer.high).sum().item<int64_t>();
 
     // Top-k samples per channel by their mean activation (the deep-visualization-toolbox view).
-    const at::Tensor v = values.dim() == 1 ? values.unsqueeze(1) : values;
-    const at::Tensor perSample = v.reshape({v.size(0), v.size(1), -1}).to(at::kDouble).mean(2); // [N, C]
+    std::vector<int64_t> spatial(dims.begin() + 1, dims.end());
+    const at::Tensor perSample = (spatial.empty() ? v : v.mean(spatial)).to(at::kDouble); // [N, C]
     const at::Tensor sampleIds = ids.unsqueeze(1).expand_as(perSample);
     at::Tensor candidates = perSample, candidateIds = sampleIds;
     if (layer.topValues.defined()) {
@@ -233,6 +235,20 @@ std::map<std::string, LayerStatistics> Recorder::statistics() const
         s.histogramMin = layer.low;
         s.histogramMax = layer.high;
         all[key] = std::move(s);
+    }
+    return all;
+}
+
+std::map<std::string, std::vector<std::vector<int64_t>>> Recorder::topSamples() const
+{
+    std::map<std::string, std::vector<std::vector<int64_t>>> all;
+    if (config_.reduction != Reduction::Stats)
+        return all;
+    for (const auto& key : order_) {
+        const at::Tensor top = layers_.at(key)->topSamples.t().contiguous().cpu(); // [C, k]
+        auto& channels = all[key];
+        for (int64_t c = 0; c < top.size(0); ++c)
+            channels.emplace_back(top[c].data_ptr<int64_t>(), top[c].data_ptr<int64_t>() + top.size(1));
     }
     return all;
 }

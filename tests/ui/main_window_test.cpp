@@ -1,7 +1,6 @@
 // The workbench end to end, offscreen: open a model, drop images, tick a layer, truncate,
 // export and read the files back (from Python), save and reopen a session, bad inputs.
 #include "activation_view.h"
-#include "qcustomplot_include.h"
 #include "document.h"
 #include "export/pt_export.h"
 #include "export_actions.h"
@@ -11,9 +10,16 @@
 #include "module_tree_model.h"
 #include "module_tree_panel.h"
 #include "predictions_panel.h"
+#include "qcustomplot_include.h"
+#include "recorders_panel.h"
 #include "run_controller.h"
 #include "statistics_panel.h"
+#include "statistics_plots.h"
+#include <ATen/ATen.h>
 
+#include <QComboBox>
+#include <QLineEdit>
+#include <QListWidget>
 #include <QMimeData>
 #include <QStandardPaths>
 #include <QTableWidget>
@@ -155,6 +161,40 @@ private Q_SLOTS:
         QVERIFY(exported.wait(Timeout));
         const auto dict = readTorchSaveFile(dir.filePath("partial.pt").toStdString()).toGenericDict();
         QCOMPARE(dict.at("layer4").toTensor().size(0), kept);
+    }
+
+    void recordsAFolderAndShowsItsStatistics()
+    {
+        MainWindow window;
+        openDemo(window);
+        RecordersPanel* panel = window.recordersPanel();
+        panel->folderField()->setText(test::fixture("labelled"));
+        panel->grabsField()->setText("features.1");
+        QSignalSpy finished(window.controller(), &RunController::recordFinished);
+        panel->start();
+        QVERIFY(finished.wait(Timeout));
+        const auto snapshot = panel->snapshot();
+        QCOMPARE(snapshot->images, int64_t(36));
+        QCOMPARE(snapshot->samples.at("features.1"), int64_t(36));
+        QCOMPARE(QString::fromStdString(snapshot->labelSource), QString("model labels"));
+        // The per-channel means against the fixture script's NumPy numbers.
+        const auto expected = readTorchSaveFile(test::fixture("labelled_expected.pt").toStdString()).toGenericDict();
+        const at::Tensor want = expected.at("all/features.1/stats:mean").toTensor();
+        const auto& mean = snapshot->statistics.at("features.1").channelMean;
+        QCOMPARE(int64_t(mean.size()), want.numel());
+        for (size_t c = 0; c < mean.size(); ++c)
+            QVERIFY(std::abs(mean[c] - want[int64_t(c)].item<double>()) <= 1e-5 * std::max(1.0, std::abs(mean[c])));
+        QCOMPARE(panel->layerBox()->currentText(), QString("features.1"));
+        QCOMPARE(panel->topImages()->count(), 9);
+        QCOMPARE(panel->plots()->histogramPlot()->plottableCount(), 1);
+        QCOMPARE(panel->plots()->sortedPlot()->plottableCount(), 1);
+
+        QTemporaryDir dir;
+        QSignalSpy exported(window.controller(), &RunController::exported);
+        window.controller()->exportRecording(dir.filePath("recording.pt"));
+        QVERIFY(exported.wait(Timeout));
+        const auto dict = readTorchSaveFile(dir.filePath("recording.pt").toStdString()).toGenericDict();
+        QCOMPARE(dict.at("features.1:samples").toTensor().item<int64_t>(), int64_t(36));
     }
 
     void truncationReturnsTheLayerOutput()

@@ -1,0 +1,213 @@
+#include "recorders_panel.h"
+
+#include "document.h"
+#include "run_controller.h"
+#include "statistics_plots.h"
+
+#include <QComboBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QImageReader>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QStyle>
+#include <QVBoxLayout>
+
+namespace torchscope {
+
+RecordersPanel::RecordersPanel(Document* document, RunController* controller, QWidget* parent)
+    : QWidget(parent)
+    , document_(document)
+    , controller_(controller)
+    , folder_(new QLineEdit)
+    , grabs_(new QLineEdit)
+    , reduction_(new QComboBox)
+    , condition_(new QLineEdit("all"))
+    , batch_(new QSpinBox)
+    , start_(new QPushButton(tr("Start")))
+    , cancel_(new QPushButton(tr("Cancel")))
+    , export_(new QPushButton(tr("Export…")))
+    , progress_(new QProgressBar)
+    , summary_(new QLabel)
+    , layer_(new QComboBox)
+    , channel_(new QSpinBox)
+    , plots_(new StatisticsPlots)
+    , topImages_(new QListWidget)
+{
+    folder_->setPlaceholderText(tr("a folder of images; one subfolder per class gives true labels"));
+    grabs_->setPlaceholderText(tr("the ticked layers, or specs: layer3.* type:Conv2d fc:grad"));
+    reduction_->addItems({"stats", "mean", "sum", "max", "min", "none"});
+    reduction_->setToolTip(tr("stats: per-channel mean, std, min, max, zeros, histogram and top images; "
+                              "none keeps every sample (up to a memory cap)"));
+    condition_->setToolTip(tr("all | true:L1,L2 | predicted:L1,L2 | correct | wrong"));
+    batch_->setRange(1, 1024);
+    batch_->setValue(16);
+    channel_->setPrefix(tr("channel "));
+    cancel_->setEnabled(false);
+    export_->setEnabled(false);
+    summary_->setWordWrap(true);
+    topImages_->setViewMode(QListView::IconMode);
+    topImages_->setIconSize(QSize(64, 64));
+    topImages_->setMaximumHeight(110);
+    topImages_->setFlow(QListView::LeftToRight);
+    topImages_->setWrapping(false);
+
+    auto* browse = new QPushButton(tr("Browse…"));
+    auto* folderRow = new QHBoxLayout;
+    folderRow->addWidget(folder_, 1);
+    folderRow->addWidget(browse);
+    auto* form = new QFormLayout;
+    form->addRow(tr("Folder:"), folderRow);
+    form->addRow(tr("Grab:"), grabs_);
+    form->addRow(tr("Reduction:"), reduction_);
+    form->addRow(tr("Condition:"), condition_);
+    form->addRow(tr("Batch:"), batch_);
+    auto* buttons = new QHBoxLayout;
+    buttons->addWidget(start_);
+    buttons->addWidget(cancel_);
+    buttons->addWidget(progress_, 1);
+    buttons->addWidget(export_);
+    auto* browseRow = new QHBoxLayout;
+    browseRow->addWidget(new QLabel(tr("Layer:")));
+    browseRow->addWidget(layer_, 1);
+    browseRow->addWidget(channel_);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(form);
+    layout->addLayout(buttons);
+    layout->addWidget(summary_);
+    layout->addLayout(browseRow);
+    layout->addWidget(plots_, 1);
+    layout->addWidget(new QLabel(tr("Images with the highest mean activation of the channel:")));
+    layout->addWidget(topImages_);
+
+    connect(browse, &QPushButton::clicked, this, [this] {
+        const QString folder = QFileDialog::getExistingDirectory(this, tr("Folder to Record"));
+        if (!folder.isEmpty())
+            folder_->setText(folder);
+    });
+    connect(start_, &QPushButton::clicked, this, &RecordersPanel::start);
+    connect(cancel_, &QPushButton::clicked, controller_, &RunController::cancelRecording);
+    connect(export_, &QPushButton::clicked, this, &RecordersPanel::exportRecording);
+    connect(controller_, &RunController::recordProgress, this, [this](qint64 done, qint64 total) {
+        progress_->setRange(0, int(total));
+        progress_->setValue(int(done));
+    });
+    connect(controller_, &RunController::recordFinished, this, &RecordersPanel::showRecording);
+    connect(controller_, &RunController::failed, this, [this](const QString& title, const QString&) {
+        if (title == tr("Error Recording")) {
+            start_->setEnabled(true);
+            cancel_->setEnabled(false);
+        }
+    });
+    connect(layer_, &QComboBox::currentTextChanged, this, &RecordersPanel::showLayer);
+    connect(channel_, &QSpinBox::valueChanged, this, &RecordersPanel::showTopImages);
+}
+
+void RecordersPanel::start()
+{
+    RecordRequest request;
+    request.folder = folder_->text().trimmed().toStdString();
+    QStringList specs = grabs_->text().split(' ', Qt::SkipEmptyParts);
+    if (specs.isEmpty())
+        specs = document_->grabs();
+    try {
+        if (!document_->hasModel())
+            throw std::runtime_error("open a model first");
+        if (request.folder.empty())
+            throw std::runtime_error("choose a folder of images to record");
+        if (specs.isEmpty())
+            throw std::runtime_error("tick layers in the module tree, or name them in the Grab field");
+        for (const auto& spec : specs)
+            request.grabs.push_back(GrabSpec::parse(spec.toStdString()));
+        request.reduction = reduction_->currentText().toStdString();
+        request.condition = condition_->text().trimmed().toStdString();
+        request.batchSize = batch_->value();
+        request.preprocessing = document_->preprocessing();
+        request.modelLabels = document_->model().labels;
+        request.targetClass = document_->targetClass();
+    } catch (const std::exception& e) {
+        summary_->setText(tr("Cannot start: %1").arg(QString::fromStdString(e.what())));
+        return;
+    }
+    start_->setEnabled(false);
+    cancel_->setEnabled(true);
+    progress_->setValue(0);
+    summary_->setText(tr("Recording %1 …").arg(specs.join(", ")));
+    controller_->startRecording(request);
+}
+
+void RecordersPanel::exportRecording()
+{
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export Recording"), QString(), tr("PyTorch (*.pt);;NumPy (*.npz);;safetensors (*.safetensors)"));
+    if (!path.isEmpty())
+        controller_->exportRecording(path);
+}
+
+void RecordersPanel::showRecording(const RecordSnapshotPtr& snapshot)
+{
+    snapshot_ = snapshot;
+    start_->setEnabled(true);
+    cancel_->setEnabled(false);
+    export_->setEnabled(true);
+    QString text = tr("%1 image(s) in %2 s (%3 images/s), %4 selected by the condition")
+                       .arg(snapshot->images)
+                       .arg(snapshot->seconds, 0, 'f', 2)
+                       .arg(snapshot->imagesPerSecond, 0, 'f', 1)
+                       .arg(snapshot->selected);
+    if (!snapshot->labelSource.empty())
+        text += tr("; labels from %1").arg(QString::fromStdString(snapshot->labelSource));
+    if (!snapshot->failures.empty())
+        text += tr("; %1 unreadable image(s) skipped").arg(snapshot->failures.size());
+    if (snapshot->cancelled)
+        text += tr(" — cancelled: what was recorded so far is kept");
+    summary_->setText(text);
+    const QSignalBlocker block(layer_);
+    layer_->clear();
+    for (const auto& [key, samples] : snapshot->samples)
+        layer_->addItem(QString::fromStdString(key));
+    showLayer();
+}
+
+void RecordersPanel::showLayer()
+{
+    if (!snapshot_)
+        return;
+    const auto it = snapshot_->statistics.find(layer_->currentText().toStdString());
+    if (it == snapshot_->statistics.end()) { // reductions other than stats keep no per-channel numbers
+        plots_->clear();
+        topImages_->clear();
+        return;
+    }
+    channel_->setRange(0, std::max(0, int(it->second.channelMean.size()) - 1));
+    plots_->show(it->second);
+    showTopImages();
+}
+
+void RecordersPanel::showTopImages()
+{
+    topImages_->clear();
+    if (!snapshot_)
+        return;
+    const auto it = snapshot_->topSamples.find(layer_->currentText().toStdString());
+    if (it == snapshot_->topSamples.end() || channel_->value() >= int(it->second.size()))
+        return;
+    for (int64_t position : it->second[static_cast<size_t>(channel_->value())]) {
+        const QString path = QString::fromStdString(snapshot_->imagePaths.at(static_cast<size_t>(position)));
+        QImageReader reader(path);
+        reader.setScaledSize(QSize(64, 64));
+        const QImage image = reader.read();
+        auto* item = new QListWidgetItem(
+            image.isNull() ? style()->standardIcon(QStyle::SP_FileIcon) : QIcon(QPixmap::fromImage(image)),
+            QFileInfo(path).fileName(), topImages_);
+        item->setToolTip(path);
+    }
+}
+
+} // namespace torchscope

@@ -1,0 +1,14 @@
+#pragma once
+
+// The run types as Qt meta types, so they travel through queued signals between threads.
+// Included by every header whose signals carry them, before moc sees their use.
+
+#include "run_types.h"
+
+#include <QMetaType>
+
+Q_DECLARE_METATYPE(torchscope::ModelSummary)
+Q_DECLARE_METATYPE(torchscope::RunRequest)
+Q_DECLARE_METATYPE(torchscope::RunSnapshotPtr)
+Q_DECLARE_METATYPE(torchscope::RecordRequest)
+Q_DECLARE_METATYPE(torchscope::RecordSnapshotPtr)
