@@ -152,8 +152,11 @@ void Recorder::addStats(Layer& layer, const at::Tensor& values, const at::Tensor
     }
     const at::Tensor flat = v.reshape({-1});
     layer.histogram = layer.histogram + at::histc(flat, config_.histogramBins, layer.low, layer.high).to(at::kDouble);
-    layer.below += (flat < layer.low).sum().item<int64_t>();
-    layer.above += (flat > layer.high).sum().item<int64_t>();
+    // Counting what falls outside costs two passes: only when the batch's extremes say so.
+    if (batchMin.min().item<double>() < layer.low)
+        layer.below += (flat < layer.low).sum().item<int64_t>();
+    if (batchMax.max().item<double>() > layer.high)
+        layer.above += (flat > layer.high).sum().item<int64_t>();
 
     // Top-k samples per channel by their mean activation (the deep-visualization-toolbox view).
     std::vector<int64_t> spatial(dims.begin() + 1, dims.end());

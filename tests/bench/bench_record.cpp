@@ -30,6 +30,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+int decodeThreads = 1;
+
 struct Setup {
     std::shared_ptr<Model> model;
     Preprocessing preprocessing;
@@ -43,7 +45,7 @@ FolderRunSummary runFolder(Setup& s, const ImageFolder& folder)
     Recorder recorder(s.config);
     FolderRunOptions options;
     options.batchSize = s.batch;
-    options.decodeThreads = 2;
+    options.decodeThreads = decodeThreads;
     return recordFolder(engine, recorder, folder, s.preprocessing, options);
 }
 
@@ -99,6 +101,8 @@ int main(int argc, char** argv)
                 s.batch = std::stoi(args[i + 1]);
             else if (args[i] == "--grab")
                 s.config.grabs.push_back(GrabSpec::parse(args[i + 1]));
+            else if (args[i] == "--decode-threads")
+                decodeThreads = std::stoi(args[i + 1]);
             else if (args[i] == "--peak-memory-of")
                 peakOf = std::stoll(args[i + 1]);
         }
@@ -153,6 +157,7 @@ int main(int argc, char** argv)
             {"images", images},
             {"batch", s.batch},
             {"threads", at::get_num_threads()},
+            {"decode_threads", decodeThreads},
             {"grabs", grabs},
             {"reduction", "stats"},
             {"forward_only_images_per_second", forward},
