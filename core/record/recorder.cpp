@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "graph/engine.h"
+#include "record/channel_pass.h"
 
 #include <ATen/ATen.h>
 
@@ -109,62 +110,48 @@ void Recorder::add(const RunResult& result, const std::vector<int64_t>& sampleId
 
 void Recorder::addStats(Layer& layer, const at::Tensor& values, const at::Tensor& ids)
 {
-    // Reduce over every dimension but the channels, in place: no transposed or float64 copy of
-    // the activations (ATen's var_mean is itself a Welford pass). Only the [C] results are
-    // merged in float64.
-    const at::Tensor v = values.dim() == 1 ? values.unsqueeze(1) : values;
-    std::vector<int64_t> dims{0};
-    for (int64_t d = 2; d < v.dim(); ++d)
-        dims.push_back(d);
-    const double n = static_cast<double>(v.numel() / v.size(1));
-    const auto [batchVar, batchMeanF] = at::var_mean(v, dims, /*unbiased=*/false, /*keepdim=*/false);
-    const at::Tensor batchMean = batchMeanF.to(at::kDouble);
-    const at::Tensor batchM2 = batchVar.to(at::kDouble) * n;
-    const at::Tensor batchMin = v.amin(dims).to(at::kDouble), batchMax = v.amax(dims).to(at::kDouble);
-    const at::Tensor batchZeros = (v == 0).sum(dims).to(at::kDouble);
-    if (!layer.count.defined()) {
-        layer.count = at::full({1}, n, batchMean.options());
-        layer.mean = batchMean;
-        layer.m2 = batchM2;
-        layer.minimum = batchMin;
-        layer.maximum = batchMax;
-        layer.zeros = batchZeros;
+    const bool first = !layer.count.defined();
+    if (first) {
         if (config_.histogramRange) {
             layer.low = config_.histogramRange->first;
             layer.high = config_.histogramRange->second;
         } else { // from the first batch, with a margin; values outside are counted as below/above
-            const double lo = batchMin.min().item<double>(), hi = batchMax.max().item<double>();
+            const ChannelPass range = channelPass(values, 0, 0.0, 0.0);
+            const double lo = range.minimum.min().item<double>(), hi = range.maximum.max().item<double>();
             const double margin = hi > lo ? 0.1 * (hi - lo) : 0.5;
             layer.low = lo == 0.0 ? 0.0 : lo - margin; // keep ReLU outputs' zeros on the first edge
             layer.high = hi + margin;
         }
-        layer.histogram = at::zeros({config_.histogramBins}, batchMean.options());
+    }
+    const ChannelPass batch = channelPass(values, config_.histogramBins, layer.low, layer.high);
+    if (first) {
+        layer.count = batch.count;
+        layer.mean = batch.mean;
+        layer.m2 = batch.m2;
+        layer.minimum = batch.minimum;
+        layer.maximum = batch.maximum;
+        layer.zeros = batch.zeros;
+        layer.histogram = batch.histogram;
     } else {
         // Chan et al.'s pairwise update: stable where the naive sum of squares is not.
-        const at::Tensor total = layer.count + n;
-        const at::Tensor delta = batchMean - layer.mean;
-        layer.m2 = layer.m2 + batchM2 + delta.pow(2) * layer.count * n / total;
-        layer.mean = layer.mean + delta * n / total;
+        const at::Tensor total = layer.count + batch.count;
+        const at::Tensor delta = batch.mean - layer.mean;
+        layer.m2 = layer.m2 + batch.m2 + delta.pow(2) * layer.count * batch.count / total;
+        layer.mean = layer.mean + delta * batch.count / total;
         layer.count = total;
-        layer.minimum = at::minimum(layer.minimum, batchMin);
-        layer.maximum = at::maximum(layer.maximum, batchMax);
-        layer.zeros = layer.zeros + batchZeros;
+        layer.minimum = at::minimum(layer.minimum, batch.minimum);
+        layer.maximum = at::maximum(layer.maximum, batch.maximum);
+        layer.zeros = layer.zeros + batch.zeros;
+        layer.histogram = layer.histogram + batch.histogram;
     }
-    const at::Tensor flat = v.reshape({-1});
-    layer.histogram = layer.histogram + at::histc(flat, config_.histogramBins, layer.low, layer.high).to(at::kDouble);
-    // Counting what falls outside costs two passes: only when the batch's extremes say so.
-    if (batchMin.min().item<double>() < layer.low)
-        layer.below += (flat < layer.low).sum().item<int64_t>();
-    if (batchMax.max().item<double>() > layer.high)
-        layer.above += (flat > layer.high).sum().item<int64_t>();
+    layer.below += batch.below;
+    layer.above += batch.above;
 
     // Top-k samples per channel by their mean activation (the deep-visualization-toolbox view).
-    std::vector<int64_t> spatial(dims.begin() + 1, dims.end());
-    const at::Tensor perSample = (spatial.empty() ? v : v.mean(spatial)).to(at::kDouble); // [N, C]
-    const at::Tensor sampleIds = ids.unsqueeze(1).expand_as(perSample);
-    at::Tensor candidates = perSample, candidateIds = sampleIds;
+    const at::Tensor sampleIds = ids.to(batch.perSample.device()).unsqueeze(1).expand_as(batch.perSample);
+    at::Tensor candidates = batch.perSample, candidateIds = sampleIds;
     if (layer.topValues.defined()) {
-        candidates = at::cat({layer.topValues, perSample});
+        candidates = at::cat({layer.topValues, batch.perSample});
         candidateIds = at::cat({layer.topSamples, sampleIds});
     }
     const int64_t k = std::min<int64_t>(config_.topK, candidates.size(0));
@@ -232,7 +219,7 @@ std::map<std::string, LayerStatistics> Recorder::statistics() const
         s.min = layer.minimum.min().item<double>();
         s.max = layer.maximum.max().item<double>();
         s.mean = layer.mean.mean().item<double>();
-        s.zeroFraction = (layer.zeros.sum() / (layer.count * double(layer.zeros.numel()))).item<double>();
+        s.zeroFraction = (layer.zeros.sum() / layer.count.sum()).item<double>();
         for (double c : toDoubles(layer.histogram))
             s.histogram.push_back(static_cast<int64_t>(c));
         s.histogramMin = layer.low;
