@@ -7,6 +7,7 @@
 #include "export/tensor_formats.h"
 #include "export/write_tensors.h"
 #include "graph/engine.h"
+#include "inputs.h"
 #include "model/model.h"
 #include "model_setup.h"
 #include "record/recorder.h"
@@ -87,8 +88,39 @@ int runRecord(const CliOptions& options)
     }
 
     const ModelCard card = ModelCard::fromJson(model->extraFile("torchscope.json"));
+    Engine engine(model);
+    Recorder recorder(config);
+    std::signal(SIGINT, [](int) { interrupted = true; });
+    const auto progress = [](const FolderRunProgress& p) {
+        std::cerr << "\r" << p.imagesDone << " / " << p.imagesTotal << " samples" << std::flush;
+        return !interrupted;
+    };
+
     ImageFolder folder;
+    FolderRunSummary summary;
+    if (options.inputs.size() == 1 && isTensorFile(options.inputs[0])) {
+        // A tensor saved with torch.save: [N, ...] rows, or {"samples": [N, ...], "labels": [N]}.
+        const c10::IValue saved = readTorchSaveFile(options.inputs[0]);
+        at::Tensor samples;
+        std::vector<int64_t> labels;
+        if (saved.isTensor()) {
+            samples = saved.toTensor();
+        } else if (saved.isGenericDict() && saved.toGenericDict().contains("samples")) {
+            const auto dict = saved.toGenericDict();
+            samples = dict.at("samples").toTensor();
+            if (dict.contains("labels")) {
+                const at::Tensor l = dict.at("labels").toTensor().to(at::kLong).contiguous();
+                labels.assign(l.data_ptr<int64_t>(), l.data_ptr<int64_t>() + l.numel());
+            }
+        } else {
+            throw Error(
+                "'" + options.inputs[0] + "' holds neither a tensor nor a {\"samples\": ..., \"labels\": ...} dict");
+        }
+        summary = recordTensor(engine, recorder, samples, labels, options.batch, progress);
+    }
     for (const auto& input : options.inputs) {
+        if (isTensorFile(input))
+            continue;
         const ImageFolder part = std::filesystem::is_directory(input) ? ImageFolder::scan(input, card.labels)
                                                                       : ImageFolder::fromFiles({input});
         if (folder.classes.empty()) {
@@ -99,18 +131,16 @@ int runRecord(const CliOptions& options)
         folder.images.insert(folder.images.end(), part.images.begin(), part.images.end());
     }
 
-    Engine engine(model);
-    Recorder recorder(config);
-    FolderRunOptions run;
-    run.batchSize = options.batch;
-    run.decodeThreads = options.decodeThreads > 0 ? options.decodeThreads
-                                                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    std::signal(SIGINT, [](int) { interrupted = true; });
-    const FolderRunSummary summary = recordFolder(
-        engine, recorder, folder, choosePreprocessing(*model, options), run, [](const FolderRunProgress& p) {
-            std::cerr << "\r" << p.imagesDone << " / " << p.imagesTotal << " images" << std::flush;
-            return !interrupted;
-        });
+    if (!folder.images.empty()) {
+        FolderRunOptions run;
+        run.batchSize = options.batch;
+        run.decodeThreads = options.decodeThreads > 0
+            ? options.decodeThreads
+            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        summary = recordFolder(engine, recorder, folder, choosePreprocessing(*model, options), run, progress);
+    } else if (summary.images == 0) {
+        throw Error("nothing to record: give image folders, images, or one tensor file with --input");
+    }
     std::cerr << '\n';
     std::signal(SIGINT, SIG_DFL);
 

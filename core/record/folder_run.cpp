@@ -1,6 +1,7 @@
 #include "record/folder_run.h"
 
 #include "common/error.h"
+#include "common/strings.h"
 #include "graph/engine.h"
 #include "record/batch_reader.h"
 #include "record/recorder.h"
@@ -53,9 +54,12 @@ at::Tensor conditionMask(const Condition& condition, const c10::IValue& output, 
 
 } // namespace
 
-FolderRunSummary recordFolder(Engine& engine, Recorder& recorder, const ImageFolder& folder,
-    const Preprocessing& preprocessing, const FolderRunOptions& options,
-    const std::function<bool(const FolderRunProgress&)>& progress)
+namespace {
+
+// The loop both streams share: `next` yields batches until it returns nothing.
+FolderRunSummary recordBatches(Engine& engine, Recorder& recorder, int64_t total,
+    const std::function<std::optional<ImageBatch>()>& next,
+    const std::function<bool(const FolderRunProgress&)>& progress, const std::function<void()>& stop)
 {
     Request request;
     request.grabs = recorder.config().grabs;
@@ -64,9 +68,8 @@ FolderRunSummary recordFolder(Engine& engine, Recorder& recorder, const ImageFol
 
     const auto start = std::chrono::steady_clock::now();
     FolderRunSummary summary;
-    BatchReader reader(folder, preprocessing, options.batchSize, options.decodeThreads);
-    FolderRunProgress state{0, static_cast<int64_t>(folder.images.size())};
-    while (auto batch = reader.next()) {
+    FolderRunProgress state{0, total};
+    while (auto batch = next()) {
         summary.failures.insert(summary.failures.end(), batch->failures.begin(), batch->failures.end());
         state.imagesDone += static_cast<int64_t>(batch->indices.size() + batch->failures.size());
         if (batch->images.defined()) {
@@ -82,13 +85,52 @@ FolderRunSummary recordFolder(Engine& engine, Recorder& recorder, const ImageFol
         }
         if (progress && !progress(state)) {
             summary.cancelled = true;
-            reader.cancel();
+            stop();
             break;
         }
     }
     summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     summary.imagesPerSecond = summary.seconds > 0 ? summary.images / summary.seconds : 0.0;
     return summary;
+}
+
+} // namespace
+
+FolderRunSummary recordFolder(Engine& engine, Recorder& recorder, const ImageFolder& folder,
+    const Preprocessing& preprocessing, const FolderRunOptions& options,
+    const std::function<bool(const FolderRunProgress&)>& progress)
+{
+    BatchReader reader(folder, preprocessing, options.batchSize, options.decodeThreads);
+    return recordBatches(
+        engine, recorder, static_cast<int64_t>(folder.images.size()), [&] { return reader.next(); }, progress,
+        [&] { reader.cancel(); });
+}
+
+FolderRunSummary recordTensor(Engine& engine, Recorder& recorder, const at::Tensor& samples,
+    const std::vector<int64_t>& labels, int batchSize, const std::function<bool(const FolderRunProgress&)>& progress)
+{
+    if (samples.dim() < 1 || samples.size(0) == 0)
+        throw Error("a tensor to record needs rows: shape [N, ...], got " + shapeToString(samples.sizes().vec()));
+    if (!labels.empty() && static_cast<int64_t>(labels.size()) != samples.size(0))
+        throw Error(std::to_string(labels.size()) + " labels for " + std::to_string(samples.size(0)) + " samples");
+    const int64_t step = std::max(1, batchSize);
+    int64_t next = 0;
+    return recordBatches(
+        engine, recorder, samples.size(0),
+        [&]() -> std::optional<ImageBatch> {
+            if (next >= samples.size(0))
+                return std::nullopt;
+            ImageBatch batch;
+            const int64_t end = std::min(samples.size(0), next + step);
+            batch.images = samples.slice(0, next, end);
+            for (int64_t i = next; i < end; ++i) {
+                batch.indices.push_back(i);
+                batch.labels.push_back(labels.empty() ? -1 : labels[static_cast<size_t>(i)]);
+            }
+            next = end;
+            return batch;
+        },
+        progress, [] {});
 }
 
 } // namespace torchscope

@@ -3,6 +3,8 @@
 #include "imaging/preprocessing.h"
 #include "record/image_folder.h"
 
+#include <ATen/core/Tensor.h>
+
 #include <functional>
 #include <string>
 #include <utility>
@@ -32,6 +34,12 @@ struct FolderRunSummary {
     std::vector<std::pair<std::string, std::string>> failures; // unreadable images: path, why
     std::vector<std::string> warnings;
 };
+
+// Streams the rows of a tensor ([N, ...], as saved by torch.save) through the model in batches
+// and feeds the recorder; labels (one per row, or empty) serve the conditions.
+FolderRunSummary recordTensor(Engine& engine, Recorder& recorder, const at::Tensor& samples,
+    const std::vector<int64_t>& labels, int batchSize,
+    const std::function<bool(const FolderRunProgress&)>& progress = {});
 
 // Streams a folder through the model in batches (decoded ahead on worker threads) and feeds
 // the recorder. `progress` is called after every batch; returning false cancels, keeping what

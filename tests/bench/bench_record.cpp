@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int decodeThreads = 1;
+int decodeThreads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); // as the CLI
 
 struct Setup {
     std::shared_ptr<Model> model;

@@ -179,6 +179,16 @@ class CliRecord(unittest.TestCase):
         self.assertLess(np.abs(arrays["features.1"] - want).max(), 1e-5)
         self.assertEqual(int(arrays["features.1:samples"]), 24)
 
+    def test_a_tensor_stream_with_labels(self):
+        out = pathlib.Path(self.tmp.name) / "tensor.pt"
+        result = cli("record", self.DEMO, "--input", FIXTURES / "labelled_inputs.pt", "--grab", "features.1",
+                     "--condition", "wrong", "--out", out, "--batch", "4")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        got = torch.load(out)
+        self.assertEqual(int(got["features.1:samples"]), int(self.expected["wrong/features.1:samples"]))
+        want = self.expected["wrong/features.1/stats:mean"]
+        self.assertLess(((got["features.1:mean"] - want).abs().max() / want.abs().max()).item(), 1e-5)
+
     def test_memory_cap_fails_cleanly(self):
         out = pathlib.Path(self.tmp.name) / "all.pt"
         result = cli("record", self.DEMO, "--input", FIXTURES / "labelled", "--grab", "features.0", "--reduce", "none",
