@@ -13,4 +13,10 @@ FloatTensor toFloatTensor(const at::Tensor& tensor)
     return out;
 }
 
+std::vector<double> toDoubles(const at::Tensor& tensor)
+{
+    const at::Tensor cpu = tensor.detach().to(at::kCPU, at::kDouble).contiguous();
+    return std::vector<double>(cpu.data_ptr<double>(), cpu.data_ptr<double>() + cpu.numel());
+}
+
 } // namespace torchscope

@@ -4,9 +4,14 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <vector>
+
 namespace torchscope {
 
 // A contiguous float copy on the CPU (any dtype, any device).
 FloatTensor toFloatTensor(const at::Tensor& tensor);
+
+// The values of a tensor as doubles, on the CPU, in row-major order.
+std::vector<double> toDoubles(const at::Tensor& tensor);
 
 } // namespace torchscope

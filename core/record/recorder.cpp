@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "common/strings.h"
+#include "common/tensor_conversion.h"
 #include "graph/engine.h"
 #include "record/channel_pass.h"
 
@@ -21,16 +22,6 @@ struct Recorder::Layer {
     double low = 0.0, high = 0.0;
     int64_t below = 0, above = 0;
 };
-
-namespace {
-
-std::vector<double> toDoubles(const at::Tensor& t)
-{
-    const at::Tensor cpu = t.to(at::kCPU, at::kDouble).contiguous();
-    return std::vector<double>(cpu.data_ptr<double>(), cpu.data_ptr<double>() + cpu.numel());
-}
-
-} // namespace
 
 Recorder::Recorder(RecorderConfig config)
     : config_(std::move(config))
