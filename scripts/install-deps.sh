@@ -9,14 +9,14 @@ packages=(
   cmake ninja-build g++ pkg-config
   libtorch-dev nlohmann-json3-dev libzip-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3-torch python3-torchvision python3-numpy
+  python3-torch python3-torchvision python3-numpy python3-pil
   libopenblas0-pthread
   dataset-fashion-mnist
 )
 if [[ "${1:-}" != "--headless" ]]; then
   packages+=(
-    qt6-base-dev libqt6opengl6-dev libqcustomplot-dev libqcustomplot2.1-qt6
-    libopencv-dev xvfb xauth
+    qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6
+    libopencv-dev
   )
 fi
 
