@@ -58,6 +58,7 @@ ActivationView::ActivationView(Document* document, QWidget* parent)
     alpha_->setRange(0, 100);
     alpha_->setValue(55);
     alpha_->setToolTip(tr("Overlay opacity"));
+    alpha_->setMinimumWidth(80);
     header_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     overlayLabel_->setAlignment(Qt::AlignCenter);
     overlayLabel_->setMinimumSize(160, 160);

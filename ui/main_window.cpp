@@ -27,6 +27,7 @@
 #include <QMimeData>
 #include <QProgressBar>
 #include <QSaveFile>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStatusBar>
@@ -116,7 +117,11 @@ void MainWindow::createDocks()
     dock(tr("Modules"), "ModulesDock", tree_, Qt::LeftDockWidgetArea);
     dock(tr("Predictions"), "PredictionsDock", predictions_, Qt::RightDockWidgetArea);
     auto* statistics = dock(tr("Statistics"), "StatisticsDock", statistics_, Qt::RightDockWidgetArea);
-    auto* recorders = dock(tr("Recorders"), "RecordersDock", recorders_, Qt::RightDockWidgetArea);
+    // In a scroll area: the panel's form must not set the minimum height of the docks beside it.
+    auto* recordersScroll = new QScrollArea;
+    recordersScroll->setWidget(recorders_);
+    recordersScroll->setWidgetResizable(true);
+    auto* recorders = dock(tr("Recorders"), "RecordersDock", recordersScroll, Qt::RightDockWidgetArea);
     tabifyDockWidget(statistics, recorders);
     statistics->raise();
     auto* strip = dock(tr("Images"), "ImagesDock", images_, Qt::BottomDockWidgetArea);
