@@ -1,5 +1,7 @@
 #include "record/channel_pass.h"
 
+#include "common/tensor_conversion.h"
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -121,6 +123,48 @@ ChannelPass channelPass(const at::Tensor& input, int bins, double low, double hi
         }
     }
     return pass;
+}
+
+void mergeInto(ChannelPass& total, const ChannelPass& batch)
+{
+    if (!total.count.defined()) {
+        total = batch;
+        return;
+    }
+    const at::Tensor count = total.count + batch.count;
+    const at::Tensor delta = batch.mean - total.mean;
+    total.m2 = total.m2 + batch.m2 + delta.pow(2) * total.count * batch.count / count;
+    total.mean = total.mean + delta * batch.count / count;
+    total.count = count;
+    total.minimum = at::minimum(total.minimum, batch.minimum);
+    total.maximum = at::maximum(total.maximum, batch.maximum);
+    total.zeros = total.zeros + batch.zeros;
+    if (batch.histogram.defined())
+        total.histogram = total.histogram.defined() ? total.histogram + batch.histogram : batch.histogram;
+    total.below += batch.below;
+    total.above += batch.above;
+}
+
+LayerStatistics toLayerStatistics(const ChannelPass& totals, const std::vector<int64_t>& shape, double low, double high)
+{
+    LayerStatistics s;
+    s.shape = shape;
+    s.samples = shape.empty() ? 0 : shape.front();
+    s.channelMean = toDoubles(totals.mean);
+    s.channelStd = toDoubles((totals.m2 / totals.count).sqrt());
+    s.channelMin = toDoubles(totals.minimum);
+    s.channelMax = toDoubles(totals.maximum);
+    s.channelZeroFraction = toDoubles(totals.zeros / totals.count);
+    s.min = totals.minimum.min().item<double>();
+    s.max = totals.maximum.max().item<double>();
+    s.mean = ((totals.mean * totals.count).sum() / totals.count.sum()).item<double>();
+    s.zeroFraction = (totals.zeros.sum() / totals.count.sum()).item<double>();
+    if (totals.histogram.defined())
+        for (double count : toDoubles(totals.histogram))
+            s.histogram.push_back(static_cast<int64_t>(count));
+    s.histogramMin = low;
+    s.histogramMax = high;
+    return s;
 }
 
 } // namespace torchscope

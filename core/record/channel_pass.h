@@ -1,6 +1,10 @@
 #pragma once
 
+#include "record/layer_statistics.h"
+
 #include <ATen/core/Tensor.h>
+
+#include <vector>
 
 namespace torchscope {
 
@@ -23,5 +27,13 @@ struct ChannelPass {
 // while it is in cache, and rows are merged with Chan's formula. Elsewhere (CUDA): the same
 // numbers from ATen reductions on the device. bins == 0: no histogram.
 ChannelPass channelPass(const at::Tensor& values, int bins, double low, double high);
+
+// Adds a batch's pass to running totals (Chan et al.'s pairwise update for mean and M2: stable
+// where the naive sum of squares is not). An empty `total` becomes the batch.
+void mergeInto(ChannelPass& total, const ChannelPass& batch);
+
+// Totals as plain values. `shape` is the whole recorded shape, [samples, ...].
+LayerStatistics toLayerStatistics(
+    const ChannelPass& totals, const std::vector<int64_t>& shape, double low, double high);
 
 } // namespace torchscope

@@ -2,7 +2,6 @@
 
 #include "common/error.h"
 #include "common/strings.h"
-#include "common/tensor_conversion.h"
 #include "graph/engine.h"
 #include "record/channel_pass.h"
 
@@ -17,10 +16,10 @@ struct Recorder::Layer {
     std::vector<int64_t> sampleShape;
     std::vector<at::Tensor> kept; // Reduction::None, on the CPU
     at::Tensor accumulated; // Sum, Mean (float64), Max, Min
-    // Reduction::Stats, per channel, float64 on the model's device.
-    at::Tensor count, mean, m2, minimum, maximum, zeros, histogram, topValues, topSamples;
+    // Reduction::Stats: per-channel totals (float64, on the model's device) and the top-k.
+    ChannelPass totals;
+    at::Tensor topValues, topSamples;
     double low = 0.0, high = 0.0;
-    int64_t below = 0, above = 0;
 };
 
 Recorder::Recorder(RecorderConfig config)
@@ -101,8 +100,7 @@ void Recorder::add(const RunResult& result, const std::vector<int64_t>& sampleId
 
 void Recorder::addStats(Layer& layer, const at::Tensor& values, const at::Tensor& ids)
 {
-    const bool first = !layer.count.defined();
-    if (first) {
+    if (!layer.totals.count.defined()) {
         if (config_.histogramRange) {
             layer.low = config_.histogramRange->first;
             layer.high = config_.histogramRange->second;
@@ -115,28 +113,7 @@ void Recorder::addStats(Layer& layer, const at::Tensor& values, const at::Tensor
         }
     }
     const ChannelPass batch = channelPass(values, config_.histogramBins, layer.low, layer.high);
-    if (first) {
-        layer.count = batch.count;
-        layer.mean = batch.mean;
-        layer.m2 = batch.m2;
-        layer.minimum = batch.minimum;
-        layer.maximum = batch.maximum;
-        layer.zeros = batch.zeros;
-        layer.histogram = batch.histogram;
-    } else {
-        // Chan et al.'s pairwise update: stable where the naive sum of squares is not.
-        const at::Tensor total = layer.count + batch.count;
-        const at::Tensor delta = batch.mean - layer.mean;
-        layer.m2 = layer.m2 + batch.m2 + delta.pow(2) * layer.count * batch.count / total;
-        layer.mean = layer.mean + delta * batch.count / total;
-        layer.count = total;
-        layer.minimum = at::minimum(layer.minimum, batch.minimum);
-        layer.maximum = at::maximum(layer.maximum, batch.maximum);
-        layer.zeros = layer.zeros + batch.zeros;
-        layer.histogram = layer.histogram + batch.histogram;
-    }
-    layer.below += batch.below;
-    layer.above += batch.above;
+    mergeInto(layer.totals, batch);
 
     // Top-k samples per channel by their mean activation (the deep-visualization-toolbox view).
     const at::Tensor sampleIds = ids.to(batch.perSample.device()).unsqueeze(1).expand_as(batch.perSample);
@@ -172,16 +149,17 @@ NamedValues Recorder::results() const
             values.emplace_back(key, layer.accumulated.cpu());
             break;
         case Reduction::Stats: {
-            const at::Tensor variance = layer.m2 / layer.count;
-            values.emplace_back(key + ":mean", layer.mean.cpu());
+            const ChannelPass& t = layer.totals;
+            const at::Tensor variance = t.m2 / t.count;
+            values.emplace_back(key + ":mean", t.mean.cpu());
             values.emplace_back(key + ":var", variance.cpu());
             values.emplace_back(key + ":std", variance.sqrt().cpu());
-            values.emplace_back(key + ":min", layer.minimum.cpu());
-            values.emplace_back(key + ":max", layer.maximum.cpu());
-            values.emplace_back(key + ":zero_fraction", (layer.zeros / layer.count).cpu());
-            values.emplace_back(key + ":histogram", layer.histogram.cpu());
+            values.emplace_back(key + ":min", t.minimum.cpu());
+            values.emplace_back(key + ":max", t.maximum.cpu());
+            values.emplace_back(key + ":zero_fraction", (t.zeros / t.count).cpu());
+            values.emplace_back(key + ":histogram", t.histogram.cpu());
             values.emplace_back(key + ":histogram_range", at::tensor({layer.low, layer.high}, at::kDouble));
-            values.emplace_back(key + ":histogram_outside", at::tensor({layer.below, layer.above}, at::kLong));
+            values.emplace_back(key + ":histogram_outside", at::tensor({t.below, t.above}, at::kLong));
             values.emplace_back(key + ":top_values", layer.topValues.cpu());
             values.emplace_back(key + ":top_samples", layer.topSamples.cpu());
             break;
@@ -198,23 +176,9 @@ std::map<std::string, LayerStatistics> Recorder::statistics() const
         return all;
     for (const auto& key : order_) {
         const Layer& layer = *layers_.at(key);
-        LayerStatistics s;
-        s.shape = layer.sampleShape;
-        s.shape.insert(s.shape.begin(), layer.samples);
-        s.samples = layer.samples;
-        s.channelMean = toDoubles(layer.mean);
-        s.channelStd = toDoubles((layer.m2 / layer.count).sqrt());
-        s.channelMin = toDoubles(layer.minimum);
-        s.channelMax = toDoubles(layer.maximum);
-        s.channelZeroFraction = toDoubles(layer.zeros / layer.count);
-        s.min = layer.minimum.min().item<double>();
-        s.max = layer.maximum.max().item<double>();
-        s.mean = layer.mean.mean().item<double>();
-        s.zeroFraction = (layer.zeros.sum() / layer.count.sum()).item<double>();
-        for (double c : toDoubles(layer.histogram))
-            s.histogram.push_back(static_cast<int64_t>(c));
-        s.histogramMin = layer.low;
-        s.histogramMax = layer.high;
+        std::vector<int64_t> shape = layer.sampleShape;
+        shape.insert(shape.begin(), layer.samples);
+        LayerStatistics s = toLayerStatistics(layer.totals, shape, layer.low, layer.high);
         all[key] = std::move(s);
     }
     return all;
