@@ -59,29 +59,6 @@ bool isStrictAncestor(const std::string& ancestor, const std::string& path)
     return ancestor.empty() ? !path.empty() : startsWith(path, ancestor + ".");
 }
 
-void forEachNode(Block* block, const std::function<void(Node*)>& visit)
-{
-    for (auto* node : block->nodes()) {
-        visit(node);
-        for (auto* sub : node->blocks())
-            forEachNode(sub, visit);
-    }
-}
-
-// Module path of every value that is a GetAttr chain from self (graph input 0).
-std::unordered_map<const Value*, std::string> modulePaths(Graph& graph)
-{
-    std::unordered_map<const Value*, std::string> paths{{graph.inputs()[0], ""}};
-    forEachNode(graph.block(), [&](Node* node) {
-        if (node->kind() == c10::prim::GetAttr && isModuleType(node->output()->type())) {
-            const auto it = paths.find(node->input(0));
-            if (it != paths.end())
-                paths[node->output()] = joinPath(it->second, node->s(c10::attr::name));
-        }
-    });
-    return paths;
-}
-
 void inlineCall(Node* node, const std::string& path)
 {
     const auto classType = node->input(0)->type()->cast<c10::ClassType>();

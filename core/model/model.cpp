@@ -36,18 +36,14 @@ void collectCallSites(
         if (!graphFunction)
             continue;
         const auto graph = graphFunction->graph();
-        std::unordered_map<const torch::jit::Value*, std::string> relative{{graph->inputs()[0], ""}};
+        const auto relative = modulePaths(*graph);
         std::function<void(torch::jit::Block*, const std::string&)> walk
             = [&](torch::jit::Block* block, const std::string& context) {
                   for (auto* node : block->nodes()) {
-                      if (node->kind() == c10::prim::GetAttr && relative.count(node->input(0))
-                          && isModuleType(node->output()->type())) {
-                          const auto& base = relative[node->input(0)];
-                          relative[node->output()] = joinPath(base, node->s(c10::attr::name));
-                      } else if (node->kind() == c10::prim::CallMethod && relative.count(node->input(0))) {
-                          const auto& child = relative[node->input(0)];
-                          if (!child.empty())
-                              sites[joinPath(path, child)].push_back({method.name(), sourceLine(node), context});
+                      if (node->kind() == c10::prim::CallMethod) {
+                          const auto it = relative.find(node->input(0));
+                          if (it != relative.end() && !it->second.empty())
+                              sites[joinPath(path, it->second)].push_back({method.name(), sourceLine(node), context});
                       }
                       const char* inner = node->kind() == c10::prim::If ? "inside an if-branch"
                           : node->kind() == c10::prim::Loop             ? "inside a loop"

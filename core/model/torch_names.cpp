@@ -27,6 +27,28 @@ std::string joinPath(const std::string& base, const std::string& name)
     return base.empty() ? name : base + "." + name;
 }
 
+void forEachNode(torch::jit::Block* block, const std::function<void(torch::jit::Node*)>& visit)
+{
+    for (auto* node : block->nodes()) {
+        visit(node);
+        for (auto* sub : node->blocks())
+            forEachNode(sub, visit);
+    }
+}
+
+std::unordered_map<const torch::jit::Value*, std::string> modulePaths(torch::jit::Graph& graph)
+{
+    std::unordered_map<const torch::jit::Value*, std::string> paths{{graph.inputs()[0], ""}};
+    forEachNode(graph.block(), [&](torch::jit::Node* node) {
+        if (node->kind() == c10::prim::GetAttr && isModuleType(node->output()->type())) {
+            const auto it = paths.find(node->input(0));
+            if (it != paths.end())
+                paths[node->output()] = joinPath(it->second, node->s(c10::attr::name));
+        }
+    });
+    return paths;
+}
+
 int sourceLine(const torch::jit::Node* node)
 {
     const auto& range = node->sourceRange();

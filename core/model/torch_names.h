@@ -5,7 +5,9 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <functional>
 #include <string>
+#include <unordered_map>
 
 namespace torchscope {
 
@@ -17,6 +19,13 @@ bool isModuleType(const c10::TypePtr& type);
 
 // "a" + "b" -> "a.b"; "" + "b" -> "b"
 std::string joinPath(const std::string& base, const std::string& name);
+
+// Visits every node of a block and of the blocks nested in it, in program order.
+void forEachNode(torch::jit::Block* block, const std::function<void(torch::jit::Node*)>& visit);
+
+// The module path of every value that is a GetAttr chain from self (graph input 0), relative to
+// the graph's own module ("" for self).
+std::unordered_map<const torch::jit::Value*, std::string> modulePaths(torch::jit::Graph& graph);
 
 // Line of the node in its TorchScript source, 0 when unknown.
 int sourceLine(const torch::jit::Node* node);
