@@ -3,7 +3,6 @@
 #include "document.h"
 
 #include <QFileInfo>
-#include <QHash>
 #include <QImage>
 #include <QStyle>
 
@@ -52,16 +51,16 @@ void ImageStrip::refreshResults()
     const auto snapshot = document_->snapshot();
     if (!snapshot)
         return;
-    QHash<QString, int> rows;
-    for (int row = 0; row < count(); ++row)
-        rows.insert(item(row)->toolTip().section('\n', 0, 0), row);
+    // Rows are in the Document's image order.
+    const QStringList images = document_->images();
+    auto itemOf = [&](const std::string& path) { return item(int(images.indexOf(QString::fromStdString(path)))); };
     for (const auto& [path, why] : snapshot->failures)
-        if (QListWidgetItem* it = item(rows.value(QString::fromStdString(path), -1))) {
+        if (QListWidgetItem* it = itemOf(path)) {
             it->setIcon(style()->standardIcon(QStyle::SP_MessageBoxWarning));
             it->setToolTip(QString::fromStdString(path) + "\n" + QString::fromStdString(why));
         }
     for (const auto& image : snapshot->images) {
-        QListWidgetItem* it = item(rows.value(QString::fromStdString(image.path), -1));
+        QListWidgetItem* it = itemOf(image.path);
         if (!it || image.thumbnail.empty())
             continue;
         // The worker made the thumbnail, with the decoder the model saw; here it is only wrapped.
