@@ -133,7 +133,7 @@ RunResult Engine::run(
     const Request& request, const std::vector<c10::IValue>& inputs, const std::vector<at::Tensor>& editTensors)
 {
     const ResolvedRequest resolved = resolve(request);
-    const bool gradients = resolved.needsGradients();
+    const bool gradients = resolved.needsGradients() || request.inputGradient;
     if (gradients && !request.targetClass)
         throw Error("gradients are of a class score: give the target class index (--target N)");
 
@@ -165,6 +165,9 @@ RunResult Engine::run(
                 + "', which was not given");
         }
     }
+    if (request.inputGradient && (stack.size() < 2 || !stack[1].isTensor() || !stack[1].toTensor().is_floating_point()))
+        throw Error("an input gradient needs a floating-point tensor as the model's first input");
+    const at::Tensor gradientInput = request.inputGradient ? stack[1].toTensor() : at::Tensor();
     for (const auto& t : editTensors)
         stack.push_back(t.to(device));
 
@@ -212,6 +215,10 @@ RunResult Engine::run(
                 throw Error("target class " + std::to_string(target) + " is out of range: the output has "
                     + std::to_string(logits.size(1)) + " classes");
             const at::Tensor score = logits.select(1, target).sum();
+            if (request.inputGradient) {
+                gradientTaps.push_back(gradientInput);
+                gradientKeys.push_back("input:grad");
+            }
             const auto grads = torch::autograd::grad({score}, gradientTaps, {}, false, false, true);
             for (size_t i = 0; i < grads.size(); ++i)
                 result.values.emplace_back(

@@ -48,6 +48,8 @@ struct Request {
     // Gradients are of output[:, targetClass].sum() over the batch; a negative value takes the
     // predicted class (the highest score summed over the batch).
     std::optional<int64_t> targetClass;
+    // Also the gradient of that score with respect to the first input ("input:grad"): saliency.
+    bool inputGradient = false;
 };
 
 } // namespace torchscope

@@ -26,13 +26,29 @@ at::Tensor predictionsOf(const at::Tensor& scores, int64_t classes)
 
 } // namespace
 
-at::Tensor probeFeatures(const at::Tensor& activations)
+ProbePooling parseProbePooling(const std::string& text)
+{
+    if (text == "avg" || text == "average")
+        return ProbePooling::Average;
+    if (text == "flatten")
+        return ProbePooling::Flatten;
+    throw Error("unknown probe pooling '" + text + "'; expected avg or flatten");
+}
+
+std::string toString(ProbePooling pooling)
+{
+    return pooling == ProbePooling::Average ? "avg" : "flatten";
+}
+
+at::Tensor probeFeatures(const at::Tensor& activations, ProbePooling pooling)
 {
     if (activations.dim() < 2)
         throw Error(
             "probe features need [samples, ...] activations, got shape " + shapeToString(activations.sizes().vec()));
     const at::Tensor a = activations.detach().to(at::kFloat);
-    return a.dim() == 2 ? a : a.reshape({a.size(0), a.size(1), -1}).mean(2);
+    if (a.dim() == 2)
+        return a;
+    return pooling == ProbePooling::Average ? a.reshape({a.size(0), a.size(1), -1}).mean(2) : a.flatten(1);
 }
 
 ProbeTrainingResult trainLinearProbe(const at::Tensor& featuresIn, const at::Tensor& labelsIn,

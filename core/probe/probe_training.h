@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace torchscope {
@@ -34,8 +35,16 @@ struct ProbeTrainingResult {
     std::vector<std::vector<int64_t>> confusion; // validation: [true][predicted]
 };
 
-// [N, C, ...] or [N, F] activations -> [N, F] features (the mean over positions of each channel).
-at::Tensor probeFeatures(const at::Tensor& activations);
+// How a layer's [N, C, ...] activations become a probe's [N, F] features.
+enum class ProbePooling {
+    Average, // the mean over positions of each channel (F = C)
+    Flatten // every value (F = C * H * W)
+};
+ProbePooling parseProbePooling(const std::string& text); // "avg" | "flatten"; throws torchscope::Error
+std::string toString(ProbePooling pooling);
+
+// [N, C, ...] or [N, F] activations -> [N, F] float features on the activations' device.
+at::Tensor probeFeatures(const at::Tensor& activations, ProbePooling pooling = ProbePooling::Average);
 
 // labels: [N] class indices 0..K-1. `progress(epoch, validationLoss)` returns false to cancel
 // (the best weights so far are kept). Throws torchscope::Error for fewer than two classes or a

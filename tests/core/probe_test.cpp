@@ -4,7 +4,10 @@
 #include "imaging/image_decoder.h"
 #include "imaging/image_tensor.h"
 #include "imaging/preprocessing.h"
+#include "probe/probe_dataset.h"
+#include "probe/probe_folder.h"
 #include "probe/probe_training.h"
+#include "record/image_folder.h"
 
 #include <torch/torch.h>
 
@@ -82,6 +85,38 @@ TEST(Probe, DemoModelFeaturesTellFootwearFromShirtsFarAboveChance)
     std::cout << "  footwear probe on features.0: train " << probe.trainAccuracy << ", validation "
               << probe.validationAccuracy << " (majority class: " << 24.0 / 36 << ")\n";
     EXPECT_GE(probe.validationAccuracy, 0.85);
+}
+
+TEST(Probe, TrainedFromAnImageFolderSeparatesFootwearOnHeldOutImages)
+{
+    // probe/{footwear,rest}: 60 Fashion-MNIST test images each, decoded from PNG files.
+    auto model = Model::load(std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt");
+    const ModelCard card = ModelCard::fromJson(model->extraFile("torchscope.json"));
+    ProbeSamples samples = folderSamples(ImageFolder::scan(fixture("probe"), card.labels), card.preprocessing, 16, 2);
+    EXPECT_EQ(samples.classNames, (std::vector<std::string>{"footwear", "rest"}));
+    Engine engine(model);
+    int64_t lastDone = 0;
+    const ProbeDataset dataset = collectProbeDataset(engine, {"features.1"}, ProbePooling::Average, samples, nullptr,
+        [&](int64_t done, int64_t total) {
+            EXPECT_EQ(total, 120);
+            lastDone = done;
+            return true;
+        });
+    EXPECT_EQ(lastDone, 120);
+    EXPECT_EQ(dataset.labels.sum().item<int64_t>(), 60); // "rest" is class 1
+    ProbeTrainingConfig config;
+    config.seed = 11;
+    const auto probe = trainLinearProbe(dataset.features.at("features.1"), dataset.labels, config);
+    std::cout << "  footwear vs. rest on features.1: validation " << probe.validationAccuracy << " (chance 0.5)\n";
+    EXPECT_GE(probe.validationAccuracy, 0.9);
+    EXPECT_EQ(probe.confusion[0][0] + probe.confusion[0][1] + probe.confusion[1][0] + probe.confusion[1][1], 30);
+}
+
+TEST(Probe, AFolderWithoutClassesIsRefused)
+{
+    const std::string message
+        = errorOf([] { folderSamples(ImageFolder::scan(fixture("images")), Preprocessing::none(), 4, 1); });
+    EXPECT_NE(message.find("one subfolder per class"), std::string::npos) << message;
 }
 
 } // namespace

@@ -1,0 +1,62 @@
+#include "graph/patching.h"
+
+#include "common/error.h"
+#include "common/strings.h"
+
+#include <ATen/ATen.h>
+
+namespace torchscope {
+namespace {
+
+Request withLayer(const std::vector<GrabSpec>& grabs, const std::string& layer)
+{
+    Request request;
+    request.grabs = grabs;
+    bool present = false;
+    for (const auto& g : grabs)
+        present = present || (g.selector == layer && g.kind == CaptureKind::Output);
+    if (!present)
+        request.grabs.push_back(GrabSpec{layer, CaptureKind::Output, 0});
+    return request;
+}
+
+} // namespace
+
+PatchRuns patchActivation(Engine& engine, const std::vector<c10::IValue>& inputA, const std::vector<c10::IValue>& inputB,
+    const std::string& layer, const std::vector<GrabSpec>& grabs)
+{
+    const Request plain = withLayer(grabs, layer);
+    PatchRuns runs;
+    runs.a = engine.run(plain, inputA);
+    runs.b = engine.run(plain, inputB);
+    const at::Tensor fromB = runs.b.tensor(layer);
+    const at::Tensor ofA = runs.a.tensor(layer);
+    if (fromB.sizes() != ofA.sizes())
+        throw Error("cannot patch '" + layer + "': its output is " + shapeToString(ofA.sizes().vec()) + " for A but "
+            + shapeToString(fromB.sizes().vec()) + " for B; give images of the same size");
+    Request patched = plain;
+    patched.edits.push_back(EditSpec{layer, EditKind::Replace, {}, 1.0});
+    runs.patched = engine.run(patched, inputA, {fromB});
+    return runs;
+}
+
+AblationRuns ablateChannels(Engine& engine, const std::vector<c10::IValue>& input, const std::string& layer,
+    const std::vector<int64_t>& channels, const std::vector<GrabSpec>& grabs)
+{
+    if (channels.empty())
+        throw Error("choose at least one channel of '" + layer + "' to ablate");
+    const Request plain = withLayer(grabs, layer);
+    AblationRuns runs;
+    runs.original = engine.run(plain, input);
+    const at::Tensor map = runs.original.tensor(layer);
+    for (int64_t c : channels)
+        if (map.dim() < 2 || c < 0 || c >= map.size(1))
+            throw Error("'" + layer + "' has " + std::to_string(map.dim() < 2 ? 0 : map.size(1))
+                + " channels; channel " + std::to_string(c) + " does not exist");
+    Request ablated = plain;
+    ablated.edits.push_back(EditSpec{layer, EditKind::ZeroChannels, channels, 1.0});
+    runs.ablated = engine.run(ablated, input);
+    return runs;
+}
+
+} // namespace torchscope

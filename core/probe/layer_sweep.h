@@ -1,0 +1,33 @@
+#pragma once
+
+#include "probe/probe_dataset.h"
+#include "probe/probe_training.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace torchscope {
+
+struct LayerProbeResult {
+    std::string layer;
+    int64_t features = 0;
+    ProbeTrainingResult probe;
+};
+
+struct LayerSweep {
+    std::vector<LayerProbeResult> layers; // in the order asked
+    int best = -1; // highest validation accuracy (the lower validation loss breaks ties)
+    bool cancelled = false;
+};
+
+// hybrid_learning's concept analysis: the same probe trained on every layer of the dataset, with
+// the same split and seed, so the accuracies are comparable. `progress(layerIndex, epoch)`
+// returning false cancels, keeping the layers finished so far.
+LayerSweep sweepLayers(const ProbeDataset& dataset, const std::vector<std::string>& layers,
+    const ProbeTrainingConfig& config = {}, const std::function<bool(int layer, int epoch)>& progress = {});
+
+// "path,features,train_accuracy,validation_accuracy,best_epoch" and one line per layer.
+std::string sweepCsv(const LayerSweep& sweep);
+
+} // namespace torchscope

@@ -1,0 +1,83 @@
+#pragma once
+
+// hybrid_learning's ModelExtender and ExtendedModelStump for a TorchScript model: extension
+// modules (probes) attached by name to module paths, run on those modules' outputs.
+
+#include "graph/engine.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace torch::jit {
+struct Module;
+}
+
+namespace torchscope {
+
+class Model;
+struct ProbeExtension;
+
+struct ExtendedOutput {
+    std::optional<c10::IValue> main; // the model's output; empty when return_orig_out is off
+    std::map<std::string, at::Tensor> extensions; // name -> the extension's output
+    std::vector<std::string> warnings;
+};
+
+class ModelExtender {
+public:
+    explicit ModelExtender(std::shared_ptr<Model> model);
+    ~ModelExtender();
+
+    // Names are unique across all layers. Throws torchscope::Error for a duplicate name or an
+    // unknown module path (naming the closest paths).
+    void registerExtension(const std::string& modulePath, const std::string& name,
+        std::shared_ptr<torch::jit::Module> extension);
+    // A loaded probe on its own layer, or on `modulePath` when given.
+    void registerProbe(const std::string& name, const ProbeExtension& probe, const std::string& modulePath = {});
+    // Throws torchscope::Error for a name that is not registered, listing the registered ones.
+    void unregisterExtension(const std::string& name);
+
+    // {module path: [names]} and {module path: {name: extension}}, as hybrid_learning shows them.
+    std::map<std::string, std::vector<std::string>> nameRegistrations() const;
+    std::map<std::string, std::map<std::string, std::shared_ptr<torch::jit::Module>>> extensions() const;
+
+    // The main output and every extension's output on the module's output (its last call's when
+    // called several times). Without the main output (returnOrigOut false), the graph stops after
+    // the last module an extension reads (the stump): the rest of the network is not computed.
+    ExtendedOutput forward(const std::vector<c10::IValue>& inputs, bool returnOrigOut = true);
+
+    // Where the stump ends for the current registrations; empty when it cannot be cut.
+    std::optional<std::string> stumpEnd();
+
+    Engine& engine() { return engine_; }
+
+private:
+    struct Registration {
+        std::string path;
+        std::string name;
+        std::shared_ptr<torch::jit::Module> module;
+    };
+    Request requestFor(bool stump);
+
+    std::shared_ptr<Model> model_;
+    Engine engine_;
+    std::vector<Registration> registrations_;
+    std::optional<std::optional<std::string>> stumpEnd_; // cached per registration set
+};
+
+// The module of `paths` whose output comes last in a forward pass, judged from the module tree
+// (an ancestor ends after its children); the engine confirms it by a trial when it matters.
+std::optional<std::string> lastModuleOf(const Model& model, const std::vector<std::string>& paths);
+
+// Runs grabs of `paths` with the forward cut after the last of them (ExtendedModelStump). When
+// the cut would lose a grab (a module called after the one the tree puts last), it runs the
+// whole forward instead. `cut` caches the decision between calls (fill it with nothing first).
+RunResult runStump(Engine& engine, const std::vector<std::string>& paths, const std::vector<c10::IValue>& inputs,
+    std::optional<std::optional<std::string>>& cut);
+
+} // namespace torchscope
