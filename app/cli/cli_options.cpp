@@ -16,6 +16,15 @@ int64_t toInteger(const std::string& flag, const std::string& value)
     return n;
 }
 
+double toFraction(const std::string& flag, const std::string& value)
+{
+    char* end = nullptr;
+    const double x = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0' || !(x > 0.0 && x < 1.0))
+        throw UsageError(flag + " expects a fraction between 0 and 1, got '" + value + "'");
+    return x;
+}
+
 } // namespace
 
 std::string bundledDemoModel()
@@ -45,6 +54,17 @@ std::string usage()
       Streams a folder (one subfolder per class for true labels) through the model and folds
       what the grabs take: FILE.pt/.npz/.safetensors, or DIR with one .pt per layer, a CSV of
       per-channel statistics and a summary. Ctrl+C stops and keeps what was recorded.
+  torchscope-cli probe train MODEL --layer PATH --data DIR|FILE.pt --out PROBE.pt [--state-dict FILE.pt]
+                 [--pool avg|flatten] [--seed N] [--validation 0.25] [--cache DIR|none] [--json]
+      Trains a linear probe on the layer's output for the labelled images in DIR (one subfolder
+      per class) and prints train and validation accuracy. PROBE.pt is TorchScript
+      (torch.jit.load(PROBE.pt)(activations) in Python); --state-dict also writes its tensors.
+  torchscope-cli probe sweep MODEL --layer SPEC [--layer SPEC ...] --data DIR|FILE.pt [--csv FILE]
+      The same probe on every layer SPEC selects: one line per layer (path, validation accuracy).
+  Activations are grabbed once and cached (keyed by the model file's hash, layer, pooling,
+  preprocessing and data) in $XDG_CACHE_HOME/torchscope/activations unless --cache says otherwise.
+  run ... --probe NAME=PROBE.pt[@LAYER] [--probe-only] adds each probe's scores as "probe:NAME";
+  --probe-only stops the forward after the last probed layer and leaves out the model's output.
   Without MODEL, the bundled demo model (a Fashion-MNIST CNN) is used.
 
   --input PATH     an image, a folder of images, or a tensor .pt saved by torch.save (used as
@@ -71,12 +91,21 @@ CliOptions parseCommandLine(int argc, char** argv)
         return options;
     }
     options.command = args[0];
-    if (options.command != "inspect" && options.command != "run" && options.command != "record")
-        throw UsageError("unknown command '" + options.command + "'; expected inspect, run or record");
+    if (options.command != "inspect" && options.command != "run" && options.command != "record"
+        && options.command != "probe")
+        throw UsageError("unknown command '" + options.command + "'; expected inspect, run, record or probe");
+    size_t first = 1;
+    if (options.command == "probe") {
+        if (args.size() < 2 || (args[1] != "train" && args[1] != "sweep"))
+            throw UsageError("probe needs a subcommand: probe train or probe sweep");
+        options.subcommand = args[1];
+        first = 2;
+    }
 
     const std::map<std::string, std::vector<std::string>*> repeated{{"--input", &options.inputs},
-        {"--grab", &options.grabs}, {"--edit", &options.edits}, {"--ops-library", &options.operatorLibraries}};
-    for (size_t i = 1; i < args.size(); ++i) {
+        {"--grab", &options.grabs}, {"--edit", &options.edits}, {"--ops-library", &options.operatorLibraries},
+        {"--layer", &options.layers}, {"--probe", &options.probes}};
+    for (size_t i = first; i < args.size(); ++i) {
         const std::string& arg = args[i];
         auto value = [&]() -> std::string {
             if (i + 1 >= args.size())
@@ -115,6 +144,22 @@ CliOptions parseCommandLine(int argc, char** argv)
             options.topK = static_cast<int>(toInteger(arg, value()));
         else if (arg == "--json")
             options.json = true;
+        else if (arg == "--data")
+            options.data = value();
+        else if (arg == "--csv")
+            options.csv = value();
+        else if (arg == "--state-dict")
+            options.stateDict = value();
+        else if (arg == "--pool")
+            options.pool = value();
+        else if (arg == "--seed")
+            options.seed = toInteger(arg, value());
+        else if (arg == "--validation")
+            options.validation = toFraction(arg, value());
+        else if (arg == "--cache")
+            options.cache = value();
+        else if (arg == "--probe-only")
+            options.probeOnly = true;
         else if (!arg.empty() && arg[0] == '-')
             throw UsageError("unknown option '" + arg + "'");
         else if (options.model.empty())
@@ -133,6 +178,16 @@ CliOptions parseCommandLine(int argc, char** argv)
     }
     if (options.command == "record" && options.grabs.empty())
         throw UsageError("record needs at least one --grab");
+    if (options.command == "probe") {
+        if (options.layers.empty())
+            throw UsageError("probe " + options.subcommand + " needs --layer");
+        if (options.subcommand == "train" && options.layers.size() != 1)
+            throw UsageError("probe train takes one --layer (probe sweep takes several)");
+        if (options.data.empty())
+            throw UsageError("probe " + options.subcommand + " needs --data DIR (one subfolder per class) or FILE.pt");
+        if (options.subcommand == "train" && options.out.empty())
+            throw UsageError("probe train needs --out PROBE.pt");
+    }
     return options;
 }
 

@@ -13,7 +13,8 @@ struct UsageError : std::runtime_error {
 };
 
 struct CliOptions {
-    std::string command; // "inspect", "run", "help"
+    std::string command; // "inspect", "run", "record", "probe", "help"
+    std::string subcommand; // probe: "train", "sweep"
     std::string model;
     bool json = false;
     std::vector<std::string> inputs;
@@ -35,6 +36,18 @@ struct CliOptions {
     int bins = 64;
     std::optional<std::string> range; // LO:HI
     int topK = 9;
+    // probe
+    std::vector<std::string> layers;
+    std::string data; // DIR (one subfolder per class) or FILE.pt {"samples", "labels"}
+    std::string csv;
+    std::string stateDict;
+    std::string pool = "avg";
+    int64_t seed = 0;
+    double validation = 0.25;
+    std::string cache; // "" : the user's cache folder; "none": memory only
+    // run with probes: NAME=FILE.pt or NAME=FILE.pt@LAYER
+    std::vector<std::string> probes;
+    bool probeOnly = false;
 };
 
 CliOptions parseCommandLine(int argc, char** argv); // throws UsageError

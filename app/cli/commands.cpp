@@ -5,11 +5,15 @@
 #include "export/pt_export.h"
 #include "export/write_tensors.h"
 #include "graph/engine.h"
+#include "graph/selector.h"
 #include "inputs.h"
 #include "model/model.h"
 #include "model_setup.h"
+#include "probe/linear_probe.h"
+#include "probe/model_extender.h"
 
 #include <nlohmann/json.hpp>
+#include <torch/script.h>
 
 #include <iomanip>
 #include <iostream>
@@ -62,6 +66,41 @@ void printPredictions(
         }
         std::cout << '\n';
     }
+}
+
+struct CliProbe {
+    std::string name;
+    std::string layer;
+    ProbeExtension extension;
+};
+
+// --probe NAME=FILE.pt or NAME=FILE.pt@LAYER (a probe file says its layer; another module does not).
+std::vector<CliProbe> loadProbes(const Model& model, const std::vector<std::string>& specs)
+{
+    std::vector<CliProbe> probes;
+    for (const auto& spec : specs) {
+        const auto equals = spec.find('=');
+        if (equals == std::string::npos || equals == 0)
+            throw Error("--probe expects NAME=FILE.pt or NAME=FILE.pt@LAYER, got '" + spec + "'");
+        const std::string name = spec.substr(0, equals);
+        std::string file = spec.substr(equals + 1), layer;
+        if (const auto at = file.rfind('@'); at != std::string::npos) {
+            layer = file.substr(at + 1);
+            file = file.substr(0, at);
+        }
+        for (const auto& p : probes)
+            if (p.name == name)
+                throw Error("two probes are named '" + name + "'; probe names must be unique");
+        CliProbe probe{name, layer, loadProbeExtension(file)};
+        if (probe.layer.empty())
+            probe.layer = probe.extension.layer;
+        if (probe.layer.empty())
+            throw Error("'" + file + "' does not say which layer it reads: give --probe " + name + "=" + file + "@LAYER");
+        requireModulePath(model, probe.layer, "probe '" + name + "'");
+        probe.extension.module->to(c10::Device(model.device()));
+        probes.push_back(std::move(probe));
+    }
+    return probes;
 }
 
 } // namespace
@@ -133,10 +172,27 @@ int runModel(const CliOptions& options)
     }
     request.truncateAt = options.truncate;
     request.targetClass = options.target;
+    const std::vector<CliProbe> probes = loadProbes(*model, options.probes);
+    std::vector<std::string> probeLayers;
+    for (const auto& p : probes) {
+        probeLayers.push_back(p.layer);
+        request.grabs.push_back(GrabSpec{p.layer, CaptureKind::Output, 0});
+    }
+    if (options.probeOnly) {
+        if (probes.empty())
+            throw Error("--probe-only needs at least one --probe");
+        if (!request.truncateAt)
+            request.truncateAt = lastModuleOf(*model, probeLayers); // the stump: nothing after the probes runs
+    }
 
     const auto inputs = loadForwardInputs(*model, options.inputs, choosePreprocessing(*model, options));
     Engine engine(model);
-    const RunResult result = engine.run(request, inputs.arguments, editTensors);
+    RunResult result = engine.run(request, inputs.arguments, editTensors);
+    for (const auto& p : probes)
+        result.values.emplace_back(
+            "probe:" + p.name, runExtension(*p.extension.module, p.name, lastCallOutput(result, p.layer)));
+    if (options.probeOnly)
+        result.values.erase(result.values.begin());
     for (const auto& warning : result.warnings)
         std::cerr << "torchscope-cli: warning: " << warning << '\n';
     for (const auto& key : writeTensors(options.out, result.values))
@@ -145,7 +201,7 @@ int runModel(const CliOptions& options)
     for (const auto& [key, value] : result.values)
         std::cout << key << '\t' << describe(value) << '\n';
     std::cout << "wrote " << result.values.size() << " entries to " << options.out << '\n';
-    if (!request.truncateAt)
+    if (!request.truncateAt && !options.probeOnly)
         printPredictions(result.values.front().second, ModelCard::fromJson(model->extraFile("torchscope.json")).labels,
             inputs.sampleNames);
     return 0;

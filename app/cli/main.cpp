@@ -3,6 +3,7 @@
 #include "cli_options.h"
 #include "commands.h"
 #include "common/error.h"
+#include "probe_command.h"
 #include "record_command.h"
 
 #include <c10/util/Exception.h>
@@ -20,6 +21,8 @@ int main(int argc, char** argv)
         }
         if (options.command == "inspect")
             return runInspect(options);
+        if (options.command == "probe")
+            return runProbe(options);
         return options.command == "record" ? runRecord(options) : runModel(options);
     } catch (const UsageError& e) {
         std::cerr << "torchscope-cli: " << e.what() << "\n\n" << usage();

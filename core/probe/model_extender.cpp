@@ -31,8 +31,9 @@ Request grabsOf(const std::vector<std::string>& paths)
     return request;
 }
 
-// The last call's output of `path` in a run ("PATH", "PATH#1", ...).
-at::Tensor lastCallOf(const RunResult& result, const std::string& path)
+} // namespace
+
+at::Tensor lastCallOutput(const RunResult& result, const std::string& path)
 {
     const c10::IValue* last = nullptr;
     for (const auto& [key, value] : result.values)
@@ -46,7 +47,24 @@ at::Tensor lastCallOf(const RunResult& result, const std::string& path)
     return last->toTensor();
 }
 
-} // namespace
+at::Tensor runExtension(torch::jit::Module& extension, const std::string& name, const at::Tensor& input)
+{
+    torch::NoGradGuard noGrad;
+    c10::IValue value;
+    try {
+        value = extension.forward({input});
+    } catch (const c10::Error& e) {
+        throw Error("extension '" + name + "' failed on its layer's output " + shapeToString(input.sizes().vec())
+            + ": " + torchErrorMessage(e.what_without_backtrace()));
+    } catch (const std::exception& e) {
+        throw Error("extension '" + name + "' failed on its layer's output " + shapeToString(input.sizes().vec())
+            + ": " + torchErrorMessage(e.what()));
+    }
+    if (!value.isTensor())
+        throw Error("extension '" + name + "' returned a " + value.type()->annotation_str()
+            + "; extensions must return a tensor");
+    return value.toTensor();
+}
 
 std::optional<std::string> lastModuleOf(const Model& model, const std::vector<std::string>& paths)
 {
@@ -187,18 +205,8 @@ ExtendedOutput ModelExtender::forward(const std::vector<c10::IValue>& inputs, bo
     out.warnings = result.warnings;
     if (returnOrigOut)
         out.main = result.values.front().second;
-    try {
-        torch::NoGradGuard noGrad;
-        for (const auto& r : registrations_) {
-            const c10::IValue value = r.module->forward({lastCallOf(result, r.path)});
-            if (!value.isTensor())
-                throw Error("extension '" + r.name + "' returned a " + value.type()->annotation_str()
-                    + "; extensions must return a tensor");
-            out.extensions[r.name] = value.toTensor();
-        }
-    } catch (const c10::Error& e) {
-        throw Error("an extension failed on its layer's output: " + torchErrorMessage(e.what_without_backtrace()));
-    }
+    for (const auto& r : registrations_)
+        out.extensions[r.name] = runExtension(*r.module, r.name, lastCallOutput(result, r.path));
     return out;
 }
 

@@ -80,4 +80,11 @@ std::optional<std::string> lastModuleOf(const Model& model, const std::vector<st
 RunResult runStump(Engine& engine, const std::vector<std::string>& paths, const std::vector<c10::IValue>& inputs,
     std::optional<std::optional<std::string>>& cut);
 
+// The last call's output of `path` in a run ("PATH", "PATH#1", ...): what an extension reads.
+// Throws torchscope::Error when the run did not reach it or it is not a tensor.
+at::Tensor lastCallOutput(const RunResult& result, const std::string& path);
+
+// Runs an extension module on a tensor; its errors become torchscope::Error naming it.
+at::Tensor runExtension(torch::jit::Module& extension, const std::string& name, const at::Tensor& input);
+
 } // namespace torchscope

@@ -272,5 +272,96 @@ class CliInspect(unittest.TestCase):
         self.assertIn("[2, 64, 56, 56]", line)
 
 
+class CliProbe(unittest.TestCase):
+    """probe train / sweep; the exported probe run by Python on Python-computed activations."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = pathlib.Path(self.tmp.name)
+        # A cache of our own: no test reads activations another one left behind.
+        os.environ["XDG_CACHE_HOME"] = str(self.dir / "cache")
+        # Headless builds read no image folders: the same images as one tensor file.
+        self.data = FIXTURES / ("probe_inputs.pt" if HEADLESS else "probe")
+
+    def tearDown(self):
+        os.environ.pop("XDG_CACHE_HOME", None)
+        self.tmp.cleanup()
+
+    def test_train_prints_accuracies_and_python_runs_the_probe(self):
+        probe, state = self.dir / "footwear.pt", self.dir / "footwear_state.pt"
+        result = cli("probe", "train", "--layer", "features.1", "--data", self.data, "--out", probe,
+                     "--state-dict", state, "--seed", "3")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        line = next(l for l in result.stdout.splitlines() if l.startswith("train accuracy"))
+        validation = float(line.split("validation accuracy ")[1].split("%")[0]) / 100
+        print(line)
+        self.assertGreaterEqual(validation, 0.9)  # 30 held-out images, chance 0.5
+
+        # Python: forward hooks on the eager model (same weights) give features.1; the exported
+        # TorchScript probe runs on them and must give what TorchScope's own run gives.
+        activations = torch.load(FIXTURES / "probe_activations.pt")["features.1"]
+        python_scores = torch.jit.load(str(probe))(activations)
+        inputs = self.dir / "inputs.pt"
+        torch.save(torch.load(FIXTURES / "probe_inputs.pt")["samples"], inputs)
+        out = self.dir / "scores.pt"
+        result = cli("run", "--input", inputs, "--probe", f"footwear={probe}", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        ours = torch.load(out)
+        self.assertEqual(ours["probe:footwear"].shape, (120, 1))
+        print(f"exported probe in Python vs. TorchScope: max abs diff {max_diff(python_scores, ours['probe:footwear'])}")
+        self.assertLess(max_diff(python_scores, ours["probe:footwear"]), 1e-5)
+        self.assertIn("output", ours)
+
+        # The state dict: plain tensors that reproduce the same scores by hand.
+        sd = torch.load(state)
+        self.assertEqual(sd["layer"], "features.1")
+        self.assertEqual(sd["classes"], ["footwear", "rest"])
+        by_hand = (activations.mean((2, 3)) - sd["feature_mean"]) / sd["feature_std"] @ sd["weight"].T + sd["bias"]
+        self.assertLess(max_diff(by_hand, python_scores), 1e-5)
+        # Rows are footwear (class 0) then rest: the logit of "rest" must separate them.
+        truth = torch.load(FIXTURES / "probe_inputs.pt")["labels"]
+        self.assertGreaterEqual(((python_scores[:, 0] > 0).long() == truth).float().mean().item(), 0.9)
+
+        # Probe only: the stump stops at features.1; the model's output is left out.
+        result = cli("run", "--input", inputs, "--probe", f"footwear={state}", "--probe-only", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(set(torch.load(out)), {"features.1", "probe:footwear"})
+
+    def test_sweep_prints_one_line_per_layer_and_writes_csv(self):
+        csv_path = self.dir / "sweep.csv"
+        result = cli("probe", "sweep", "--layer", "features.0", "--layer", "features.1", "--layer", "features.2",
+                     "--data", self.data, "--csv", csv_path)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        lines = [l.split("\t") for l in result.stdout.splitlines()]
+        self.assertEqual([l[0] for l in lines], ["features.0", "features.1", "features.2"])
+        accuracies = [float(l[1]) for l in lines]
+        self.assertTrue(all(0.5 < a <= 1.0 for a in accuracies), accuracies)
+        self.assertIn("best layer:", result.stderr)
+        import csv
+        rows = list(csv.DictReader(csv_path.open()))
+        for row, accuracy in zip(rows, accuracies, strict=True):
+            self.assertAlmostEqual(float(row["validation_accuracy"]), accuracy, places=4)
+        # The second sweep reads the cached activations.
+        again = cli("probe", "sweep", "--layer", "features.2", "--data", self.data)
+        self.assertIn("activations of features.2 from the cache", again.stderr)
+        self.assertEqual(float(again.stdout.split("\t")[1]), accuracies[2])
+
+    def test_probe_errors_say_what_is_wrong(self):
+        result = cli("probe", "train", "--layer", "features.9", "--data", self.data, "--out", self.dir / "p.pt")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("features.9", result.stderr)
+        result = cli("probe", "train", "--layer", "features.1", "--data", FIXTURES / "resnet18_input.pt",
+                     "--out", self.dir / "p.pt")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("not a {\"samples\": [N, ...], \"labels\": [N]} dict", result.stderr)
+        result = cli("probe", "fit")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("probe train or probe sweep", result.stderr)
+        result = cli("run", "--input", FIXTURES / "resnet18_input.pt", "--probe", f"x={FIXTURES / 'bad_text.pt'}",
+                     "--out", self.dir / "o.pt")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("is not a probe: this is a text file", result.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()

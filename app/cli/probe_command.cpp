@@ -1,0 +1,171 @@
+#include "probe_command.h"
+
+#include "common/error.h"
+#include "common/strings.h"
+#include "export/atomic_file.h"
+#include "export/pt_export.h"
+#include "graph/engine.h"
+#include "graph/selector.h"
+#include "model/model.h"
+#include "model_setup.h"
+#include "probe/activation_cache.h"
+#include "probe/layer_sweep.h"
+#include "probe/linear_probe.h"
+#include "probe/probe_dataset.h"
+
+#ifdef TORCHSCOPE_HAVE_IMAGING
+#include "probe/probe_folder.h"
+#include "record/image_folder.h"
+#endif
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <thread>
+
+namespace torchscope::cli {
+namespace {
+
+std::atomic_bool interrupted{false};
+
+std::string cacheDirectory(const CliOptions& options)
+{
+    if (options.cache == "none")
+        return {};
+    if (!options.cache.empty())
+        return options.cache;
+    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+        return std::string(xdg) + "/torchscope/activations";
+    if (const char* home = std::getenv("HOME"); home && *home)
+        return std::string(home) + "/.cache/torchscope/activations";
+    return {};
+}
+
+// --data: a folder with one subfolder per class, or a torch.save'd {"samples", "labels"[, "classes"]}.
+ProbeSamples loadSamples(const Model& model, const CliOptions& options)
+{
+    if (std::filesystem::is_directory(options.data)) {
+#ifdef TORCHSCOPE_HAVE_IMAGING
+        const ModelCard card = ModelCard::fromJson(model.extraFile("torchscope.json"));
+        const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        return folderSamples(
+            ImageFolder::scan(options.data, card.labels), choosePreprocessing(model, options), options.batch, threads);
+#else
+        throw Error("--data " + options.data + " is a folder of images, and this TorchScope was built without "
+            + "OpenCV (TORCHSCOPE_HEADLESS): give a tensor file {\"samples\": [N, ...], \"labels\": [N]}");
+#endif
+    }
+    const c10::IValue saved = readTorchSaveFile(options.data);
+    if (!saved.isGenericDict() || !saved.toGenericDict().contains("samples")
+        || !saved.toGenericDict().contains("labels"))
+        throw Error("--data '" + options.data + "' is a torch.save file but not a {\"samples\": [N, ...], "
+            + "\"labels\": [N]} dict; give that, or a folder with one subfolder per class");
+    const auto dict = saved.toGenericDict();
+    std::vector<std::string> classes;
+    if (dict.contains("classes") && dict.at("classes").isList())
+        for (const auto& c : dict.at("classes").toListRef())
+            classes.push_back(c.toStringRef());
+    return tensorSamples(dict.at("samples").toTensor(), dict.at("labels").toTensor(), options.batch,
+        fileContentHash(options.data), classes);
+}
+
+std::vector<std::string> layersOf(const Model& model, const CliOptions& options)
+{
+    std::vector<std::string> layers;
+    for (const auto& spec : options.layers)
+        for (const auto& path : resolveSelector(model, spec))
+            if (std::find(layers.begin(), layers.end(), path) == layers.end())
+                layers.push_back(path);
+    return layers;
+}
+
+std::string percent(double accuracy)
+{
+    std::ostringstream out;
+    out << std::fixed << std::setprecision(1) << 100.0 * accuracy << "%";
+    return out.str();
+}
+
+} // namespace
+
+int runProbe(const CliOptions& options)
+{
+    auto model = openModel(options);
+    const std::vector<std::string> layers = layersOf(*model, options);
+    Engine engine(model);
+    ProbeSamples samples = loadSamples(*model, options);
+    ActivationCache cache(cacheDirectory(options));
+    const ProbePooling pooling = parseProbePooling(options.pool);
+
+    std::signal(SIGINT, [](int) { interrupted = true; });
+    const ProbeDataset dataset
+        = collectProbeDataset(engine, layers, pooling, samples, &cache, [](int64_t done, int64_t total) {
+              std::cerr << "\ractivations: " << done << " / " << total << " samples" << std::flush;
+              return !interrupted;
+          });
+    std::cerr << '\n';
+    std::signal(SIGINT, SIG_DFL);
+    if (dataset.cancelled)
+        throw Error("interrupted while grabbing activations; nothing was trained");
+    for (const auto& [path, why] : dataset.failures)
+        std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
+    if (!dataset.cachedLayers.empty())
+        std::cerr << "activations of " << join(dataset.cachedLayers, ", ") << " from the cache ("
+                  << cache.directory() << ")\n";
+
+    ProbeTrainingConfig config;
+    config.seed = options.seed;
+    config.validationFraction = options.validation;
+    const LayerSweep sweep = sweepLayers(dataset, layers, config);
+    const int64_t n = dataset.labels.size(0);
+
+    if (options.subcommand == "train") {
+        const LayerProbeResult& result = sweep.layers.front();
+        const LinearProbe probe{result.layer, pooling, dataset.classNames, result.probe};
+        saveProbeModule(options.out, probe);
+        if (!options.stateDict.empty())
+            saveProbeStateDict(options.stateDict, probe);
+        const auto& t = result.probe;
+        if (options.json) {
+            const nlohmann::json report{{"layer", result.layer}, {"pooling", options.pool}, {"features", result.features},
+                {"classes", dataset.classNames}, {"samples", n}, {"train_accuracy", t.trainAccuracy},
+                {"validation_accuracy", t.validationAccuracy}, {"best_epoch", t.bestEpoch},
+                {"epochs", t.trainLoss.size()}, {"train_loss", t.trainLoss}, {"validation_loss", t.validationLoss},
+                {"confusion", t.confusion}, {"out", options.out}};
+            std::cout << report.dump(2) << '\n';
+            return 0;
+        }
+        std::cout << "probe on " << result.layer << " (" << options.pool << ", " << result.features
+                  << " features): " << dataset.classNames.size() << " classes (" << join(dataset.classNames, ", ")
+                  << "), " << n << " samples\n";
+        std::cout << "train accuracy " << percent(t.trainAccuracy) << ", validation accuracy "
+                  << percent(t.validationAccuracy) << " (best epoch " << t.bestEpoch + 1 << " of "
+                  << t.trainLoss.size() << ")\n";
+        std::cout << "validation confusion (rows: true class, columns: predicted):\n";
+        for (size_t i = 0; i < t.confusion.size(); ++i) {
+            std::cout << "  " << std::left << std::setw(16) << dataset.classNames[i] << std::right;
+            for (int64_t count : t.confusion[i])
+                std::cout << std::setw(6) << count;
+            std::cout << '\n';
+        }
+        std::cout << "wrote " << options.out << " (TorchScript: torch.jit.load it and call it on " << result.layer
+                  << "'s output)" << (options.stateDict.empty() ? "" : " and " + options.stateDict) << '\n';
+        return 0;
+    }
+
+    for (const auto& l : sweep.layers)
+        std::cout << l.layer << '\t' << std::fixed << std::setprecision(4) << l.probe.validationAccuracy << '\n';
+    std::cerr << "best layer: " << sweep.layers[static_cast<size_t>(sweep.best)].layer << " ("
+              << percent(sweep.layers[static_cast<size_t>(sweep.best)].probe.validationAccuracy)
+              << " validation accuracy, " << n << " samples)\n";
+    if (!options.csv.empty())
+        writeFileAtomically(options.csv, sweepCsv(sweep));
+    return 0;
+}
+
+} // namespace torchscope::cli

@@ -1,0 +1,10 @@
+#pragma once
+
+#include "cli_options.h"
+
+namespace torchscope::cli {
+
+// probe train / probe sweep: linear probes on a layer's (or several layers') output.
+int runProbe(const CliOptions& options);
+
+} // namespace torchscope::cli
