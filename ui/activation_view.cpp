@@ -4,6 +4,7 @@
 #include "common/strings.h"
 #include "document.h"
 #include "imaging/channel_maps.h"
+#include "overlay_image.h"
 #include "qcustomplot_include.h"
 
 #include <QComboBox>
@@ -247,13 +248,8 @@ void ActivationView::updateOverlay()
         std::vector<float>(value.values.begin() + channel_ * layout.height * layout.width,
             value.values.begin() + (channel_ + 1) * layout.height * layout.width)};
     const auto map = normalizeChannels(one, shownKey_.endsWith(":grad") ? Contrast::Symmetric : Contrast::PerChannel);
-    const int height = static_cast<int>(result->picture.shape[0]), width = static_cast<int>(result->picture.shape[1]);
-    std::vector<uint8_t> picture(result->picture.values.size());
-    std::transform(result->picture.values.begin(), result->picture.values.end(), picture.begin(),
-        [](float v) { return static_cast<uint8_t>(std::clamp(v, 0.f, 1.f) * 255.f + 0.5f); });
-    const auto blended = overlayMap(picture, width, height, map.data(), layout.width, layout.height,
+    overlay_ = torchscope::overlayImage(result->picture, map.data(), layout.width, layout.height,
         ColorMap(colorMap_->currentData().toInt()), alpha_->value() / 100.f);
-    overlay_ = QImage(blended.data(), width, height, width * 3, QImage::Format_RGB888).copy();
     const QSize room = overlayLabel_->size().boundedTo(QSize(512, 512)).expandedTo(QSize(160, 160));
     overlayLabel_->setPixmap(QPixmap::fromImage(overlay_.scaled(room, Qt::KeepAspectRatio, Qt::FastTransformation)));
     overlayLabel_->setToolTip(tr("Channel %1 of %2 over the input image").arg(channel_).arg(shownKey_));

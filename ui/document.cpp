@@ -16,6 +16,8 @@ void Document::setModel(const ModelSummary& model)
 {
     const bool sameModel = model.path == model_.path;
     model_ = model;
+    probeAccuracies_.clear(); // probes belong to the weights they were trained on
+    bestProbeLayer_.clear();
     if (!sameModel) {
         // Keep what still exists in the new model, so a retrained checkpoint keeps its setup.
         QStringList kept;
@@ -180,6 +182,14 @@ const ImageResult* Document::selectedResult() const
         if (image.path == path)
             return &image;
     return nullptr;
+}
+
+void Document::setProbeResults(const QMap<QString, double>& accuracies, const QString& bestLayer)
+{
+    for (auto it = accuracies.begin(); it != accuracies.end(); ++it)
+        probeAccuracies_[it.key()] = it.value();
+    bestProbeLayer_ = bestLayer;
+    Q_EMIT probesChanged();
 }
 
 RunRequest Document::makeRunRequest(int generation) const

@@ -3,6 +3,7 @@
 #include "run_types.h"
 
 #include <QJsonObject>
+#include <QMap>
 #include <QObject>
 #include <QSet>
 #include <QString>
@@ -64,6 +65,12 @@ public:
 
     RunRequest makeRunRequest(int generation) const;
 
+    // Validation accuracy of the last probes trained per layer, and the best layer of the last
+    // sweep: the module tree marks them.
+    QMap<QString, double> probeAccuracies() const { return probeAccuracies_; }
+    QString bestProbeLayer() const { return bestProbeLayer_; }
+    void setProbeResults(const QMap<QString, double>& accuracies, const QString& bestLayer);
+
     QJsonObject toJson() const;
     // Restores everything but the model itself (the caller opens it first); throws std::runtime_error.
     void applyJson(const QJsonObject& session);
@@ -75,6 +82,7 @@ Q_SIGNALS:
     void imagesChanged();
     void selectionChanged();
     void resultsChanged();
+    void probesChanged();
 
 private:
     ModelSummary model_;
@@ -88,6 +96,8 @@ private:
     QString selectedKey_;
     int selectedImage_ = 0;
     RunSnapshotPtr snapshot_;
+    QMap<QString, double> probeAccuracies_;
+    QString bestProbeLayer_;
 };
 
 } // namespace torchscope

@@ -1,13 +1,16 @@
 #include "main_window.h"
 
 #include "activation_view.h"
+#include "attribution_view.h"
 #include "document.h"
 #include "export_actions.h"
 #include "file_drop.h"
 #include "image_strip.h"
 #include "log_dock.h"
 #include "module_tree_panel.h"
+#include "patching_view.h"
 #include "predictions_panel.h"
+#include "probes_panel.h"
 #include "recorders_panel.h"
 #include "run_controller.h"
 #include "run_worker.h"
@@ -31,6 +34,7 @@
 #include <QSettings>
 #include <QSpinBox>
 #include <QStatusBar>
+#include <QTabWidget>
 #include <QToolBar>
 #include <QToolButton>
 
@@ -48,15 +52,37 @@ MainWindow::MainWindow(QWidget* parent)
     , images_(new ImageStrip(document_))
     , log_(new LogDock(this))
     , exports_(new ExportActions(controller_, activations_, statistics_, this))
+    , probes_(new ProbesPanel(document_, controller_))
+    , attribution_(new AttributionView(document_, controller_))
+    , patching_(new PatchingView(document_, controller_))
+    , central_(new QTabWidget)
 {
     setAcceptDrops(true);
-    setCentralWidget(activations_);
+    central_->addTab(activations_, tr("Activations"));
+    central_->addTab(attribution_, tr("Grad-CAM / Saliency"));
+    central_->addTab(patching_, tr("Patching / Ablation"));
+    central_->setDocumentMode(true);
+    setCentralWidget(central_);
     createDocks();
     createMenus();
     createToolBar();
     createStatusBar();
 
     connect(controller_, &RunController::failed, this, &MainWindow::reportError);
+    connect(probes_, &ProbesPanel::failed, this, &MainWindow::reportError);
+    connect(attribution_, &AttributionView::failed, this, &MainWindow::reportError);
+    connect(patching_, &PatchingView::failed, this, &MainWindow::reportError);
+    connect(probes_, &ProbesPanel::message, this, [this](const QString& message) {
+        log_->append(message);
+        statusBar()->showMessage(message, 5000);
+    });
+    connect(probes_, &ProbesPanel::finished, this, [this](const ProbeSnapshotPtr& snapshot) {
+        for (const auto& l : snapshot->layers)
+            log_->append(tr("Probe on %1: train %2%, validation %3%")
+                             .arg(QString::fromStdString(l.layer))
+                             .arg(100.0 * l.trainAccuracy, 0, 'f', 1)
+                             .arg(100.0 * l.validationAccuracy, 0, 'f', 1));
+    });
     connect(exports_, &ExportActions::failed, this, &MainWindow::reportError);
     connect(exports_, &ExportActions::done, this, [this](const QString& message) {
         log_->append(message);
@@ -123,6 +149,11 @@ void MainWindow::createDocks()
     recordersScroll->setWidgetResizable(true);
     auto* recorders = dock(tr("Recorders"), "RecordersDock", recordersScroll, Qt::RightDockWidgetArea);
     tabifyDockWidget(statistics, recorders);
+    auto* probesScroll = new QScrollArea;
+    probesScroll->setWidget(probes_);
+    probesScroll->setWidgetResizable(true);
+    auto* probes = dock(tr("Probes"), "ProbesDock", probesScroll, Qt::RightDockWidgetArea);
+    tabifyDockWidget(recorders, probes);
     statistics->raise();
     auto* strip = dock(tr("Images"), "ImagesDock", images_, Qt::BottomDockWidgetArea);
     addDockWidget(Qt::BottomDockWidgetArea, log_);
@@ -237,6 +268,11 @@ void MainWindow::createStatusBar()
         progress_->setValue(done);
         progress_->setFormat(tr("%v / %m images"));
     });
+}
+
+void MainWindow::showCentralTab(int index)
+{
+    central_->setCurrentIndex(index);
 }
 
 void MainWindow::openModel(const QString& path)

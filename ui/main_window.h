@@ -7,11 +7,15 @@ class QLabel;
 class QMenu;
 class QProgressBar;
 class QSpinBox;
+class QTabWidget;
 class QToolButton;
 
 namespace torchscope {
 
 class ActivationView;
+class AttributionView;
+class PatchingView;
+class ProbesPanel;
 class Document;
 class ExportActions;
 class ImageStrip;
@@ -41,6 +45,11 @@ public:
     ImageStrip* imageStrip() const { return images_; }
     LogDock* logDock() const { return log_; }
     ExportActions* exportActions() const { return exports_; }
+    ProbesPanel* probesPanel() const { return probes_; }
+    AttributionView* attributionView() const { return attribution_; }
+    PatchingView* patchingView() const { return patching_; }
+    // Shows a tab of the central area: 0 activations, 1 Grad-CAM, 2 patching.
+    void showCentralTab(int index);
 
     // Errors are shown in a message box unless the window is not interactive (tests, screenshots);
     // they always go to the log.
@@ -79,6 +88,10 @@ private:
     ImageStrip* images_;
     LogDock* log_;
     ExportActions* exports_;
+    ProbesPanel* probes_;
+    AttributionView* attribution_;
+    PatchingView* patching_;
+    QTabWidget* central_ = nullptr;
     QMenu* recentMenu_ = nullptr;
     QComboBox* device_ = nullptr;
     QSpinBox* target_ = nullptr;

@@ -1,5 +1,7 @@
 #include "module_tree_model.h"
 
+#include <QFont>
+
 #include "common/strings.h"
 #include "document.h"
 
@@ -14,6 +16,7 @@ ModuleTreeModel::ModuleTreeModel(Document* document, QObject* parent)
     connect(document_, &Document::modelChanged, this, &ModuleTreeModel::rebuild);
     connect(document_, &Document::modulesChanged, this, &ModuleTreeModel::refreshAll);
     connect(document_, &Document::requestChanged, this, &ModuleTreeModel::refreshAll);
+    connect(document_, &Document::probesChanged, this, &ModuleTreeModel::refreshAll);
     rebuild();
 }
 
@@ -101,6 +104,11 @@ QString ModuleTreeModel::marks(const ModuleInfo& module) const
     for (const auto& edit : document_->edits())
         if (edit.path == module.path)
             marks << "✎ " + QString::fromStdString(edit.toString()).section(':', 1);
+    const QMap<QString, double> accuracies = document_->probeAccuracies();
+    if (const auto accuracy = accuracies.find(path); accuracy != accuracies.end())
+        marks << QString("%1probe %2%")
+                     .arg(path == document_->bestProbeLayer() ? "★ best " : "")
+                     .arg(100.0 * *accuracy, 0, 'f', 1);
     return marks.join("  ");
 }
 
@@ -147,6 +155,13 @@ QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const
                        .arg(site.context.empty() ? QString() : " " + QString::fromStdString(site.context));
         return tip;
     }
+    case Qt::FontRole:
+        if (!path.isEmpty() && path == document_->bestProbeLayer()) {
+            QFont bold;
+            bold.setBold(true);
+            return bold;
+        }
+        return {};
     case Qt::TextAlignmentRole:
         return index.column() == Parameters ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant();
     case PathRole:

@@ -15,6 +15,14 @@ RunController::RunController(Document* document, QObject* parent)
     qRegisterMetaType<RunSnapshotPtr>();
     qRegisterMetaType<RecordRequest>();
     qRegisterMetaType<RecordSnapshotPtr>();
+    qRegisterMetaType<ProbeRequest>();
+    qRegisterMetaType<ProbeSnapshotPtr>();
+    qRegisterMetaType<ProbeScoresPtr>();
+    qRegisterMetaType<AttributionRequest>();
+    qRegisterMetaType<AttributionSnapshotPtr>();
+    qRegisterMetaType<PatchRequest>();
+    qRegisterMetaType<PatchSnapshotPtr>();
+    qRegisterMetaType<Preprocessing>();
 
     worker_->moveToThread(&thread_);
     thread_.setObjectName("torchscope-run");

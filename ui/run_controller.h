@@ -29,6 +29,9 @@ public:
     void cancelRecording();
     void exportRecording(const QString& path);
     bool isBusy() const { return busy_; }
+    // The probe, Grad-CAM and patching tools call it with queued invocations and listen to its
+    // signals (they arrive on the GUI thread).
+    RunWorker* worker() const { return worker_.get(); }
     bool isOpeningModel() const { return openingModel_; }
 
 Q_SIGNALS:

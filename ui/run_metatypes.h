@@ -12,3 +12,14 @@ Q_DECLARE_METATYPE(torchscope::RunRequest)
 Q_DECLARE_METATYPE(torchscope::RunSnapshotPtr)
 Q_DECLARE_METATYPE(torchscope::RecordRequest)
 Q_DECLARE_METATYPE(torchscope::RecordSnapshotPtr)
+
+#include "analysis_types.h"
+
+Q_DECLARE_METATYPE(torchscope::Preprocessing)
+Q_DECLARE_METATYPE(torchscope::ProbeRequest)
+Q_DECLARE_METATYPE(torchscope::ProbeSnapshotPtr)
+Q_DECLARE_METATYPE(torchscope::ProbeScoresPtr)
+Q_DECLARE_METATYPE(torchscope::AttributionRequest)
+Q_DECLARE_METATYPE(torchscope::AttributionSnapshotPtr)
+Q_DECLARE_METATYPE(torchscope::PatchRequest)
+Q_DECLARE_METATYPE(torchscope::PatchSnapshotPtr)

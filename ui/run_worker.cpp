@@ -1,4 +1,5 @@
 #include "run_worker.h"
+#include "run_worker_state.h"
 
 #include "common/error.h"
 #include "common/tensor_conversion.h"
@@ -22,17 +23,6 @@
 #include <thread>
 
 namespace torchscope {
-
-struct RunWorker::State {
-    std::shared_ptr<Model> model;
-    std::unique_ptr<Engine> engine;
-    ModelSummary summary;
-    bool dryRunDone = false;
-    std::vector<std::pair<std::string, std::vector<at::Tensor>>> recorded; // last run, per key, per image
-    std::unique_ptr<Recorder> recording; // the last folder recording, for export
-};
-
-namespace {
 
 FloatTensor rgbPicture(const DecodedImage& image)
 {
@@ -60,6 +50,8 @@ std::vector<Prediction> topPredictions(const at::Tensor& logits, const std::vect
     }
     return predictions;
 }
+
+namespace {
 
 void keepForExport(std::vector<std::pair<std::string, std::vector<at::Tensor>>>& recorded, const std::string& key,
     const at::Tensor& value)

@@ -22,6 +22,8 @@ public:
     void cancel() { cancelled_ = true; }
     // Thread-safe: stops a folder recording after the current batch; what is recorded is kept.
     void cancelRecording() { recordingCancelled_ = true; }
+    // Thread-safe: stops probe training (activations or the sweep); finished layers are kept.
+    void cancelProbes() { probesCancelled_ = true; }
 
     static QStringList availableDevices(); // "cpu", and "cuda" when LibTorch sees a GPU
 
@@ -31,6 +33,12 @@ public Q_SLOTS:
     void exportTensors(const QString& path);
     void record(const torchscope::RecordRequest& request);
     void exportRecording(const QString& path);
+    // Probes, Grad-CAM and patching: analysis_worker.cpp.
+    void trainProbes(const torchscope::ProbeRequest& request);
+    void exportProbe(const QString& layer, const QString& path, bool stateDict);
+    void applyProbeFile(const QString& path, const QStringList& images, const torchscope::Preprocessing& preprocessing);
+    void attribute(const torchscope::AttributionRequest& request);
+    void patch(const torchscope::PatchRequest& request);
 
 Q_SIGNALS:
     void modelOpened(const torchscope::ModelSummary& summary);
@@ -43,12 +51,20 @@ Q_SIGNALS:
     void recordProgress(qint64 done, qint64 total);
     void recordFinished(const torchscope::RecordSnapshotPtr& snapshot);
     void recordFailed(const QString& message);
+    void probeProgress(qint64 done, qint64 total, const QString& stage);
+    void probesFinished(const torchscope::ProbeSnapshotPtr& snapshot);
+    void probeExported(const QString& path);
+    void probeScores(const torchscope::ProbeScoresPtr& scores);
+    void attributionFinished(const torchscope::AttributionSnapshotPtr& snapshot);
+    void patchFinished(const torchscope::PatchSnapshotPtr& snapshot);
+    void analysisFailed(const QString& title, const QString& message);
 
 private:
     struct State;
     std::unique_ptr<State> state_;
     std::atomic_bool cancelled_{false};
     std::atomic_bool recordingCancelled_{false};
+    std::atomic_bool probesCancelled_{false};
 };
 
 } // namespace torchscope

@@ -1,5 +1,7 @@
 #include "statistics_plots.h"
 
+#include "plot_file.h"
+
 #include "qcustomplot_include.h"
 #include "record/layer_statistics.h"
 
@@ -112,28 +114,7 @@ void StatisticsPlots::show(const LayerStatistics& s)
 
 QString StatisticsPlots::saveCurrentPlot(const QString& path) const
 {
-    QCustomPlot* plot = currentPlot();
-    plot->replot(); // a queued replot may still be pending
-    if (path.endsWith(".png", Qt::CaseInsensitive)) {
-        QSaveFile file(path);
-        if (!file.open(QIODevice::WriteOnly) || !plot->toPixmap().save(&file, "PNG") || !file.commit())
-            return file.errorString();
-        return {};
-    }
-    if (path.endsWith(".pdf", Qt::CaseInsensitive)) {
-        // QCustomPlot writes PDFs by name only: write beside the target, then rename into place.
-        QTemporaryFile temp(QFileInfo(path).absoluteDir().filePath(".plot-XXXXXX.pdf"));
-        if (!temp.open())
-            return temp.errorString();
-        temp.close();
-        if (!plot->savePdf(temp.fileName()))
-            return tr("QCustomPlot could not write the PDF");
-        if (std::rename(QFile::encodeName(temp.fileName()).constData(), QFile::encodeName(path).constData()) != 0)
-            return tr("cannot move the PDF into place");
-        temp.setAutoRemove(false);
-        return {};
-    }
-    return tr("unknown plot format (use .png or .pdf)");
+    return savePlotFile(currentPlot(), path);
 }
 
 } // namespace torchscope

@@ -95,7 +95,8 @@ std::vector<CliProbe> loadProbes(const Model& model, const std::vector<std::stri
         if (probe.layer.empty())
             probe.layer = probe.extension.layer;
         if (probe.layer.empty())
-            throw Error("'" + file + "' does not say which layer it reads: give --probe " + name + "=" + file + "@LAYER");
+            throw Error(
+                "'" + file + "' does not say which layer it reads: give --probe " + name + "=" + file + "@LAYER");
         requireModulePath(model, probe.layer, "probe '" + name + "'");
         probe.extension.module->to(c10::Device(model.device()));
         probes.push_back(std::move(probe));

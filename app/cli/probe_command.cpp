@@ -115,8 +115,8 @@ int runProbe(const CliOptions& options)
     for (const auto& [path, why] : dataset.failures)
         std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
     if (!dataset.cachedLayers.empty())
-        std::cerr << "activations of " << join(dataset.cachedLayers, ", ") << " from the cache ("
-                  << cache.directory() << ")\n";
+        std::cerr << "activations of " << join(dataset.cachedLayers, ", ") << " from the cache (" << cache.directory()
+                  << ")\n";
 
     ProbeTrainingConfig config;
     config.seed = options.seed;
@@ -132,11 +132,11 @@ int runProbe(const CliOptions& options)
             saveProbeStateDict(options.stateDict, probe);
         const auto& t = result.probe;
         if (options.json) {
-            const nlohmann::json report{{"layer", result.layer}, {"pooling", options.pool}, {"features", result.features},
-                {"classes", dataset.classNames}, {"samples", n}, {"train_accuracy", t.trainAccuracy},
-                {"validation_accuracy", t.validationAccuracy}, {"best_epoch", t.bestEpoch},
-                {"epochs", t.trainLoss.size()}, {"train_loss", t.trainLoss}, {"validation_loss", t.validationLoss},
-                {"confusion", t.confusion}, {"out", options.out}};
+            const nlohmann::json report{{"layer", result.layer}, {"pooling", options.pool},
+                {"features", result.features}, {"classes", dataset.classNames}, {"samples", n},
+                {"train_accuracy", t.trainAccuracy}, {"validation_accuracy", t.validationAccuracy},
+                {"best_epoch", t.bestEpoch}, {"epochs", t.trainLoss.size()}, {"train_loss", t.trainLoss},
+                {"validation_loss", t.validationLoss}, {"confusion", t.confusion}, {"out", options.out}};
             std::cout << report.dump(2) << '\n';
             return 0;
         }
@@ -144,8 +144,8 @@ int runProbe(const CliOptions& options)
                   << " features): " << dataset.classNames.size() << " classes (" << join(dataset.classNames, ", ")
                   << "), " << n << " samples\n";
         std::cout << "train accuracy " << percent(t.trainAccuracy) << ", validation accuracy "
-                  << percent(t.validationAccuracy) << " (best epoch " << t.bestEpoch + 1 << " of "
-                  << t.trainLoss.size() << ")\n";
+                  << percent(t.validationAccuracy) << " (best epoch " << t.bestEpoch + 1 << " of " << t.trainLoss.size()
+                  << ")\n";
         std::cout << "validation confusion (rows: true class, columns: predicted):\n";
         for (size_t i = 0; i < t.confusion.size(); ++i) {
             std::cout << "  " << std::left << std::setw(16) << dataset.classNames[i] << std::right;

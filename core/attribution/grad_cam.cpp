@@ -28,15 +28,14 @@ Attribution computeAttribution(Engine& engine, const at::Tensor& images, const s
         const at::Tensor activation = result.tensor(layer).detach().to(at::kFloat);
         const at::Tensor gradient = result.tensor(layer + ":grad").to(at::kFloat);
         if (activation.dim() != 4)
-            throw Error("Grad-CAM needs a layer with [batch, channels, height, width] output; '" + layer
-                + "' gives " + shapeToString(activation.sizes().vec()));
+            throw Error("Grad-CAM needs a layer with [batch, channels, height, width] output; '" + layer + "' gives "
+                + shapeToString(activation.sizes().vec()));
         out.targets.push_back(targetClass >= 0 ? targetClass : scores.argmax(1).item<int64_t>());
         const at::Tensor weights = gradient.mean({2, 3}, /*keepdim=*/true);
         const at::Tensor cam = at::relu((weights * activation).sum(1, /*keepdim=*/true));
         cams.push_back(cam.squeeze(1).cpu());
-        upsampled.push_back(at::upsample_bilinear2d(cam, {image.size(2), image.size(3)}, /*align_corners=*/false)
-                                .squeeze(1)
-                                .cpu());
+        upsampled.push_back(
+            at::upsample_bilinear2d(cam, {image.size(2), image.size(3)}, /*align_corners=*/false).squeeze(1).cpu());
         saliency.push_back(std::get<0>(result.tensor("input:grad").abs().max(1)).to(at::kFloat).cpu());
         logits.push_back(scores.detach().cpu());
     }

@@ -23,7 +23,8 @@ struct Attribution {
 // channels, ReLU. Plus the plain input gradient (saliency). `targetClass` < 0 explains each
 // image's own predicted class. The model must return [batch, classes] scores and the layer a
 // [batch, C, h, w] map. Throws torchscope::Error.
-Attribution computeAttribution(Engine& engine, const at::Tensor& images, const std::string& layer, int64_t targetClass = -1);
+Attribution computeAttribution(
+    Engine& engine, const at::Tensor& images, const std::string& layer, int64_t targetClass = -1);
 
 // Scales a map to [0, 1] (a constant map becomes 0).
 at::Tensor normalizeMap(const at::Tensor& map);

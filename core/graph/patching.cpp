@@ -22,8 +22,8 @@ Request withLayer(const std::vector<GrabSpec>& grabs, const std::string& layer)
 
 } // namespace
 
-PatchRuns patchActivation(Engine& engine, const std::vector<c10::IValue>& inputA, const std::vector<c10::IValue>& inputB,
-    const std::string& layer, const std::vector<GrabSpec>& grabs)
+PatchRuns patchActivation(Engine& engine, const std::vector<c10::IValue>& inputA,
+    const std::vector<c10::IValue>& inputB, const std::string& layer, const std::vector<GrabSpec>& grabs)
 {
     const Request plain = withLayer(grabs, layer);
     PatchRuns runs;
@@ -51,8 +51,8 @@ AblationRuns ablateChannels(Engine& engine, const std::vector<c10::IValue>& inpu
     const at::Tensor map = runs.original.tensor(layer);
     for (int64_t c : channels)
         if (map.dim() < 2 || c < 0 || c >= map.size(1))
-            throw Error("'" + layer + "' has " + std::to_string(map.dim() < 2 ? 0 : map.size(1))
-                + " channels; channel " + std::to_string(c) + " does not exist");
+            throw Error("'" + layer + "' has " + std::to_string(map.dim() < 2 ? 0 : map.size(1)) + " channels; channel "
+                + std::to_string(c) + " does not exist");
     Request ablated = plain;
     ablated.edits.push_back(EditSpec{layer, EditKind::ZeroChannels, channels, 1.0});
     runs.ablated = engine.run(ablated, input);

@@ -13,8 +13,8 @@ namespace torchscope {
 struct PatchRuns {
     RunResult a, b, patched;
 };
-PatchRuns patchActivation(Engine& engine, const std::vector<c10::IValue>& inputA, const std::vector<c10::IValue>& inputB,
-    const std::string& layer, const std::vector<GrabSpec>& grabs = {});
+PatchRuns patchActivation(Engine& engine, const std::vector<c10::IValue>& inputA,
+    const std::vector<c10::IValue>& inputB, const std::string& layer, const std::vector<GrabSpec>& grabs = {});
 
 // Ablation: the run of `input` with the channels of `layer` set to zero, beside the plain run.
 struct AblationRuns {

@@ -57,8 +57,7 @@ std::string textHash(const std::string& text)
 
 ActivationCache::ActivationCache(std::string directory)
     : directory_(std::move(directory))
-{
-}
+{ }
 
 std::string ActivationCache::key(const std::string& modelHash, const std::string& layer, const std::string& pooling,
     const std::string& preprocessing, const std::string& dataFingerprint)

@@ -21,7 +21,8 @@ std::string forwardSource(ProbePooling pooling)
 def forward(self, activations: Tensor) -> Tensor:
     x = activations.float()
     if x.dim() > 2:
-        )" + pool + R"(
+        )"
+        + pool + R"(
     x = (x - self.feature_mean) / self.feature_std
     return torch.addmm(self.bias, x, self.weight.t())
 )";
@@ -48,8 +49,8 @@ LinearProbe probeFromTensors(const std::string& layer, const std::string& poolin
     probe.training.classes = weight.size(0) == 1 ? 2 : weight.size(0);
     if (weight.dim() != 2 || bias.numel() != weight.size(0) || mean.numel() != weight.size(1)
         || std.numel() != weight.size(1))
-        throw Error("the probe's tensors do not fit together: weight " + shapeToString(weight.sizes().vec())
-            + ", bias " + shapeToString(bias.sizes().vec()) + ", feature_mean " + shapeToString(mean.sizes().vec()));
+        throw Error("the probe's tensors do not fit together: weight " + shapeToString(weight.sizes().vec()) + ", bias "
+            + shapeToString(bias.sizes().vec()) + ", feature_mean " + shapeToString(mean.sizes().vec()));
     return probe;
 }
 

@@ -54,11 +54,11 @@ at::Tensor runExtension(torch::jit::Module& extension, const std::string& name, 
     try {
         value = extension.forward({input});
     } catch (const c10::Error& e) {
-        throw Error("extension '" + name + "' failed on its layer's output " + shapeToString(input.sizes().vec())
-            + ": " + torchErrorMessage(e.what_without_backtrace()));
+        throw Error("extension '" + name + "' failed on its layer's output " + shapeToString(input.sizes().vec()) + ": "
+            + torchErrorMessage(e.what_without_backtrace()));
     } catch (const std::exception& e) {
-        throw Error("extension '" + name + "' failed on its layer's output " + shapeToString(input.sizes().vec())
-            + ": " + torchErrorMessage(e.what()));
+        throw Error("extension '" + name + "' failed on its layer's output " + shapeToString(input.sizes().vec()) + ": "
+            + torchErrorMessage(e.what()));
     }
     if (!value.isTensor())
         throw Error("extension '" + name + "' returned a " + value.type()->annotation_str()
@@ -116,8 +116,7 @@ RunResult runStump(Engine& engine, const std::vector<std::string>& paths, const 
 ModelExtender::ModelExtender(std::shared_ptr<Model> model)
     : model_(model)
     , engine_(std::move(model))
-{
-}
+{ }
 
 ModelExtender::~ModelExtender() = default;
 

@@ -35,8 +35,8 @@ public:
 
     // Names are unique across all layers. Throws torchscope::Error for a duplicate name or an
     // unknown module path (naming the closest paths).
-    void registerExtension(const std::string& modulePath, const std::string& name,
-        std::shared_ptr<torch::jit::Module> extension);
+    void registerExtension(
+        const std::string& modulePath, const std::string& name, std::shared_ptr<torch::jit::Module> extension);
     // A loaded probe on its own layer, or on `modulePath` when given.
     void registerProbe(const std::string& name, const ProbeExtension& probe, const std::string& modulePath = {});
     // Throws torchscope::Error for a name that is not registered, listing the registered ones.

@@ -67,8 +67,8 @@ ProbeDataset collectProbeDataset(Engine& engine, const std::vector<std::string>&
     if (cache) {
         const std::string modelHash = fileContentHash(engine.model().path());
         for (const auto& layer : layers) {
-            keys[layer] = ActivationCache::key(
-                modelHash, layer, toString(pooling), samples.preprocessing, samples.fingerprint);
+            keys[layer]
+                = ActivationCache::key(modelHash, layer, toString(pooling), samples.preprocessing, samples.fingerprint);
             const auto hit = cache->find(keys[layer]);
             if (hit && (!sampleIds || at::equal(*sampleIds, hit->sampleIds))) {
                 dataset.features[layer] = hit->features;

@@ -14,8 +14,8 @@ ProbeSamples folderSamples(const ImageFolder& folder, const Preprocessing& prepr
 {
     if (folder.classes.size() < 2)
         throw Error("a probe needs labelled images: a folder with one subfolder per class (at least two); this one has "
-            + std::to_string(folder.classes.size()) + " class folder(s) and "
-            + std::to_string(folder.images.size()) + " image(s)");
+            + std::to_string(folder.classes.size()) + " class folder(s) and " + std::to_string(folder.images.size())
+            + " image(s)");
     ProbeSamples samples;
     samples.classNames = folder.classes;
     samples.preprocessing = preprocessing.toJson();

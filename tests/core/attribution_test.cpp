@@ -14,14 +14,15 @@ std::string demoModel()
     return std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt";
 }
 
-void expectAttribution(const Attribution& actual, const std::map<std::string, at::Tensor>& expected,
-    const std::string& prefix)
+void expectAttribution(
+    const Attribution& actual, const std::map<std::string, at::Tensor>& expected, const std::string& prefix)
 {
     const at::Tensor cam = expected.at(prefix + "/cam");
     const double tolerance = relativeTolerance(cam, 1e-5);
     EXPECT_EQ(at::tensor(actual.targets, at::kLong).equal(expected.at(prefix + "/targets")), true) << prefix;
     EXPECT_TRUE(tensorsClose(prefix + " cam", actual.gradCam, cam, tolerance));
-    EXPECT_TRUE(tensorsClose(prefix + " upsampled", actual.gradCamUpsampled, expected.at(prefix + "/upsampled"), tolerance));
+    EXPECT_TRUE(
+        tensorsClose(prefix + " upsampled", actual.gradCamUpsampled, expected.at(prefix + "/upsampled"), tolerance));
     const at::Tensor saliency = expected.at(prefix + "/saliency");
     EXPECT_TRUE(tensorsClose(prefix + " saliency", actual.saliency, saliency, relativeTolerance(saliency, 1e-5)));
 }
@@ -86,8 +87,8 @@ TEST(Patching, LaterLayersFollowThePatchedLayer)
     // while the layer before the patch stays A's.
     Engine engine(Model::load(demoModel()));
     const auto [a, b] = tShirtAndBoot();
-    const PatchRuns runs = patchActivation(engine, {a}, {b}, "features.1", {GrabSpec::parse("features.0"),
-                                                                                GrabSpec::parse("features.2")});
+    const PatchRuns runs = patchActivation(
+        engine, {a}, {b}, "features.1", {GrabSpec::parse("features.0"), GrabSpec::parse("features.2")});
     EXPECT_TRUE(tensorsClose("features.2", runs.patched.tensor("features.2"), runs.b.tensor("features.2"), 1e-6));
     EXPECT_TRUE(tensorsClose("features.0", runs.patched.tensor("features.0"), runs.a.tensor("features.0")));
     EXPECT_FALSE(at::allclose(runs.a.tensor("features.2"), runs.b.tensor("features.2")));
@@ -108,8 +109,9 @@ TEST(Ablation, ZeroedChannelsMatchAPythonHookThatZeroesThem)
     const auto expected = loadExpected("resnet18_expected.pt");
     EXPECT_TRUE(tensorsClose("ablated", runs.ablated.tensor("output"), expected.at("edit:zero:layer2"), 1e-5));
     EXPECT_TRUE(tensorsClose("original", runs.original.tensor("output"), expected.at("output"), 1e-5));
-    EXPECT_NE(errorOf([&] { ablateChannels(engine, {loadTensor("resnet18_input.pt")}, "layer2", {128}); })
-                  .find("'layer2' has 128 channels; channel 128 does not exist"),
+    EXPECT_NE(errorOf([&] {
+        ablateChannels(engine, {loadTensor("resnet18_input.pt")}, "layer2", {128});
+    }).find("'layer2' has 128 channels; channel 128 does not exist"),
         std::string::npos);
 }
 

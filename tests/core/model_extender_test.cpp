@@ -42,8 +42,8 @@ LinearProbe trainedProbe(const std::string& layer)
     Engine engine(Model::load(demoModel()));
     ProbeSamples samples = footwearSamples();
     const ProbeDataset dataset = collectProbeDataset(engine, {layer}, ProbePooling::Average, samples);
-    return LinearProbe{layer, ProbePooling::Average, dataset.classNames,
-        trainLinearProbe(dataset.features.at(layer), dataset.labels)};
+    return LinearProbe{
+        layer, ProbePooling::Average, dataset.classNames, trainLinearProbe(dataset.features.at(layer), dataset.labels)};
 }
 
 std::shared_ptr<torch::jit::Module> identityModule()
@@ -57,8 +57,7 @@ TEST(ModelExtender, NamesAreUniqueAcrossLayers)
 {
     ModelExtender extender(Model::load(demoModel()));
     extender.registerExtension("features.0", "edges", identityModule());
-    const std::string duplicate
-        = errorOf([&] { extender.registerExtension("features.2", "edges", identityModule()); });
+    const std::string duplicate = errorOf([&] { extender.registerExtension("features.2", "edges", identityModule()); });
     EXPECT_NE(duplicate.find("an extension named 'edges' is already registered (on 'features.0')"), std::string::npos)
         << duplicate;
     const std::string unknownName = errorOf([&] { extender.unregisterExtension("shapes"); });
@@ -174,7 +173,8 @@ TEST(ActivationCache, SecondCollectionRunsNothingAndANewCheckpointRunsAgain)
     EXPECT_EQ(collectProbeDataset(first, layers, ProbePooling::Average, third, &reopened).samplesRun, 0);
 
     // A retrained checkpoint saved over the same path must not reuse them.
-    std::filesystem::copy_file(fixture("demo_retrained.pt"), modelPath, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy_file(
+        fixture("demo_retrained.pt"), modelPath, std::filesystem::copy_options::overwrite_existing);
     Engine retrained(Model::load(modelPath));
     ProbeSamples fourth = footwearSamples();
     const ProbeDataset renewed = collectProbeDataset(retrained, layers, ProbePooling::Average, fourth, &cache);

@@ -96,8 +96,8 @@ TEST(Probe, TrainedFromAnImageFolderSeparatesFootwearOnHeldOutImages)
     EXPECT_EQ(samples.classNames, (std::vector<std::string>{"footwear", "rest"}));
     Engine engine(model);
     int64_t lastDone = 0;
-    const ProbeDataset dataset = collectProbeDataset(engine, {"features.1"}, ProbePooling::Average, samples, nullptr,
-        [&](int64_t done, int64_t total) {
+    const ProbeDataset dataset = collectProbeDataset(
+        engine, {"features.1"}, ProbePooling::Average, samples, nullptr, [&](int64_t done, int64_t total) {
             EXPECT_EQ(total, 120);
             lastDone = done;
             return true;

@@ -1,0 +1,165 @@
+// Probes, Grad-CAM and patching in the workbench, offscreen, against the core computations
+// (which their own tests check against Python) and what patching must do by construction.
+#include "attribution/grad_cam.h"
+#include "attribution_view.h"
+#include "document.h"
+#include "graph/engine.h"
+#include "gui_test_support.h"
+#include "imaging/image_tensor.h"
+#include "main_window.h"
+#include "model/model.h"
+#include "module_tree_model.h"
+#include "module_tree_panel.h"
+#include "patching_view.h"
+#include "probes_panel.h"
+#include "qcustomplot_include.h"
+#include "run_controller.h"
+
+#include <ATen/ATen.h>
+
+#include <QDir>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace torchscope;
+
+namespace {
+
+constexpr int Timeout = 120000;
+
+void openDemo(MainWindow& window)
+{
+    window.setInteractive(false);
+    QSignalSpy opened(window.controller(), &RunController::modelOpened);
+    window.openModel(test::demoModel());
+    QVERIFY(opened.wait(Timeout));
+}
+
+QString probeImage(const QString& cls, int k)
+{
+    return test::fixture(QString("probe/%1/%2.png").arg(cls).arg(k, 2, 10, QChar('0')));
+}
+
+} // namespace
+
+class AnalysisTest : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QStandardPaths::setTestModeEnabled(true); // settings and the activation cache away from the user's
+        QCoreApplication::setOrganizationName("TorchScopeTest");
+        QDir(QStandardPaths::writableLocation(QStandardPaths::CacheLocation)).removeRecursively();
+    }
+
+    void sweepsTickedLayersAndMarksTheBestInTheTree()
+    {
+        MainWindow window;
+        openDemo(window);
+        ModuleTreeModel* tree = window.treePanel()->model();
+        for (const char* layer : {"features.0", "features.1", "features.2"})
+            QVERIFY(tree->setData(tree->indexOfPath(layer), Qt::Checked, Qt::CheckStateRole));
+        ProbesPanel* probes = window.probesPanel();
+        QCOMPARE(probes->tickedLayers(), (QStringList{"features.0", "features.1", "features.2"}));
+        probes->setDataFolder(test::fixture("probe"));
+        QSignalSpy finished(probes, &ProbesPanel::finished);
+        probes->train(probes->tickedLayers());
+        QVERIFY(finished.wait(Timeout));
+        const ProbeSnapshotPtr result = probes->lastResult();
+        QCOMPARE(result->layers.size(), size_t{3});
+        QCOMPARE(result->samples, int64_t{120});
+        QCOMPARE(result->classNames, (std::vector<std::string>{"footwear", "rest"}));
+        const auto& best = result->layers[static_cast<size_t>(result->best)];
+        QVERIFY2(best.validationAccuracy >= 0.9, qPrintable(QString::number(best.validationAccuracy)));
+        for (const auto& l : result->layers)
+            QVERIFY(l.validationAccuracy <= best.validationAccuracy);
+
+        // The tree marks every probed layer and the best one.
+        const QString bestPath = QString::fromStdString(best.layer);
+        QCOMPARE(window.document()->bestProbeLayer(), bestPath);
+        const QModelIndex marks = tree->indexOfPath(bestPath).siblingAtColumn(ModuleTreeModel::Marks);
+        QVERIFY2(tree->data(marks).toString().contains("★ best probe"), qPrintable(tree->data(marks).toString()));
+        QVERIFY(tree->data(tree->indexOfPath(bestPath), Qt::FontRole).value<QFont>().bold());
+        // Three bars: two plain, one for the best.
+        QCOMPARE(probes->sweepPlot()->plottableCount(), 2);
+        QTemporaryDir dir;
+        QCOMPARE(probes->saveSweepPlot(dir.filePath("sweep.png")), QString());
+        QVERIFY(!QImage(dir.filePath("sweep.png")).isNull());
+
+        // A second training of the same layer reads the cached activations.
+        probes->train({"features.1"});
+        QVERIFY(finished.wait(Timeout));
+        QCOMPARE(probes->lastResult()->cachedLayers, (std::vector<std::string>{"features.1"}));
+    }
+
+    void gradCamOfTheSelectedImageEqualsTheCoreComputation()
+    {
+        MainWindow window;
+        openDemo(window);
+        const QString image = probeImage("footwear", 3);
+        window.document()->addImages({image});
+        AttributionView* view = window.attributionView();
+        window.showCentralTab(1);
+        view->setLayer("features.2");
+        QSignalSpy finished(view, &AttributionView::finished);
+        view->compute();
+        QVERIFY(finished.wait(Timeout));
+        const AttributionSnapshotPtr result = view->lastResult();
+
+        auto model = Model::load(test::demoModel().toStdString());
+        Engine engine(model);
+        const at::Tensor input = loadImageBatch({image.toStdString()}, window.document()->preprocessing());
+        const Attribution expected = computeAttribution(engine, input, "features.2");
+        QCOMPARE(result->target, expected.targets.front());
+        const at::Tensor cam = normalizeMap(expected.gradCamUpsampled[0]);
+        const at::Tensor shown = at::from_blob(const_cast<float*>(result->gradCam.values.data()), {28, 28}, at::kFloat);
+        QVERIFY2(at::allclose(shown, cam, 1e-5, 1e-6), "the window's Grad-CAM differs from the core's");
+        QCOMPARE(view->image().size(), QSize(28, 28));
+
+        QTemporaryDir dir;
+        QCOMPARE(view->savePng(dir.filePath("gradcam.png")), QString());
+        QCOMPARE(QImage(dir.filePath("gradcam.png")).size(), QSize(28, 28));
+        view->setShowSaliency(true);
+        QCOMPARE(view->savePng(dir.filePath("saliency.png")), QString());
+        QVERIFY(QImage(dir.filePath("saliency.png")) != QImage(dir.filePath("gradcam.png")));
+    }
+
+    void patchingBsLastLayerIntoAGivesBsPrediction()
+    {
+        MainWindow window;
+        openDemo(window);
+        window.document()->addImages({probeImage("rest", 0), probeImage("footwear", 0)});
+        PatchingView* view = window.patchingView();
+        view->setup(0, 1, "classifier.2", "features.2");
+        QSignalSpy finished(view, &PatchingView::finished);
+        view->compute();
+        QVERIFY(finished.wait(Timeout));
+        const PatchSnapshotPtr result = view->lastResult();
+        QCOMPARE(result->columns.size(), size_t{3});
+        const auto& a = result->columns[0].predictions.front();
+        const auto& b = result->columns[1].predictions.front();
+        const auto& patched = result->columns[2].predictions.front();
+        QVERIFY2(a.index != b.index, "the two images must be told apart for the test to mean anything");
+        QCOMPARE(patched.index, b.index);
+        QCOMPARE(patched.probability, b.probability);
+        QCOMPARE(result->columns[2].map.shape, (std::vector<int64_t>{3, 3}));
+
+        // Ablation: every channel of the last block zeroed leaves the classifier only its bias.
+        QString all;
+        for (int c = 0; c < 128; ++c)
+            all += QString(c ? ",%1" : "%1").arg(c);
+        view->setup(0, 0, "features.2", "", true, all);
+        view->compute();
+        QVERIFY(finished.wait(Timeout));
+        QCOMPARE(view->lastResult()->columns.size(), size_t{2});
+        QVERIFY(view->lastResult()->columns[1].predictions.front().index
+                != view->lastResult()->columns[0].predictions.front().index
+            || view->lastResult()->columns[1].predictions.front().probability
+                != view->lastResult()->columns[0].predictions.front().probability);
+    }
+};
+
+QTEST_MAIN(AnalysisTest)
+#include "analysis_test.moc"

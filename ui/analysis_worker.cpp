@@ -1,0 +1,241 @@
+// The run worker's probe, Grad-CAM and patching jobs (see run_worker.h). Runs on the worker thread.
+#include "run_worker.h"
+#include "run_worker_state.h"
+
+#include "attribution/grad_cam.h"
+#include "common/error.h"
+#include "common/tensor_conversion.h"
+#include "graph/patching.h"
+#include "imaging/image_tensor.h"
+#include "imaging/preprocess_tensor.h"
+#include "probe/activation_cache.h"
+#include "probe/layer_sweep.h"
+#include "probe/model_extender.h"
+#include "probe/probe_folder.h"
+#include "record/image_folder.h"
+
+#include <ATen/ATen.h>
+#include <torch/script.h>
+
+#include <QDir>
+#include <QStandardPaths>
+
+#include <thread>
+
+namespace torchscope {
+namespace {
+
+at::Tensor modelInput(const std::string& path, const Preprocessing& preprocessing)
+{
+    return preprocessImage(imageToTensor(decodeImage(path)), preprocessing).unsqueeze(0);
+}
+
+// What the model saw, as a picture: normalisation undone, grey repeated to RGB. [H, W, 3] in [0, 1].
+FloatTensor pictureOf(const at::Tensor& input, const Preprocessing& preprocessing)
+{
+    at::Tensor x = input[0].to(at::kCPU, at::kFloat).clone();
+    for (int64_t c = 0; c < x.size(0); ++c) {
+        const size_t i = static_cast<size_t>(c);
+        if (i < preprocessing.std.size() && i < preprocessing.mean.size())
+            x[c].mul_(preprocessing.std[i]).add_(preprocessing.mean[i]);
+    }
+    if (x.size(0) == 1)
+        x = x.expand({3, x.size(1), x.size(2)});
+    return toFloatTensor(x.slice(0, 0, 3).clamp(0, 1).permute({1, 2, 0}).contiguous());
+}
+
+FloatTensor mapOf(const at::Tensor& map)
+{
+    return toFloatTensor(normalizeMap(map.to(at::kCPU, at::kFloat)).contiguous());
+}
+
+std::string labelOf(const std::vector<std::string>& labels, int64_t c)
+{
+    return static_cast<size_t>(c) < labels.size() ? labels[static_cast<size_t>(c)] : "class " + std::to_string(c);
+}
+
+} // namespace
+
+void RunWorker::trainProbes(const ProbeRequest& request)
+{
+    probesCancelled_ = false;
+    if (!state_->engine) {
+        Q_EMIT analysisFailed(tr("Error Training Probe"), tr("No model is open."));
+        return;
+    }
+    try {
+        if (!state_->activationCache) {
+            const QString cache = QStandardPaths::writableLocation(QStandardPaths::CacheLocation);
+            state_->activationCache = std::make_shared<ActivationCache>(
+                cache.isEmpty() ? std::string() : QDir(cache).filePath("activations").toStdString());
+        }
+        const ImageFolder folder = ImageFolder::scan(request.folder, request.modelLabels);
+        const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        ProbeSamples samples = folderSamples(folder, request.preprocessing, 16, threads);
+        const ProbePooling pooling = parseProbePooling(request.pooling);
+        const ProbeDataset dataset = collectProbeDataset(*state_->engine, request.layers, pooling, samples,
+            state_->activationCache.get(), [this](int64_t done, int64_t total) {
+                Q_EMIT probeProgress(done, total, tr("activations"));
+                return !probesCancelled_;
+            });
+        auto snapshot = std::make_shared<ProbeSnapshot>();
+        snapshot->classNames = dataset.classNames;
+        snapshot->cachedLayers = dataset.cachedLayers;
+        snapshot->failures = dataset.failures;
+        snapshot->cancelled = dataset.cancelled;
+        if (!dataset.cancelled) {
+            snapshot->samples = dataset.labels.size(0);
+            ProbeTrainingConfig config;
+            config.seed = request.seed;
+            config.validationFraction = request.validationFraction;
+            const auto layerCount = static_cast<qint64>(request.layers.size());
+            const LayerSweep sweep = sweepLayers(dataset, request.layers, config, [&](int layer, int epoch) {
+                if (epoch == 0)
+                    Q_EMIT probeProgress(layer, layerCount, tr("training"));
+                return !probesCancelled_;
+            });
+            snapshot->cancelled = sweep.cancelled;
+            snapshot->best = sweep.best;
+            for (const auto& l : sweep.layers) {
+                state_->probes[l.layer] = LinearProbe{l.layer, pooling, dataset.classNames, l.probe};
+                snapshot->layers.push_back({l.layer, l.features, l.probe.trainAccuracy, l.probe.validationAccuracy,
+                    l.probe.bestEpoch, l.probe.trainLoss, l.probe.validationLoss, l.probe.confusion});
+            }
+        }
+        Q_EMIT probesFinished(snapshot);
+    } catch (const std::exception& e) {
+        Q_EMIT analysisFailed(tr("Error Training Probe"), QString::fromStdString(e.what()));
+    }
+}
+
+void RunWorker::exportProbe(const QString& layer, const QString& path, bool stateDict)
+{
+    try {
+        const auto it = state_->probes.find(layer.toStdString());
+        if (it == state_->probes.end())
+            throw Error("no probe has been trained on '" + layer.toStdString() + "'");
+        if (stateDict)
+            saveProbeStateDict(path.toStdString(), it->second);
+        else
+            saveProbeModule(path.toStdString(), it->second);
+        Q_EMIT probeExported(path);
+    } catch (const std::exception& e) {
+        Q_EMIT analysisFailed(tr("Error Exporting Probe"), QString::fromStdString(e.what()));
+    }
+}
+
+void RunWorker::applyProbeFile(const QString& path, const QStringList& images, const Preprocessing& preprocessing)
+{
+    if (!state_->engine) {
+        Q_EMIT analysisFailed(tr("Error Importing Probe"), tr("No model is open."));
+        return;
+    }
+    try {
+        const ProbeExtension probe = loadProbeExtension(path.toStdString());
+        if (probe.layer.empty())
+            throw Error(
+                "'" + path.toStdString() + "' does not say which layer it reads (it is not a TorchScope probe)");
+        if (!state_->model->find(probe.layer))
+            throw Error("the probe reads '" + probe.layer + "', which this model does not have");
+        probe.module->to(c10::Device(state_->model->device()));
+        auto scores = std::make_shared<ProbeScores>();
+        scores->file = path.toStdString();
+        scores->layer = probe.layer;
+        scores->classNames = probe.classNames;
+        std::optional<std::optional<std::string>> cut;
+        for (const auto& image : images) {
+            const RunResult result = runStump(*state_->engine, {probe.layer},
+                forwardInputsFromBatch(*state_->model, modelInput(image.toStdString(), preprocessing)), cut);
+            const at::Tensor s = runExtension(*probe.module, "probe", lastCallOutput(result, probe.layer))
+                                     .to(at::kCPU, at::kDouble)
+                                     .flatten();
+            // One logit is the second class's (logistic regression); more are a softmax's.
+            const at::Tensor p = s.numel() == 1 ? at::cat({1 - s.sigmoid(), s.sigmoid()}) : s.softmax(0);
+            scores->images.push_back(image.toStdString());
+            scores->probabilities.emplace_back(p.data_ptr<double>(), p.data_ptr<double>() + p.numel());
+        }
+        Q_EMIT probeScores(scores);
+    } catch (const std::exception& e) {
+        Q_EMIT analysisFailed(tr("Error Importing Probe"), QString::fromStdString(e.what()));
+    }
+}
+
+void RunWorker::attribute(const AttributionRequest& request)
+{
+    if (!state_->engine) {
+        Q_EMIT analysisFailed(tr("Error Computing Grad-CAM"), tr("No model is open."));
+        return;
+    }
+    try {
+        const at::Tensor input = modelInput(request.image, request.preprocessing);
+        const Attribution a = computeAttribution(*state_->engine, input, request.layer, request.targetClass);
+        auto snapshot = std::make_shared<AttributionSnapshot>();
+        snapshot->image = request.image;
+        snapshot->layer = request.layer;
+        snapshot->target = a.targets.front();
+        snapshot->targetLabel = labelOf(state_->summary.labels, snapshot->target);
+        snapshot->picture = pictureOf(input, request.preprocessing);
+        snapshot->gradCam = mapOf(a.gradCamUpsampled[0]);
+        snapshot->saliency = mapOf(a.saliency[0]);
+        Q_EMIT attributionFinished(snapshot);
+    } catch (const std::exception& e) {
+        Q_EMIT analysisFailed(tr("Error Computing Grad-CAM"), QString::fromStdString(e.what()));
+    }
+}
+
+void RunWorker::patch(const PatchRequest& request)
+{
+    const QString title = request.ablate ? tr("Error Ablating") : tr("Error Patching");
+    if (!state_->engine) {
+        Q_EMIT analysisFailed(title, tr("No model is open."));
+        return;
+    }
+    try {
+        std::vector<GrabSpec> grabs;
+        if (!request.compareLayer.empty())
+            grabs.push_back(GrabSpec{request.compareLayer, CaptureKind::Output, 0});
+        const at::Tensor a = modelInput(request.imageA, request.preprocessing);
+        std::vector<std::pair<std::string, const RunResult*>> runs;
+        std::vector<at::Tensor> inputs;
+        PatchRuns patched;
+        AblationRuns ablated;
+        if (request.ablate) {
+            ablated = ablateChannels(
+                *state_->engine, forwardInputsFromBatch(*state_->model, a), request.layer, request.channels, grabs);
+            runs = {{"A", &ablated.original}, {"A, channels zeroed", &ablated.ablated}};
+            inputs = {a, a};
+        } else {
+            const at::Tensor b = modelInput(request.imageB, request.preprocessing);
+            patched = patchActivation(*state_->engine, forwardInputsFromBatch(*state_->model, a),
+                forwardInputsFromBatch(*state_->model, b), request.layer, grabs);
+            runs = {{"A", &patched.a}, {"B", &patched.b}, {"A with B's " + request.layer, &patched.patched}};
+            inputs = {a, b, a};
+        }
+        auto snapshot = std::make_shared<PatchSnapshot>();
+        snapshot->layer = request.layer;
+        snapshot->compareLayer = request.compareLayer;
+        std::vector<at::Tensor> maps;
+        for (const auto& [title, run] : runs) {
+            PatchColumn column;
+            column.title = title;
+            column.predictions = topPredictions(run->tensor("output"), state_->summary.labels, 3);
+            snapshot->columns.push_back(std::move(column));
+            if (!request.compareLayer.empty()) {
+                const at::Tensor m = run->tensor(request.compareLayer).to(at::kCPU, at::kFloat);
+                maps.push_back(m.dim() == 4 ? m[0].mean(0) : m.reshape({1, -1}));
+            }
+        }
+        // One scale for all columns, so that a map that changed looks changed.
+        const at::Tensor all = maps.empty() ? at::Tensor() : normalizeMap(at::stack(maps));
+        for (size_t i = 0; i < snapshot->columns.size(); ++i) {
+            snapshot->columns[i].picture = pictureOf(inputs[i], request.preprocessing);
+            if (all.defined())
+                snapshot->columns[i].map = toFloatTensor(all[static_cast<int64_t>(i)].contiguous());
+        }
+        Q_EMIT patchFinished(snapshot);
+    } catch (const std::exception& e) {
+        Q_EMIT analysisFailed(title, QString::fromStdString(e.what()));
+    }
+}
+
+} // namespace torchscope

@@ -1,0 +1,187 @@
+#include "attribution_view.h"
+
+#include "document.h"
+#include "overlay_image.h"
+#include "run_controller.h"
+#include "run_worker.h"
+
+#include <QComboBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSaveFile>
+#include <QSlider>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+namespace torchscope {
+
+AttributionView::AttributionView(Document* document, RunController* controller, QWidget* parent)
+    : QWidget(parent)
+    , document_(document)
+    , controller_(controller)
+    , layer_(new QComboBox)
+    , mode_(new QComboBox)
+    , target_(new QSpinBox)
+    , alpha_(new QSlider(Qt::Horizontal))
+    , header_(new QLabel(tr("Select an image and a layer with spatial maps.")))
+    , picture_(new QLabel)
+{
+    layer_->setEditable(true);
+    layer_->setToolTip(tr("The layer whose output Grad-CAM weighs by the gradient"));
+    layer_->setMinimumContentsLength(16);
+    mode_->addItems({tr("Grad-CAM"), tr("Saliency (input gradient)")});
+    target_->setRange(-1, 1000000);
+    target_->setSpecialValueText(tr("predicted class"));
+    target_->setValue(-1);
+    target_->setToolTip(tr("The class whose score is explained"));
+    alpha_->setRange(0, 100);
+    alpha_->setValue(55);
+    alpha_->setMaximumWidth(120);
+    auto* computeButton = new QPushButton(tr("Compute"));
+    auto* exportButton = new QPushButton(tr("Export PNG…"));
+    picture_->setAlignment(Qt::AlignCenter);
+    picture_->setMinimumSize(200, 200);
+    picture_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Ignored);
+    header_->setWordWrap(true);
+
+    auto* controls = new QHBoxLayout;
+    controls->addWidget(new QLabel(tr("Layer:")));
+    controls->addWidget(layer_, 1);
+    controls->addWidget(new QLabel(tr("Class:")));
+    controls->addWidget(target_);
+    controls->addWidget(mode_);
+    controls->addWidget(new QLabel(tr("Opacity:")));
+    controls->addWidget(alpha_);
+    controls->addWidget(computeButton);
+    controls->addWidget(exportButton);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(controls);
+    layout->addWidget(header_);
+    layout->addWidget(picture_, 1);
+
+    connect(computeButton, &QPushButton::clicked, this, &AttributionView::compute);
+    connect(mode_, &QComboBox::currentIndexChanged, this, &AttributionView::redraw);
+    connect(alpha_, &QSlider::valueChanged, this, &AttributionView::redraw);
+    connect(exportButton, &QPushButton::clicked, this, [this] {
+        const QString path
+            = QFileDialog::getSaveFileName(this, tr("Export Attribution"), "gradcam.png", tr("PNG (*.png)"));
+        if (path.isEmpty())
+            return;
+        if (const QString error = savePng(path); !error.isEmpty())
+            Q_EMIT failed(tr("Error Exporting"), error);
+    });
+    connect(document_, &Document::modelChanged, this, &AttributionView::fillLayers);
+    connect(document_, &Document::modulesChanged, this, &AttributionView::fillLayers);
+    connect(document_, &Document::selectionChanged, this, [this] {
+        if (isVisible() && result_)
+            compute();
+    });
+    connect(controller_->worker(), &RunWorker::attributionFinished, this, [this](const AttributionSnapshotPtr& s) {
+        result_ = s;
+        redraw();
+        Q_EMIT finished(s);
+    });
+    connect(controller_->worker(), &RunWorker::analysisFailed, this, [this](const QString& title, const QString& text) {
+        if (title.contains(tr("Grad-CAM"))) {
+            header_->setText(text);
+            Q_EMIT failed(title, text);
+        }
+    });
+}
+
+void AttributionView::fillLayers()
+{
+    const QString current = layer_->currentText();
+    const QSignalBlocker block(layer_);
+    layer_->clear();
+    // Modules with 4-D outputs (after a dry run), else every module.
+    for (const auto& m : document_->model().modules) {
+        if (m.path.empty())
+            continue;
+        const bool spatial = !m.outputShapes.empty() && m.outputShapes.front().size() == 4;
+        if (spatial || m.outputShapes.empty())
+            layer_->addItem(QString::fromStdString(m.path));
+    }
+    if (!current.isEmpty())
+        layer_->setCurrentText(current);
+}
+
+void AttributionView::setLayer(const QString& layer)
+{
+    layer_->setCurrentText(layer);
+}
+
+QString AttributionView::layer() const
+{
+    return layer_->currentText();
+}
+
+void AttributionView::setShowSaliency(bool saliency)
+{
+    mode_->setCurrentIndex(saliency ? 1 : 0);
+}
+
+void AttributionView::showEvent(QShowEvent* event)
+{
+    QWidget::showEvent(event);
+    if (layer_->currentText().isEmpty()) {
+        const QString key = document_->selectedKey();
+        if (!key.isEmpty() && !key.contains(':') && key != "output")
+            layer_->setCurrentText(key.section('#', 0, 0));
+    }
+}
+
+void AttributionView::compute()
+{
+    const QStringList images = document_->images();
+    const int index = document_->selectedImage();
+    if (images.isEmpty() || index < 0 || index >= images.size()) {
+        header_->setText(tr("Drop an image on the window and select it."));
+        return;
+    }
+    AttributionRequest request;
+    request.image = images[index].toStdString();
+    request.layer = layer_->currentText().toStdString();
+    request.targetClass = target_->value();
+    request.preprocessing = document_->preprocessing();
+    header_->setText(tr("Computing…"));
+    RunWorker* worker = controller_->worker();
+    QMetaObject::invokeMethod(
+        worker, [worker, request] { worker->attribute(request); }, Qt::QueuedConnection);
+}
+
+void AttributionView::redraw()
+{
+    if (!result_)
+        return;
+    const bool saliency = mode_->currentIndex() == 1;
+    const FloatTensor& map = saliency ? result_->saliency : result_->gradCam;
+    if (map.shape.size() != 2)
+        return;
+    image_ = overlayImage(result_->picture, map.values.data(), map.shape[1], map.shape[0],
+        saliency ? ColorMap::Magma : ColorMap::Viridis, alpha_->value() / 100.f);
+    const QString what = saliency ? tr("Saliency (|∂ score / ∂ input|)")
+                                  : tr("Grad-CAM of %1").arg(QString::fromStdString(result_->layer));
+    header_->setText(tr("%1 for class %2 (%3) on %4")
+                         .arg(what)
+                         .arg(result_->target)
+                         .arg(QString::fromStdString(result_->targetLabel),
+                             QFileInfo(QString::fromStdString(result_->image)).fileName()));
+    const QSize room = picture_->size().expandedTo(QSize(200, 200));
+    picture_->setPixmap(QPixmap::fromImage(image_.scaled(room, Qt::KeepAspectRatio, Qt::SmoothTransformation)));
+}
+
+QString AttributionView::savePng(const QString& path) const
+{
+    if (image_.isNull())
+        return tr("nothing to export: compute Grad-CAM or saliency first");
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly) || !image_.save(&file, "PNG") || !file.commit())
+        return tr("could not write %1: %2").arg(path, file.errorString());
+    return {};
+}
+
+} // namespace torchscope

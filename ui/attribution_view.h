@@ -1,0 +1,58 @@
+#pragma once
+
+#include "run_metatypes.h"
+
+#include <QImage>
+#include <QWidget>
+
+class QComboBox;
+class QLabel;
+class QPushButton;
+class QSlider;
+class QSpinBox;
+
+namespace torchscope {
+
+class Document;
+class RunController;
+
+// Grad-CAM and saliency of the selected image: the class score's gradient with respect to a
+// layer's output weighs its channels (Grad-CAM), or with respect to the input pixels (saliency),
+// over the picture the model saw. Recomputed when the selection changes while it is shown.
+class AttributionView : public QWidget {
+    Q_OBJECT
+public:
+    AttributionView(Document* document, RunController* controller, QWidget* parent = nullptr);
+
+    void setLayer(const QString& layer);
+    QString layer() const;
+    void setShowSaliency(bool saliency);
+    void compute();
+    QImage image() const { return image_; }
+    AttributionSnapshotPtr lastResult() const { return result_; }
+    QString savePng(const QString& path) const; // error or ""
+
+Q_SIGNALS:
+    void finished(const torchscope::AttributionSnapshotPtr& snapshot);
+    void failed(const QString& title, const QString& message);
+
+protected:
+    void showEvent(QShowEvent* event) override;
+
+private:
+    void fillLayers();
+    void redraw();
+
+    Document* document_;
+    RunController* controller_;
+    QComboBox* layer_;
+    QComboBox* mode_;
+    QSpinBox* target_;
+    QSlider* alpha_;
+    QLabel* header_;
+    QLabel* picture_;
+    AttributionSnapshotPtr result_;
+    QImage image_;
+};
+
+} // namespace torchscope

@@ -1,0 +1,52 @@
+#pragma once
+
+#include "run_metatypes.h"
+
+#include <QWidget>
+
+class QComboBox;
+class QHBoxLayout;
+class QLabel;
+class QLineEdit;
+
+namespace torchscope {
+
+class Document;
+class RunController;
+
+// Activation patching and ablation side by side: image A, image B and A with B's activation of
+// a layer (or A with channels of the layer zeroed), each with its top predictions and a later
+// layer's map on one shared colour scale.
+class PatchingView : public QWidget {
+    Q_OBJECT
+public:
+    PatchingView(Document* document, RunController* controller, QWidget* parent = nullptr);
+
+    // Selects images by their index in the Document, the layers by path; ablate with channels.
+    void setup(int imageA, int imageB, const QString& layer, const QString& compareLayer, bool ablate = false,
+        const QString& channels = {});
+    void compute();
+    PatchSnapshotPtr lastResult() const { return result_; }
+
+Q_SIGNALS:
+    void finished(const torchscope::PatchSnapshotPtr& snapshot);
+    void failed(const QString& title, const QString& message);
+
+private:
+    void fillChoices();
+    void showResult(const PatchSnapshotPtr& snapshot);
+
+    Document* document_;
+    RunController* controller_;
+    QComboBox* imageA_;
+    QComboBox* imageB_;
+    QComboBox* layer_;
+    QComboBox* mode_;
+    QLineEdit* channels_;
+    QComboBox* compare_;
+    QLabel* header_;
+    QHBoxLayout* columns_;
+    PatchSnapshotPtr result_;
+};
+
+} // namespace torchscope
