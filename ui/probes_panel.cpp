@@ -264,10 +264,18 @@ void ProbesPanel::showResult(const ProbeSnapshotPtr& snapshot)
         (static_cast<int>(i) == snapshot->best ? bestBar : bars)->addData(static_cast<double>(i), l.validationAccuracy);
         accuracies[QString::fromStdString(l.layer)] = l.validationAccuracy;
     }
+    // Chance (one over the number of classes) as a dashed line; the axis starts a little below it.
+    const double chance = 1.0 / std::max<qsizetype>(1, classes.size());
+    auto* chanceLine = new QCPGraph(sweepPlot_->xAxis, sweepPlot_->yAxis);
+    chanceLine->setName(tr("chance"));
+    chanceLine->setPen(QPen(Qt::gray, 1.5, Qt::DashLine));
+    chanceLine->setData({-0.6, static_cast<double>(snapshot->layers.size()) - 0.4}, {chance, chance});
     sweepPlot_->xAxis->setTicker(ticker);
     sweepPlot_->xAxis->setTickLabelRotation(snapshot->layers.size() > 4 ? 45 : 0);
     sweepPlot_->xAxis->setRange(-0.6, static_cast<double>(snapshot->layers.size()) - 0.4);
-    sweepPlot_->yAxis->setRange(0, 1.05);
+    sweepPlot_->yAxis->setRange(std::max(0.0, chance - 0.1), 1.02);
+    sweepPlot_->legend->setVisible(true);
+    sweepPlot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
     sweepPlot_->replot(QCustomPlot::rpQueuedReplot);
     document_->setProbeResults(
         accuracies, snapshot->layers.size() > 1 ? QString::fromStdString(best.layer) : document_->bestProbeLayer());

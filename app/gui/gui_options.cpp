@@ -9,12 +9,23 @@ GuiOptions parseGuiOptions(const QStringList& arguments)
     GuiOptions options;
     for (int i = 1; i < arguments.size(); ++i) {
         const QString& arg = arguments[i];
-        if (arg == "--select" || arg == "--screenshot") {
+        if (arg == "--select" || arg == "--screenshot" || arg == "--probe-data" || arg == "--sweep"
+            || arg == "--sweep-plot") {
             if (i + 1 >= arguments.size()) {
                 options.error = arg + " needs a value";
                 return options;
             }
-            (arg == "--select" ? options.select : options.screenshot) = arguments[++i];
+            const QString value = arguments[++i];
+            if (arg == "--select")
+                options.select = value;
+            else if (arg == "--screenshot")
+                options.screenshot = value;
+            else if (arg == "--probe-data")
+                options.probeData = value;
+            else if (arg == "--sweep")
+                options.sweep = value.split(',', Qt::SkipEmptyParts);
+            else
+                options.sweepPlot = value;
         } else if (arg.startsWith("-")) {
             options.error = "unknown option " + arg;
             return options;
@@ -22,6 +33,8 @@ GuiOptions parseGuiOptions(const QStringList& arguments)
             options.files << arg;
         }
     }
+    if (!options.sweep.isEmpty() && options.probeData.isEmpty())
+        options.error = "--sweep needs --probe-data DIR (one subfolder per class)";
     return options;
 }
 

@@ -4,10 +4,14 @@
 #include <QStringList>
 
 // torchscope [MODEL] [IMAGES... | FOLDERS...] [--select PATH] [--screenshot FILE.png]
+//            [--probe-data DIR] [--sweep LAYER,LAYER,...] [--sweep-plot FILE.png]
 struct GuiOptions {
     QStringList files; // models, images, folders, sessions; empty: the bundled demo
     QString select;
     QString screenshot;
+    QString probeData; // the Probes panel's labelled folder
+    QStringList sweep; // layers ticked and swept once the model is open
+    QString sweepPlot; // where the accuracy-by-layer plot is written when the sweep ends
     QString error; // a usage error to print
 };
 

@@ -1,10 +1,16 @@
 // torchscope: the workbench window. With no files it opens the bundled demo model and images.
-// --screenshot FILE.png waits for the first run, writes the window to FILE.png and exits.
+// --screenshot FILE.png waits for the first run (and the --sweep, when asked for), writes the
+// window to FILE.png and exits. --sweep trains a probe per layer on --probe-data once the model
+// is open; --sweep-plot writes its accuracy-by-layer plot.
 #include "document.h"
 #include "gui_options.h"
 #include "main_window.h"
+#include "module_tree_model.h"
 #include "module_tree_panel.h"
+#include "probes_panel.h"
 #include "run_controller.h"
+
+#include <QDockWidget>
 
 #include <QApplication>
 #include <QTimer>
@@ -20,7 +26,8 @@ int main(int argc, char** argv)
     if (!options.error.isEmpty()) {
         std::fprintf(stderr,
             "torchscope: %s\nusage: torchscope [MODEL] [IMAGES|FOLDERS...] [--select PATH] "
-            "[--screenshot FILE.png]\n",
+            "[--screenshot FILE.png]\n"
+            "                 [--probe-data DIR] [--sweep LAYER,LAYER,...] [--sweep-plot FILE.png]\n",
             qPrintable(options.error));
         return 2;
     }
@@ -35,6 +42,27 @@ int main(int argc, char** argv)
         QObject::connect(window.controller(), &torchscope::RunController::modelOpened, &window,
             [&window, &options] { window.treePanel()->selectPath(options.select); });
     }
+    torchscope::ProbesPanel* probes = window.probesPanel();
+    if (!options.probeData.isEmpty())
+        probes->setDataFolder(options.probeData);
+    const bool sweeping = !options.sweep.isEmpty();
+    if (sweeping) {
+        QObject::connect(window.controller(), &torchscope::RunController::modelOpened, &window, [&window, &options] {
+            torchscope::ModuleTreeModel* tree = window.treePanel()->model();
+            for (const auto& layer : options.sweep)
+                tree->setData(tree->indexOfPath(layer), Qt::Checked, Qt::CheckStateRole);
+            if (auto* dock = window.findChild<QDockWidget*>("ProbesDock"))
+                dock->raise();
+            window.probesPanel()->train(options.sweep);
+        });
+        QObject::connect(probes, &torchscope::ProbesPanel::finished, &window, [&options, probes] {
+            if (options.sweepPlot.isEmpty())
+                return;
+            const QString error = probes->saveSweepPlot(options.sweepPlot);
+            std::fprintf(stderr, "torchscope: %s %s\n", error.isEmpty() ? "wrote" : "could not write",
+                qPrintable(options.sweepPlot));
+        });
+    }
     if (screenshot) {
         auto write = [&window, &options](int code) {
             QApplication::processEvents();
@@ -43,10 +71,20 @@ int main(int argc, char** argv)
                 stderr, "torchscope: %s %s\n", saved ? "wrote" : "could not write", qPrintable(options.screenshot));
             QApplication::exit(saved ? code : 1);
         };
-        QObject::connect(window.document(), &torchscope::Document::resultsChanged, &window, [write, &window] {
-            if (window.document()->snapshot())
-                QTimer::singleShot(300, &window, [write] { write(0); }); // let the views lay out
-        });
+        if (sweeping) {
+            QObject::connect(probes, &torchscope::ProbesPanel::finished, &window,
+                [write, &window] { QTimer::singleShot(500, &window, [write] { write(0); }); });
+            QObject::connect(
+                probes, &torchscope::ProbesPanel::failed, &window, [write](const QString&, const QString& message) {
+                    std::fprintf(stderr, "torchscope: %s\n", qPrintable(message));
+                    write(1);
+                });
+        } else {
+            QObject::connect(window.document(), &torchscope::Document::resultsChanged, &window, [write, &window] {
+                if (window.document()->snapshot())
+                    QTimer::singleShot(300, &window, [write] { write(0); }); // let the views lay out
+            });
+        }
         QObject::connect(window.controller(), &torchscope::RunController::failed, &window,
             [write](const QString&, const QString& message) {
                 std::fprintf(stderr, "torchscope: %s\n", qPrintable(message));

@@ -82,8 +82,8 @@ private Q_SLOTS:
         const QModelIndex marks = tree->indexOfPath(bestPath).siblingAtColumn(ModuleTreeModel::Marks);
         QVERIFY2(tree->data(marks).toString().contains("★ best probe"), qPrintable(tree->data(marks).toString()));
         QVERIFY(tree->data(tree->indexOfPath(bestPath), Qt::FontRole).value<QFont>().bold());
-        // Three bars: two plain, one for the best.
-        QCOMPARE(probes->sweepPlot()->plottableCount(), 2);
+        // Bars, the best layer's bar and the chance line.
+        QCOMPARE(probes->sweepPlot()->plottableCount(), 3);
         QTemporaryDir dir;
         QCOMPARE(probes->saveSweepPlot(dir.filePath("sweep.png")), QString());
         QVERIFY(!QImage(dir.filePath("sweep.png")).isNull());

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The probe demo: footwear vs. the rest of Fashion-MNIST (600 test images), one linear probe per
+# layer of the bundled model, trained in the window offscreen. Writes the accuracy-by-layer plot
+# (docs/probe_sweep.png in the README) and a screenshot, and prints the CLI's sweep of the same.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+build=${BUILD_DIR:-build}
+data=$build/probe-demo-data
+[[ -d $data ]] || /usr/bin/python3 scripts/make_probe_demo_data.py "$data"
+layers=features.0.conv,features.0,features.1.conv,features.1,features.2.conv,features.2,pool,classifier.2
+QT_QPA_PLATFORM=offscreen "$build/app/torchscope" --probe-data "$data" --sweep "$layers" \
+  --sweep-plot "${PLOT:-docs/probe_sweep.png}" --screenshot "${SCREENSHOT:-$PWD/torchscope-probes.png}"
+args=()
+for layer in ${layers//,/ }; do args+=(--layer "$layer"); done
+"$build/app/torchscope-cli" probe sweep "${args[@]}" --data "$data"
