@@ -14,6 +14,7 @@
 #include "probes_panel.h"
 #include "qcustomplot_include.h"
 #include "run_controller.h"
+#include "run_worker.h"
 
 #include <ATen/ATen.h>
 
@@ -92,6 +93,25 @@ private Q_SLOTS:
         probes->train({"features.1"});
         QVERIFY(finished.wait(Timeout));
         QCOMPARE(probes->lastResult()->cachedLayers, (std::vector<std::string>{"features.1"}));
+
+        // Export the probe, import it back: it scores the window's images (footwear, then the rest).
+        RunWorker* worker = window.controller()->worker();
+        const QString file = dir.filePath("probe.pt");
+        QSignalSpy exported(worker, &RunWorker::probeExported);
+        QMetaObject::invokeMethod(worker, [worker, file] { worker->exportProbe("features.1", file, false); });
+        QVERIFY(exported.wait(Timeout));
+        QSignalSpy scored(worker, &RunWorker::probeScores);
+        const QStringList images{probeImage("footwear", 5), probeImage("rest", 5)};
+        const Preprocessing preprocessing = window.document()->preprocessing();
+        QMetaObject::invokeMethod(
+            worker, [worker, file, images, preprocessing] { worker->applyProbeFile(file, images, preprocessing); });
+        QVERIFY(scored.wait(Timeout));
+        const auto scores = scored.takeFirst().at(0).value<ProbeScoresPtr>();
+        QCOMPARE(scores->layer, std::string("features.1"));
+        QCOMPARE(scores->classNames, (std::vector<std::string>{"footwear", "rest"}));
+        QVERIFY(scores->probabilities[0][0] > 0.5); // the footwear image
+        QVERIFY(scores->probabilities[1][1] > 0.5); // the other one
+        QCOMPARE(scores->probabilities[0][0] + scores->probabilities[0][1], 1.0);
     }
 
     void gradCamOfTheSelectedImageEqualsTheCoreComputation()
