@@ -10,7 +10,7 @@ GuiOptions parseGuiOptions(const QStringList& arguments)
     for (int i = 1; i < arguments.size(); ++i) {
         const QString& arg = arguments[i];
         if (arg == "--select" || arg == "--screenshot" || arg == "--probe-data" || arg == "--sweep"
-            || arg == "--sweep-plot") {
+            || arg == "--sweep-plot" || arg == "--gradcam") {
             if (i + 1 >= arguments.size()) {
                 options.error = arg + " needs a value";
                 return options;
@@ -24,6 +24,8 @@ GuiOptions parseGuiOptions(const QStringList& arguments)
                 options.probeData = value;
             else if (arg == "--sweep")
                 options.sweep = value.split(',', Qt::SkipEmptyParts);
+            else if (arg == "--gradcam")
+                options.gradCam = value;
             else
                 options.sweepPlot = value;
         } else if (arg.startsWith("-")) {

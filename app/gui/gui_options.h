@@ -4,7 +4,7 @@
 #include <QStringList>
 
 // torchscope [MODEL] [IMAGES... | FOLDERS...] [--select PATH] [--screenshot FILE.png]
-//            [--probe-data DIR] [--sweep LAYER,LAYER,...] [--sweep-plot FILE.png]
+//            [--probe-data DIR] [--sweep LAYER,LAYER,...] [--sweep-plot FILE.png] [--gradcam LAYER]
 struct GuiOptions {
     QStringList files; // models, images, folders, sessions; empty: the bundled demo
     QString select;
@@ -12,6 +12,7 @@ struct GuiOptions {
     QString probeData; // the Probes panel's labelled folder
     QStringList sweep; // layers ticked and swept once the model is open
     QString sweepPlot; // where the accuracy-by-layer plot is written when the sweep ends
+    QString gradCam; // a layer: shows Grad-CAM of the selected image for it after the first run
     QString error; // a usage error to print
 };
 

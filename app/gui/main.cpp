@@ -1,7 +1,9 @@
 // torchscope: the workbench window. With no files it opens the bundled demo model and images.
 // --screenshot FILE.png waits for the first run (and the --sweep, when asked for), writes the
 // window to FILE.png and exits. --sweep trains a probe per layer on --probe-data once the model
-// is open; --sweep-plot writes its accuracy-by-layer plot.
+// is open; --sweep-plot writes its accuracy-by-layer plot. --gradcam LAYER shows the Grad-CAM tab
+// for the selected image once the first run is in.
+#include "attribution_view.h"
 #include "document.h"
 #include "gui_options.h"
 #include "main_window.h"
@@ -27,7 +29,7 @@ int main(int argc, char** argv)
         std::fprintf(stderr,
             "torchscope: %s\nusage: torchscope [MODEL] [IMAGES|FOLDERS...] [--select PATH] "
             "[--screenshot FILE.png]\n"
-            "                 [--probe-data DIR] [--sweep LAYER,LAYER,...] [--sweep-plot FILE.png]\n",
+            "                 [--probe-data DIR] [--sweep LAYER,LAYER,...] [--sweep-plot FILE.png] [--gradcam LAYER]\n",
             qPrintable(options.error));
         return 2;
     }
@@ -63,6 +65,18 @@ int main(int argc, char** argv)
                 qPrintable(options.sweepPlot));
         });
     }
+    const bool gradCam = !options.gradCam.isEmpty();
+    if (gradCam) {
+        auto* once = new QObject(&window);
+        QObject::connect(window.document(), &torchscope::Document::resultsChanged, once, [&window, &options, once] {
+            if (!window.document()->snapshot())
+                return;
+            once->deleteLater();
+            window.showCentralTab(1);
+            window.attributionView()->setLayer(options.gradCam);
+            window.attributionView()->compute();
+        });
+    }
     if (screenshot) {
         auto write = [&window, &options](int code) {
             QApplication::processEvents();
@@ -71,7 +85,10 @@ int main(int argc, char** argv)
                 stderr, "torchscope: %s %s\n", saved ? "wrote" : "could not write", qPrintable(options.screenshot));
             QApplication::exit(saved ? code : 1);
         };
-        if (sweeping) {
+        if (gradCam) {
+            QObject::connect(window.attributionView(), &torchscope::AttributionView::finished, &window,
+                [write, &window] { QTimer::singleShot(300, &window, [write] { write(0); }); });
+        } else if (sweeping) {
             QObject::connect(probes, &torchscope::ProbesPanel::finished, &window,
                 [write, &window] { QTimer::singleShot(500, &window, [write] { write(0); }); });
             QObject::connect(
