@@ -3,7 +3,6 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "export/atomic_file.h"
-#include "export/pt_export.h"
 #include "graph/engine.h"
 #include "graph/selector.h"
 #include "model/model.h"
@@ -12,12 +11,14 @@
 #include "probe/layer_sweep.h"
 #include "probe/linear_probe.h"
 #include "probe/probe_dataset.h"
+#include "record/labelled_samples.h"
 
 #ifdef TORCHSCOPE_HAVE_IMAGING
 #include "probe/probe_folder.h"
 #include "record/image_folder.h"
 #endif
 
+#include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
 #include <atomic>
@@ -60,18 +61,12 @@ ProbeSamples loadSamples(const Model& model, const CliOptions& options)
             + "OpenCV (TORCHSCOPE_HEADLESS): give a tensor file {\"samples\": [N, ...], \"labels\": [N]}");
 #endif
     }
-    const c10::IValue saved = readTorchSaveFile(options.data);
-    if (!saved.isGenericDict() || !saved.toGenericDict().contains("samples")
-        || !saved.toGenericDict().contains("labels"))
+    const LabelledSamples saved = readLabelledSamples(options.data);
+    if (saved.labels.empty())
         throw Error("--data '" + options.data + "' is a torch.save file but not a {\"samples\": [N, ...], "
             + "\"labels\": [N]} dict; give that, or a folder with one subfolder per class");
-    const auto dict = saved.toGenericDict();
-    std::vector<std::string> classes;
-    if (dict.contains("classes") && dict.at("classes").isList())
-        for (const auto& c : dict.at("classes").toListRef())
-            classes.push_back(c.toStringRef());
-    return tensorSamples(dict.at("samples").toTensor(), dict.at("labels").toTensor(), options.batch,
-        fileContentHash(options.data), classes);
+    return tensorSamples(saved.samples, at::tensor(saved.labels, at::kLong), options.batch,
+        fileContentHash(options.data), saved.classes);
 }
 
 std::vector<std::string> layersOf(const Model& model, const CliOptions& options)

@@ -10,6 +10,7 @@
 #include "inputs.h"
 #include "model/model.h"
 #include "model_setup.h"
+#include "record/labelled_samples.h"
 #include "record/recorder.h"
 
 #ifdef TORCHSCOPE_HAVE_IMAGING
@@ -100,23 +101,8 @@ int runRecord(const CliOptions& options)
     FolderRunSummary summary;
     if (options.inputs.size() == 1 && isTensorFile(options.inputs[0])) {
         // A tensor saved with torch.save: [N, ...] rows, or {"samples": [N, ...], "labels": [N]}.
-        const c10::IValue saved = readTorchSaveFile(options.inputs[0]);
-        at::Tensor samples;
-        std::vector<int64_t> labels;
-        if (saved.isTensor()) {
-            samples = saved.toTensor();
-        } else if (saved.isGenericDict() && saved.toGenericDict().contains("samples")) {
-            const auto dict = saved.toGenericDict();
-            samples = dict.at("samples").toTensor();
-            if (dict.contains("labels")) {
-                const at::Tensor l = dict.at("labels").toTensor().to(at::kLong).contiguous();
-                labels.assign(l.data_ptr<int64_t>(), l.data_ptr<int64_t>() + l.numel());
-            }
-        } else {
-            throw Error(
-                "'" + options.inputs[0] + "' holds neither a tensor nor a {\"samples\": ..., \"labels\": ...} dict");
-        }
-        summary = recordTensor(engine, recorder, samples, labels, options.batch, progress);
+        const LabelledSamples saved = readLabelledSamples(options.inputs[0]);
+        summary = recordTensor(engine, recorder, saved.samples, saved.labels, options.batch, progress);
     }
     for (const auto& input : options.inputs) {
         if (isTensorFile(input))
