@@ -7,7 +7,6 @@
 #include "common/tensor_conversion.h"
 #include "graph/patching.h"
 #include "imaging/image_tensor.h"
-#include "imaging/preprocess_tensor.h"
 #include "probe/activation_cache.h"
 #include "probe/layer_sweep.h"
 #include "probe/model_extender.h"
@@ -24,11 +23,6 @@
 
 namespace torchscope {
 namespace {
-
-at::Tensor modelInput(const std::string& path, const Preprocessing& preprocessing)
-{
-    return preprocessImage(imageToTensor(decodeImage(path)), preprocessing).unsqueeze(0);
-}
 
 // What the model saw, as a picture: normalisation undone, grey repeated to RGB. [H, W, 3] in [0, 1].
 FloatTensor pictureOf(const at::Tensor& input, const Preprocessing& preprocessing)
@@ -60,7 +54,7 @@ void RunWorker::trainProbes(const ProbeRequest& request)
 {
     probesCancelled_ = false;
     if (!state_->engine) {
-        Q_EMIT analysisFailed(tr("Error Training Probe"), tr("No model is open."));
+        Q_EMIT probesFailed(tr("Error Training Probe"), tr("No model is open."));
         return;
     }
     try {
@@ -104,7 +98,7 @@ void RunWorker::trainProbes(const ProbeRequest& request)
         }
         Q_EMIT probesFinished(snapshot);
     } catch (const std::exception& e) {
-        Q_EMIT analysisFailed(tr("Error Training Probe"), QString::fromStdString(e.what()));
+        Q_EMIT probesFailed(tr("Error Training Probe"), QString::fromStdString(e.what()));
     }
 }
 
@@ -120,14 +114,14 @@ void RunWorker::exportProbe(const QString& layer, const QString& path, bool stat
             saveProbeModule(path.toStdString(), it->second);
         Q_EMIT probeExported(path);
     } catch (const std::exception& e) {
-        Q_EMIT analysisFailed(tr("Error Exporting Probe"), QString::fromStdString(e.what()));
+        Q_EMIT probesFailed(tr("Error Exporting Probe"), QString::fromStdString(e.what()));
     }
 }
 
 void RunWorker::applyProbeFile(const QString& path, const QStringList& images, const Preprocessing& preprocessing)
 {
     if (!state_->engine) {
-        Q_EMIT analysisFailed(tr("Error Importing Probe"), tr("No model is open."));
+        Q_EMIT probesFailed(tr("Error Importing Probe"), tr("No model is open."));
         return;
     }
     try {
@@ -135,20 +129,17 @@ void RunWorker::applyProbeFile(const QString& path, const QStringList& images, c
         if (probe.layer.empty())
             throw Error(
                 "'" + path.toStdString() + "' does not say which layer it reads (it is not a TorchScope probe)");
-        if (!state_->model->find(probe.layer))
-            throw Error("the probe reads '" + probe.layer + "', which this model does not have");
-        probe.module->to(c10::Device(state_->model->device()));
+        ModelExtender extender(state_->model); // checks the layer and moves the probe to the model's device
+        extender.registerProbe("probe", probe);
         auto scores = std::make_shared<ProbeScores>();
         scores->file = path.toStdString();
         scores->layer = probe.layer;
         scores->classNames = probe.classNames;
-        std::optional<std::optional<std::string>> cut;
         for (const auto& image : images) {
-            const RunResult result = runStump(*state_->engine, {probe.layer},
-                forwardInputsFromBatch(*state_->model, modelInput(image.toStdString(), preprocessing)), cut);
-            const at::Tensor s = runExtension(*probe.module, "probe", lastCallOutput(result, probe.layer))
-                                     .to(at::kCPU, at::kDouble)
-                                     .flatten();
+            // Only the probe's output is wanted: the forward stops after its layer.
+            const ExtendedOutput out = extender.forward(
+                forwardInputsFromBatch(*state_->model, loadImageBatch({image.toStdString()}, preprocessing)), false);
+            const at::Tensor s = out.extensions.at("probe").to(at::kCPU, at::kDouble).flatten();
             // One logit is the second class's (logistic regression); more are a softmax's.
             const at::Tensor p = s.numel() == 1 ? at::cat({1 - s.sigmoid(), s.sigmoid()}) : s.softmax(0);
             scores->images.push_back(image.toStdString());
@@ -156,18 +147,18 @@ void RunWorker::applyProbeFile(const QString& path, const QStringList& images, c
         }
         Q_EMIT probeScores(scores);
     } catch (const std::exception& e) {
-        Q_EMIT analysisFailed(tr("Error Importing Probe"), QString::fromStdString(e.what()));
+        Q_EMIT probesFailed(tr("Error Importing Probe"), QString::fromStdString(e.what()));
     }
 }
 
 void RunWorker::attribute(const AttributionRequest& request)
 {
     if (!state_->engine) {
-        Q_EMIT analysisFailed(tr("Error Computing Grad-CAM"), tr("No model is open."));
+        Q_EMIT attributionFailed(tr("Error Computing Grad-CAM"), tr("No model is open."));
         return;
     }
     try {
-        const at::Tensor input = modelInput(request.image, request.preprocessing);
+        const at::Tensor input = loadImageBatch({request.image}, request.preprocessing);
         const Attribution a = computeAttribution(*state_->engine, input, request.layer, request.targetClass);
         auto snapshot = std::make_shared<AttributionSnapshot>();
         snapshot->image = request.image;
@@ -179,7 +170,7 @@ void RunWorker::attribute(const AttributionRequest& request)
         snapshot->saliency = mapOf(a.saliency[0]);
         Q_EMIT attributionFinished(snapshot);
     } catch (const std::exception& e) {
-        Q_EMIT analysisFailed(tr("Error Computing Grad-CAM"), QString::fromStdString(e.what()));
+        Q_EMIT attributionFailed(tr("Error Computing Grad-CAM"), QString::fromStdString(e.what()));
     }
 }
 
@@ -187,14 +178,14 @@ void RunWorker::patch(const PatchRequest& request)
 {
     const QString title = request.ablate ? tr("Error Ablating") : tr("Error Patching");
     if (!state_->engine) {
-        Q_EMIT analysisFailed(title, tr("No model is open."));
+        Q_EMIT patchFailed(title, tr("No model is open."));
         return;
     }
     try {
         std::vector<GrabSpec> grabs;
         if (!request.compareLayer.empty())
             grabs.push_back(GrabSpec{request.compareLayer, CaptureKind::Output, 0});
-        const at::Tensor a = modelInput(request.imageA, request.preprocessing);
+        const at::Tensor a = loadImageBatch({request.imageA}, request.preprocessing);
         std::vector<std::pair<std::string, const RunResult*>> runs;
         std::vector<at::Tensor> inputs;
         PatchRuns patched;
@@ -205,7 +196,7 @@ void RunWorker::patch(const PatchRequest& request)
             runs = {{"A", &ablated.original}, {"A, channels zeroed", &ablated.ablated}};
             inputs = {a, a};
         } else {
-            const at::Tensor b = modelInput(request.imageB, request.preprocessing);
+            const at::Tensor b = loadImageBatch({request.imageB}, request.preprocessing);
             patched = patchActivation(*state_->engine, forwardInputsFromBatch(*state_->model, a),
                 forwardInputsFromBatch(*state_->model, b), request.layer, grabs);
             runs = {{"A", &patched.a}, {"B", &patched.b}, {"A with B's " + request.layer, &patched.patched}};
@@ -234,7 +225,7 @@ void RunWorker::patch(const PatchRequest& request)
         }
         Q_EMIT patchFinished(snapshot);
     } catch (const std::exception& e) {
-        Q_EMIT analysisFailed(title, QString::fromStdString(e.what()));
+        Q_EMIT patchFailed(title, QString::fromStdString(e.what()));
     }
 }
 

@@ -84,12 +84,11 @@ AttributionView::AttributionView(Document* document, RunController* controller, 
         redraw();
         Q_EMIT finished(s);
     });
-    connect(controller_->worker(), &RunWorker::analysisFailed, this, [this](const QString& title, const QString& text) {
-        if (title.contains(tr("Grad-CAM"))) {
+    connect(
+        controller_->worker(), &RunWorker::attributionFailed, this, [this](const QString& title, const QString& text) {
             header_->setText(text);
             Q_EMIT failed(title, text);
-        }
-    });
+        });
 }
 
 void AttributionView::fillLayers()

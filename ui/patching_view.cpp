@@ -61,11 +61,9 @@ PatchingView::PatchingView(Document* document, RunController* controller, QWidge
     connect(document_, &Document::imagesChanged, this, &PatchingView::fillChoices);
     connect(document_, &Document::modelChanged, this, &PatchingView::fillChoices);
     connect(controller_->worker(), &RunWorker::patchFinished, this, &PatchingView::showResult);
-    connect(controller_->worker(), &RunWorker::analysisFailed, this, [this](const QString& title, const QString& text) {
-        if (title.contains(tr("Patching")) || title.contains(tr("Ablating"))) {
-            header_->setText(text);
-            Q_EMIT failed(title, text);
-        }
+    connect(controller_->worker(), &RunWorker::patchFailed, this, [this](const QString& title, const QString& text) {
+        header_->setText(text);
+        Q_EMIT failed(title, text);
     });
 }
 

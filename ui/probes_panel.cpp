@@ -154,9 +154,7 @@ ProbesPanel::ProbesPanel(Document* document, RunController* controller, QWidget*
     connect(worker, &RunWorker::probeScores, this, &ProbesPanel::showScores);
     connect(worker, &RunWorker::probeExported, this,
         [this](const QString& path) { Q_EMIT message(tr("Exported the probe to %1").arg(path)); });
-    connect(worker, &RunWorker::analysisFailed, this, [this](const QString& title, const QString& text) {
-        if (!title.contains(tr("Probe")))
-            return;
+    connect(worker, &RunWorker::probesFailed, this, [this](const QString& title, const QString& text) {
         setRunning(false);
         Q_EMIT failed(title, text);
     });
@@ -297,12 +295,12 @@ void ProbesPanel::showLayer(int index)
         return;
     const auto& l = result_->layers[static_cast<size_t>(index)];
     lossPlot_->clearGraphs();
-    const QStringList names{tr("train loss"), tr("validation loss")};
+    const QStringList curveNames{tr("train loss"), tr("validation loss")};
     const std::vector<const std::vector<double>*> curves{&l.trainLoss, &l.validationLoss};
     const QColor colors[] = {QColor(70, 130, 180), QColor(230, 140, 30)};
     for (int c = 0; c < 2; ++c) {
         auto* graph = lossPlot_->addGraph();
-        graph->setName(names[c]);
+        graph->setName(curveNames[c]);
         graph->setPen(QPen(colors[c], 2));
         for (size_t e = 0; e < curves[static_cast<size_t>(c)]->size(); ++e)
             graph->addData(static_cast<double>(e + 1), (*curves[static_cast<size_t>(c)])[e]);
@@ -313,11 +311,11 @@ void ProbesPanel::showLayer(int index)
     const int k = static_cast<int>(l.confusion.size());
     confusion_->setRowCount(k);
     confusion_->setColumnCount(k);
-    QStringList names2;
+    QStringList classNames;
     for (const auto& c : result_->classNames)
-        names2 << QString::fromStdString(c);
-    confusion_->setVerticalHeaderLabels(names2);
-    confusion_->setHorizontalHeaderLabels(names2);
+        classNames << QString::fromStdString(c);
+    confusion_->setVerticalHeaderLabels(classNames);
+    confusion_->setHorizontalHeaderLabels(classNames);
     confusion_->setToolTip(tr("Validation images: rows are the true class, columns the predicted one"));
     for (int r = 0; r < k; ++r)
         for (int c = 0; c < k; ++c) {

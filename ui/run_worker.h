@@ -57,7 +57,9 @@ Q_SIGNALS:
     void probeScores(const torchscope::ProbeScoresPtr& scores);
     void attributionFinished(const torchscope::AttributionSnapshotPtr& snapshot);
     void patchFinished(const torchscope::PatchSnapshotPtr& snapshot);
-    void analysisFailed(const QString& title, const QString& message);
+    void probesFailed(const QString& title, const QString& message); // training, export, import
+    void attributionFailed(const QString& title, const QString& message);
+    void patchFailed(const QString& title, const QString& message);
 
 private:
     struct State;

@@ -1,17 +1,10 @@
 #include "statistics_plots.h"
 
 #include "plot_file.h"
-
 #include "qcustomplot_include.h"
 #include "record/layer_statistics.h"
 
-#include <QDir>
-#include <QFileInfo>
-#include <QSaveFile>
-#include <QTemporaryFile>
-
 #include <algorithm>
-#include <cstdio>
 
 namespace torchscope {
 

@@ -5,7 +5,6 @@
 #include "export/pt_export.h"
 #include "export/write_tensors.h"
 #include "graph/engine.h"
-#include "graph/selector.h"
 #include "inputs.h"
 #include "model/model.h"
 #include "model_setup.h"
@@ -13,7 +12,6 @@
 #include "probe/model_extender.h"
 
 #include <nlohmann/json.hpp>
-#include <torch/script.h>
 
 #include <iomanip>
 #include <iostream>
@@ -68,16 +66,9 @@ void printPredictions(
     }
 }
 
-struct CliProbe {
-    std::string name;
-    std::string layer;
-    ProbeExtension extension;
-};
-
 // --probe NAME=FILE.pt or NAME=FILE.pt@LAYER (a probe file says its layer; another module does not).
-std::vector<CliProbe> loadProbes(const Model& model, const std::vector<std::string>& specs)
+void registerProbes(ModelExtender& extender, const std::vector<std::string>& specs)
 {
-    std::vector<CliProbe> probes;
     for (const auto& spec : specs) {
         const auto equals = spec.find('=');
         if (equals == std::string::npos || equals == 0)
@@ -88,20 +79,12 @@ std::vector<CliProbe> loadProbes(const Model& model, const std::vector<std::stri
             layer = file.substr(at + 1);
             file = file.substr(0, at);
         }
-        for (const auto& p : probes)
-            if (p.name == name)
-                throw Error("two probes are named '" + name + "'; probe names must be unique");
-        CliProbe probe{name, layer, loadProbeExtension(file)};
-        if (probe.layer.empty())
-            probe.layer = probe.extension.layer;
-        if (probe.layer.empty())
+        const ProbeExtension probe = loadProbeExtension(file);
+        if (layer.empty() && probe.layer.empty())
             throw Error(
                 "'" + file + "' does not say which layer it reads: give --probe " + name + "=" + file + "@LAYER");
-        requireModulePath(model, probe.layer, "probe '" + name + "'");
-        probe.extension.module->to(c10::Device(model.device()));
-        probes.push_back(std::move(probe));
+        extender.registerProbe(name, probe, layer);
     }
-    return probes;
 }
 
 } // namespace
@@ -173,25 +156,17 @@ int runModel(const CliOptions& options)
     }
     request.truncateAt = options.truncate;
     request.targetClass = options.target;
-    const std::vector<CliProbe> probes = loadProbes(*model, options.probes);
-    std::vector<std::string> probeLayers;
-    for (const auto& p : probes) {
-        probeLayers.push_back(p.layer);
-        request.grabs.push_back(GrabSpec{p.layer, CaptureKind::Output, 0});
-    }
-    if (options.probeOnly) {
-        if (probes.empty())
-            throw Error("--probe-only needs at least one --probe");
-        if (!request.truncateAt)
-            request.truncateAt = lastModuleOf(*model, probeLayers); // the stump: nothing after the probes runs
-    }
+    ModelExtender extender(model);
+    registerProbes(extender, options.probes);
+    if (options.probeOnly && options.probes.empty())
+        throw Error("--probe-only needs at least one --probe");
 
     const auto inputs = loadForwardInputs(*model, options.inputs, choosePreprocessing(*model, options));
-    Engine engine(model);
-    RunResult result = engine.run(request, inputs.arguments, editTensors);
-    for (const auto& p : probes)
-        result.values.emplace_back(
-            "probe:" + p.name, runExtension(*p.extension.module, p.name, lastCallOutput(result, p.layer)));
+    // Without the model's output the forward stops after the last probed layer (the stump).
+    ExtendedOutput extended = extender.forward(inputs.arguments, !options.probeOnly, request, editTensors);
+    RunResult& result = extended.run;
+    for (const auto& [name, scores] : extended.extensions)
+        result.values.emplace_back("probe:" + name, scores);
     if (options.probeOnly)
         result.values.erase(result.values.begin());
     for (const auto& warning : result.warnings)

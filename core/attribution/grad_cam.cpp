@@ -15,13 +15,13 @@ Attribution computeAttribution(Engine& engine, const at::Tensor& images, const s
     Request request;
     request.grabs = {GrabSpec{layer, CaptureKind::Output, 0}, GrabSpec{layer, CaptureKind::Gradient, 0}};
     request.inputGradient = true;
+    request.targetClass = targetClass;
 
     Attribution out;
     std::vector<at::Tensor> cams, upsampled, saliency, logits;
     // One image at a time: each is explained for its own class, and the score is not summed over
     // the batch.
     for (int64_t i = 0; i < images.size(0); ++i) {
-        request.targetClass = targetClass;
         const at::Tensor image = images.narrow(0, i, 1);
         const RunResult result = engine.run(request, forwardInputsFromBatch(engine.model(), image));
         const at::Tensor scores = result.tensor("output");

@@ -12,11 +12,7 @@ Request withLayer(const std::vector<GrabSpec>& grabs, const std::string& layer)
 {
     Request request;
     request.grabs = grabs;
-    bool present = false;
-    for (const auto& g : grabs)
-        present = present || (g.selector == layer && g.kind == CaptureKind::Output);
-    if (!present)
-        request.grabs.push_back(GrabSpec{layer, CaptureKind::Output, 0});
+    request.grabOutput(layer);
     return request;
 }
 

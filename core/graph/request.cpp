@@ -133,4 +133,12 @@ std::string EditSpec::toString() const
     return out.str();
 }
 
+void Request::grabOutput(const std::string& path)
+{
+    for (const auto& g : grabs)
+        if (g.selector == path && g.kind == CaptureKind::Output)
+            return;
+    grabs.push_back(GrabSpec{path, CaptureKind::Output, 0});
+}
+
 } // namespace torchscope

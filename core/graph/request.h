@@ -50,6 +50,9 @@ struct Request {
     std::optional<int64_t> targetClass;
     // Also the gradient of that score with respect to the first input ("input:grad"): saliency.
     bool inputGradient = false;
+
+    // Adds a grab of the module's output, unless one is there already.
+    void grabOutput(const std::string& path);
 };
 
 } // namespace torchscope

@@ -23,14 +23,6 @@ bool hasEveryGrab(const RunResult& result, const std::vector<std::string>& paths
     return std::all_of(paths.begin(), paths.end(), [&](const std::string& p) { return result.find(p) != nullptr; });
 }
 
-Request grabsOf(const std::vector<std::string>& paths)
-{
-    Request request;
-    for (const auto& path : paths)
-        request.grabs.push_back(GrabSpec{path, CaptureKind::Output, 0});
-    return request;
-}
-
 } // namespace
 
 at::Tensor lastCallOutput(const RunResult& result, const std::string& path)
@@ -69,13 +61,12 @@ at::Tensor runExtension(torch::jit::Module& extension, const std::string& name, 
 std::optional<std::string> lastModuleOf(const Model& model, const std::vector<std::string>& paths)
 {
     std::optional<std::string> last;
-    int lastIndex = -1;
+    std::ptrdiff_t lastIndex = -1;
     for (const auto& path : paths) {
-        const auto& modules = model.modules();
-        const auto it = std::find_if(modules.begin(), modules.end(), [&](const auto& m) { return m.path == path; });
-        const int index = static_cast<int>(it - modules.begin());
         if (path.empty())
             return std::nullopt; // the root: nothing to cut
+        const ModuleInfo* module = model.find(path);
+        const std::ptrdiff_t index = module ? module - model.modules().data() : -1;
         if (!last || index > lastIndex) {
             last = path;
             lastIndex = index;
@@ -88,17 +79,21 @@ std::optional<std::string> lastModuleOf(const Model& model, const std::vector<st
     return last;
 }
 
-RunResult runStump(Engine& engine, const std::vector<std::string>& paths, const std::vector<c10::IValue>& inputs,
+RunResult runStump(Engine& engine, Request request, const std::vector<std::string>& paths,
+    const std::vector<c10::IValue>& inputs, const std::vector<at::Tensor>& editTensors,
     std::optional<std::optional<std::string>>& cut)
 {
-    Request request = grabsOf(paths);
+    for (const auto& path : paths)
+        request.grabOutput(path);
+    if (request.truncateAt)
+        return engine.run(request, inputs, editTensors);
     if (!cut) {
         // First run: try the cut the tree suggests and keep it if it loses nothing.
         const auto candidate = lastModuleOf(engine.model(), paths);
         if (candidate) {
             request.truncateAt = candidate;
             try {
-                RunResult result = engine.run(request, inputs);
+                RunResult result = engine.run(request, inputs, editTensors);
                 if (hasEveryGrab(result, paths)) {
                     cut = candidate;
                     return result;
@@ -110,7 +105,7 @@ RunResult runStump(Engine& engine, const std::vector<std::string>& paths, const 
         cut = std::optional<std::string>{};
     }
     request.truncateAt = *cut;
-    return engine.run(request, inputs);
+    return engine.run(request, inputs, editTensors);
 }
 
 ModelExtender::ModelExtender(std::shared_ptr<Model> model)
@@ -176,36 +171,37 @@ std::map<std::string, std::map<std::string, std::shared_ptr<torch::jit::Module>>
     return modules;
 }
 
-std::optional<std::string> ModelExtender::stumpEnd()
-{
-    return stumpEnd_ ? *stumpEnd_ : lastModuleOf(*model_, [&] {
-        std::vector<std::string> paths;
-        for (const auto& r : registrations_)
-            paths.push_back(r.path);
-        return paths;
-    }());
-}
-
-ExtendedOutput ModelExtender::forward(const std::vector<c10::IValue>& inputs, bool returnOrigOut)
+std::vector<std::string> ModelExtender::registeredPaths() const
 {
     std::vector<std::string> paths;
     for (const auto& r : registrations_)
         if (std::find(paths.begin(), paths.end(), r.path) == paths.end())
             paths.push_back(r.path);
+    return paths;
+}
 
-    RunResult result;
-    if (returnOrigOut || paths.empty()) {
-        result = engine_.run(grabsOf(paths), inputs);
-    } else {
-        result = runStump(engine_, paths, inputs, stumpEnd_);
-    }
+std::optional<std::string> ModelExtender::stumpEnd()
+{
+    return stumpEnd_ ? *stumpEnd_ : lastModuleOf(*model_, registeredPaths());
+}
 
+ExtendedOutput ModelExtender::forward(const std::vector<c10::IValue>& inputs, bool returnOrigOut,
+    const Request& request, const std::vector<at::Tensor>& editTensors)
+{
+    const std::vector<std::string> paths = registeredPaths();
     ExtendedOutput out;
-    out.warnings = result.warnings;
-    if (returnOrigOut)
-        out.main = result.values.front().second;
+    if (returnOrigOut || paths.empty()) {
+        Request withExtensions = request;
+        for (const auto& path : paths)
+            withExtensions.grabOutput(path);
+        out.run = engine_.run(withExtensions, inputs, editTensors);
+        if (returnOrigOut)
+            out.main = out.run.values.front().second;
+    } else {
+        out.run = runStump(engine_, request, paths, inputs, editTensors, stumpEnd_);
+    }
     for (const auto& r : registrations_)
-        out.extensions[r.name] = runExtension(*r.module, r.name, lastCallOutput(result, r.path));
+        out.extensions[r.name] = runExtension(*r.module, r.name, lastCallOutput(out.run, r.path));
     return out;
 }
 

@@ -25,7 +25,7 @@ struct ProbeExtension;
 struct ExtendedOutput {
     std::optional<c10::IValue> main; // the model's output; empty when return_orig_out is off
     std::map<std::string, at::Tensor> extensions; // name -> the extension's output
-    std::vector<std::string> warnings;
+    RunResult run; // the run itself: every grab (the extended layers among them) and its warnings
 };
 
 class ModelExtender {
@@ -49,7 +49,10 @@ public:
     // The main output and every extension's output on the module's output (its last call's when
     // called several times). Without the main output (returnOrigOut false), the graph stops after
     // the last module an extension reads (the stump): the rest of the network is not computed.
-    ExtendedOutput forward(const std::vector<c10::IValue>& inputs, bool returnOrigOut = true);
+    // `request` adds grabs, edits (with `editTensors`, as Engine::run takes them) and a truncation
+    // point of its own.
+    ExtendedOutput forward(const std::vector<c10::IValue>& inputs, bool returnOrigOut = true,
+        const Request& request = {}, const std::vector<at::Tensor>& editTensors = {});
 
     // Where the stump ends for the current registrations; empty when it cannot be cut.
     std::optional<std::string> stumpEnd();
@@ -62,7 +65,7 @@ private:
         std::string name;
         std::shared_ptr<torch::jit::Module> module;
     };
-    Request requestFor(bool stump);
+    std::vector<std::string> registeredPaths() const; // each once, in registration order
 
     std::shared_ptr<Model> model_;
     Engine engine_;
@@ -74,10 +77,12 @@ private:
 // (an ancestor ends after its children); the engine confirms it by a trial when it matters.
 std::optional<std::string> lastModuleOf(const Model& model, const std::vector<std::string>& paths);
 
-// Runs grabs of `paths` with the forward cut after the last of them (ExtendedModelStump). When
-// the cut would lose a grab (a module called after the one the tree puts last), it runs the
-// whole forward instead. `cut` caches the decision between calls (fill it with nothing first).
-RunResult runStump(Engine& engine, const std::vector<std::string>& paths, const std::vector<c10::IValue>& inputs,
+// Runs `request` with the outputs of `paths` grabbed and, unless the request has a truncation
+// point of its own, the forward cut after the last of them (ExtendedModelStump). When the cut
+// would lose one of them (a module called after the one the tree puts last), it runs the whole
+// forward instead. `cut` caches the decision between calls (fill it with nothing first).
+RunResult runStump(Engine& engine, Request request, const std::vector<std::string>& paths,
+    const std::vector<c10::IValue>& inputs, const std::vector<at::Tensor>& editTensors,
     std::optional<std::optional<std::string>>& cut);
 
 // The last call's output of `path` in a run ("PATH", "PATH#1", ...): what an extension reads.

@@ -92,7 +92,7 @@ ProbeDataset collectProbeDataset(Engine& engine, const std::vector<std::string>&
             done += static_cast<int64_t>(batch->sampleIds.size() + batch->failures.size());
             if (batch->inputs.defined() && !batch->sampleIds.empty()) {
                 const RunResult result
-                    = runStump(engine, missing, forwardInputsFromBatch(engine.model(), batch->inputs), cut);
+                    = runStump(engine, {}, missing, forwardInputsFromBatch(engine.model(), batch->inputs), {}, cut);
                 for (const auto& layer : missing)
                     parts[layer].push_back(probeFeatures(result.tensor(layer), pooling).cpu());
                 ids.insert(ids.end(), batch->sampleIds.begin(), batch->sampleIds.end());
