@@ -162,16 +162,32 @@ void ActivationView::refresh()
     shownKey_ = key;
     shownShape_ = value.shape; // the worker already removed the batch dimension
     const auto [lo, hi] = std::minmax_element(value.values.begin(), value.values.end());
-    header_->setText(
-        tr("<b>%1</b> for %2: shape %3, values %4 … %5")
-            .arg(key.toHtmlEscaped(), QFileInfo(QString::fromStdString(result->path)).fileName().toHtmlEscaped(),
-                QString::fromStdString(shapeToString(value.shape)))
-            .arg(value.values.empty() ? 0.0 : *lo, 0, 'g', 4)
-            .arg(value.values.empty() ? 0.0 : *hi, 0, 'g', 4));
-    if (isSpatial(value.shape))
-        showSpatial(value);
+    QString header = tr("<b>%1</b> for %2: shape %3, values %4 … %5")
+                         .arg(key.toHtmlEscaped(),
+                             QFileInfo(QString::fromStdString(result->path)).fileName().toHtmlEscaped(),
+                             QString::fromStdString(shapeToString(value.shape)))
+                         .arg(value.values.empty() ? 0.0 : *lo, 0, 'g', 4)
+                         .arg(value.values.empty() ? 0.0 : *hi, 0, 'g', 4);
+    const TokenLayout tokens = tokenLayout(value.shape);
+    if (tokens.side > 0) {
+        header += tr("; tokens as a %1×%1 patch grid, one map per feature").arg(tokens.side);
+        if (tokens.extraTokens > 0) {
+            const FloatTensor cls = classTokens(value, tokens);
+            const auto [clsLo, clsHi] = std::minmax_element(cls.values.begin(), cls.values.end());
+            header += tr("; class token apart (%1 features, values %2 … %3)")
+                          .arg(tokens.features)
+                          .arg(*clsLo, 0, 'g', 4)
+                          .arg(*clsHi, 0, 'g', 4);
+        }
+        shownMaps_ = tokenMaps(value, tokens);
+    } else {
+        shownMaps_ = value;
+    }
+    header_->setText(header);
+    if (isSpatial(shownMaps_.shape))
+        showSpatial(shownMaps_);
     else
-        showPlot(value);
+        showPlot(shownMaps_);
 }
 
 void ActivationView::showSpatial(const FloatTensor& value)
@@ -239,7 +255,7 @@ void ActivationView::updateOverlay()
     const ImageResult* result = document_->selectedResult();
     if (!result || shownKey_.isEmpty() || isPlotShown() || result->picture.empty())
         return;
-    const FloatTensor& value = result->values.at(shownKey_.toStdString());
+    const FloatTensor& value = shownMaps_;
     const MapLayout layout = mapLayout(value.shape);
     if (channel_ >= layout.channels)
         return;

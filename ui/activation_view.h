@@ -1,5 +1,7 @@
 #pragma once
 
+#include "common/float_tensor.h"
+
 #include <QImage>
 #include <QWidget>
 
@@ -17,11 +19,11 @@ namespace torchscope {
 
 class ChannelGrid;
 class Document;
-struct FloatTensor;
 
 // The selected grabbed value for the selected image: spatial outputs as a grid of channel maps
 // (zoom, contrast, colour map) with the picked channel upsampled over the input picture;
-// vectors as a bar plot and token x feature outputs as a heat map.
+// vision transformer tokens [T, D] on a square patch grid as D maps of the patches (the class
+// token apart, in the header); vectors as a bar plot and other token x feature outputs as a heat map.
 class ActivationView : public QWidget {
     Q_OBJECT
 public:
@@ -59,6 +61,7 @@ private:
     QString shownKey_;
     QString zoomedKey_;
     std::vector<int64_t> shownShape_;
+    FloatTensor shownMaps_; // what the grid shows: the value, or its tokens as patch maps
     int channel_ = 0;
     QImage overlay_;
 };

@@ -4,7 +4,7 @@
 // no Torch, no Qt.
 
 #include "common/float_tensor.h"
-#include "imaging/preprocessing.h"
+#include "model/model_setup.h"
 #include "run_types.h"
 
 #include <memory>
@@ -20,8 +20,7 @@ struct ProbeRequest {
     std::string pooling = "avg";
     int64_t seed = 0;
     double validationFraction = 0.25;
-    Preprocessing preprocessing;
-    std::vector<std::string> modelLabels;
+    ModelSetup setup;
 };
 
 struct ProbeLayerResult {
@@ -59,8 +58,9 @@ using ProbeScoresPtr = std::shared_ptr<const ProbeScores>;
 struct AttributionRequest {
     std::string image;
     std::string layer;
-    int64_t targetClass = -1; // -1: the predicted class
-    Preprocessing preprocessing;
+    int64_t targetClass = -1; // -1: the predicted class (or the top detection)
+    std::vector<int64_t> region; // segmentation: x0, y0, x1, y1 in model-input pixels; empty: none
+    ModelSetup setup;
 };
 
 struct AttributionSnapshot {
@@ -68,6 +68,7 @@ struct AttributionSnapshot {
     std::string layer;
     int64_t target = 0;
     std::string targetLabel;
+    std::string targetDescription; // "class 15 (person) summed over its 2,304 pixels"
     FloatTensor picture; // [H, W, 3] in [0, 1]: the input as decoded
     FloatTensor gradCam; // [H, W] in [0, 1], at the model input's size
     FloatTensor saliency; // [H, W] in [0, 1]
@@ -82,7 +83,7 @@ struct PatchRequest {
     bool ablate = false;
     std::vector<int64_t> channels;
     std::string compareLayer; // a later layer whose maps are shown side by side ("" : none)
-    Preprocessing preprocessing;
+    ModelSetup setup;
 };
 
 struct PatchColumn {

@@ -7,6 +7,7 @@
 #include "common/tensor_conversion.h"
 #include "graph/patching.h"
 #include "imaging/image_tensor.h"
+#include "imaging/preprocess_tensor.h"
 #include "probe/activation_cache.h"
 #include "probe/layer_sweep.h"
 #include "probe/model_extender.h"
@@ -24,28 +25,15 @@
 namespace torchscope {
 namespace {
 
-// What the model saw, as a picture: normalisation undone, grey repeated to RGB. [H, W, 3] in [0, 1].
+// What the model saw, as a picture. [H, W, 3] in [0, 1].
 FloatTensor pictureOf(const at::Tensor& input, const Preprocessing& preprocessing)
 {
-    at::Tensor x = input[0].to(at::kCPU, at::kFloat).clone();
-    for (int64_t c = 0; c < x.size(0); ++c) {
-        const size_t i = static_cast<size_t>(c);
-        if (i < preprocessing.std.size() && i < preprocessing.mean.size())
-            x[c].mul_(preprocessing.std[i]).add_(preprocessing.mean[i]);
-    }
-    if (x.size(0) == 1)
-        x = x.expand({3, x.size(1), x.size(2)});
-    return toFloatTensor(x.slice(0, 0, 3).clamp(0, 1).permute({1, 2, 0}).contiguous());
+    return toFloatTensor(pictureOfInput(input, preprocessing));
 }
 
 FloatTensor mapOf(const at::Tensor& map)
 {
     return toFloatTensor(normalizeMap(map.to(at::kCPU, at::kFloat)).contiguous());
-}
-
-std::string labelOf(const std::vector<std::string>& labels, int64_t c)
-{
-    return static_cast<size_t>(c) < labels.size() ? labels[static_cast<size_t>(c)] : "class " + std::to_string(c);
 }
 
 } // namespace
@@ -63,9 +51,9 @@ void RunWorker::trainProbes(const ProbeRequest& request)
             state_->activationCache = std::make_shared<ActivationCache>(
                 cache.isEmpty() ? std::string() : QDir(cache).filePath("activations").toStdString());
         }
-        const ImageFolder folder = ImageFolder::scan(request.folder, request.modelLabels);
+        const ImageFolder folder = ImageFolder::scan(request.folder, request.setup.labels);
         const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-        ProbeSamples samples = folderSamples(folder, request.preprocessing, 16, threads);
+        ProbeSamples samples = folderSamples(folder, request.setup.preprocessing, 16, threads);
         const ProbePooling pooling = parseProbePooling(request.pooling);
         const ProbeDataset dataset = collectProbeDataset(*state_->engine, request.layers, pooling, samples,
             state_->activationCache.get(), [this](int64_t done, int64_t total) {
@@ -118,7 +106,7 @@ void RunWorker::exportProbe(const QString& layer, const QString& path, bool stat
     }
 }
 
-void RunWorker::applyProbeFile(const QString& path, const QStringList& images, const Preprocessing& preprocessing)
+void RunWorker::applyProbeFile(const QString& path, const QStringList& images, const ModelSetup& setup)
 {
     if (!state_->engine) {
         Q_EMIT probesFailed(tr("Error Importing Probe"), tr("No model is open."));
@@ -138,7 +126,8 @@ void RunWorker::applyProbeFile(const QString& path, const QStringList& images, c
         for (const auto& image : images) {
             // Only the probe's output is wanted: the forward stops after its layer.
             const ExtendedOutput out = extender.forward(
-                forwardInputsFromBatch(*state_->model, loadImageBatch({image.toStdString()}, preprocessing)), false);
+                forwardInputsFromBatch(*state_->model, loadImageBatch({image.toStdString()}, setup.preprocessing)),
+                false);
             const at::Tensor s = out.extensions.at("probe").to(at::kCPU, at::kDouble).flatten();
             // One logit is the second class's (logistic regression); more are a softmax's.
             const at::Tensor p = s.numel() == 1 ? at::cat({1 - s.sigmoid(), s.sigmoid()}) : s.softmax(0);
@@ -158,14 +147,18 @@ void RunWorker::attribute(const AttributionRequest& request)
         return;
     }
     try {
-        const at::Tensor input = loadImageBatch({request.image}, request.preprocessing);
-        const Attribution a = computeAttribution(*state_->engine, input, request.layer, request.targetClass);
+        const at::Tensor input = loadImageBatch({request.image}, request.setup.preprocessing);
+        GradientTarget target{request.targetClass, std::nullopt};
+        if (request.region.size() == 4)
+            target.region = std::array<int64_t, 4>{request.region[0], request.region[1], request.region[2], request.region[3]};
+        const Attribution a = computeAttribution(*state_->engine, input, request.layer, target, request.setup.scores);
         auto snapshot = std::make_shared<AttributionSnapshot>();
         snapshot->image = request.image;
         snapshot->layer = request.layer;
         snapshot->target = a.targets.front();
-        snapshot->targetLabel = labelOf(state_->summary.labels, snapshot->target);
-        snapshot->picture = pictureOf(input, request.preprocessing);
+        snapshot->targetLabel = labelOf(request.setup.labels, snapshot->target);
+        snapshot->targetDescription = a.descriptions.front();
+        snapshot->picture = pictureOf(input, request.setup.preprocessing);
         snapshot->gradCam = mapOf(a.gradCamUpsampled[0]);
         snapshot->saliency = mapOf(a.saliency[0]);
         Q_EMIT attributionFinished(snapshot);
@@ -185,7 +178,7 @@ void RunWorker::patch(const PatchRequest& request)
         std::vector<GrabSpec> grabs;
         if (!request.compareLayer.empty())
             grabs.push_back(GrabSpec{request.compareLayer, CaptureKind::Output, 0});
-        const at::Tensor a = loadImageBatch({request.imageA}, request.preprocessing);
+        const at::Tensor a = loadImageBatch({request.imageA}, request.setup.preprocessing);
         std::vector<std::pair<std::string, const RunResult*>> runs;
         std::vector<at::Tensor> inputs;
         PatchRuns patched;
@@ -196,7 +189,7 @@ void RunWorker::patch(const PatchRequest& request)
             runs = {{"A", &ablated.original}, {"A, channels zeroed", &ablated.ablated}};
             inputs = {a, a};
         } else {
-            const at::Tensor b = loadImageBatch({request.imageB}, request.preprocessing);
+            const at::Tensor b = loadImageBatch({request.imageB}, request.setup.preprocessing);
             patched = patchActivation(*state_->engine, forwardInputsFromBatch(*state_->model, a),
                 forwardInputsFromBatch(*state_->model, b), request.layer, grabs);
             runs = {{"A", &patched.a}, {"B", &patched.b}, {"A with B's " + request.layer, &patched.patched}};
@@ -209,17 +202,19 @@ void RunWorker::patch(const PatchRequest& request)
         for (const auto& [title, run] : runs) {
             PatchColumn column;
             column.title = title;
-            column.predictions = topPredictions(run->tensor("output"), state_->summary.labels, 3);
+            column.predictions = predictionOf(run->values.front().second, request.setup, 3).top;
             snapshot->columns.push_back(std::move(column));
             if (!request.compareLayer.empty()) {
-                const at::Tensor m = run->tensor(request.compareLayer).to(at::kCPU, at::kFloat);
+                at::Tensor m = run->tensor(request.compareLayer).to(at::kCPU, at::kFloat);
+                if (const at::Tensor tokens = tokensAsMaps(m); tokens.defined())
+                    m = tokens;
                 maps.push_back(m.dim() == 4 ? m[0].mean(0) : m.reshape({1, -1}));
             }
         }
         // One scale for all columns, so that a map that changed looks changed.
         const at::Tensor all = maps.empty() ? at::Tensor() : normalizeMap(at::stack(maps));
         for (size_t i = 0; i < snapshot->columns.size(); ++i) {
-            snapshot->columns[i].picture = pictureOf(inputs[i], request.preprocessing);
+            snapshot->columns[i].picture = pictureOf(inputs[i], request.setup.preprocessing);
             if (all.defined())
                 snapshot->columns[i].map = toFloatTensor(all[static_cast<int64_t>(i)].contiguous());
         }

@@ -73,7 +73,18 @@ AttributionView::AttributionView(Document* document, RunController* controller, 
         if (const QString error = savePng(path); !error.isEmpty())
             Q_EMIT failed(tr("Error Exporting"), error);
     });
-    connect(document_, &Document::modelChanged, this, &AttributionView::fillLayers);
+    connect(document_, &Document::modelChanged, this, [this] {
+        // Nothing of the old model's explanation stays: layer, class, region and picture.
+        result_.reset();
+        image_ = QImage();
+        picture_->clear();
+        region_.clear();
+        target_->setValue(-1);
+        layer_->clearEditText();
+        header_->setText(tr("Select an image and a layer with spatial maps."));
+        fillLayers();
+        layer_->setCurrentIndex(-1);
+    });
     connect(document_, &Document::modulesChanged, this, &AttributionView::fillLayers);
     connect(document_, &Document::selectionChanged, this, [this] {
         if (isVisible() && result_)
@@ -104,7 +115,7 @@ void AttributionView::fillLayers()
         if (spatial || m.outputShapes.empty())
             layer_->addItem(QString::fromStdString(m.path));
     }
-    if (!current.isEmpty())
+    if (!current.isEmpty() && document_->module(current))
         layer_->setCurrentText(current);
 }
 
@@ -145,7 +156,7 @@ void AttributionView::compute()
     request.image = images[index].toStdString();
     request.layer = layer_->currentText().toStdString();
     request.targetClass = target_->value();
-    request.preprocessing = document_->preprocessing();
+    request.setup = document_->setup();
     header_->setText(tr("Computing…"));
     RunWorker* worker = controller_->worker();
     QMetaObject::invokeMethod(

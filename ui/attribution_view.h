@@ -53,6 +53,7 @@ private:
     QLabel* picture_;
     AttributionSnapshotPtr result_;
     QImage image_;
+    std::vector<int64_t> region_; // segmentation: x0, y0, x1, y1 in model-input pixels, drawn by the user
 };
 
 } // namespace torchscope

@@ -3,6 +3,7 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonArray>
+#include <QJsonDocument>
 
 #include <stdexcept>
 
@@ -19,20 +20,20 @@ void Document::setModel(const ModelSummary& model)
     probeAccuracies_.clear(); // probes belong to the weights they were trained on
     bestProbeLayer_.clear();
     if (!sameModel) {
-        // Keep what still exists in the new model, so a retrained checkpoint keeps its setup.
-        QStringList kept;
-        for (const auto& spec : grabs_)
-            if (this->module(spec.section(':', 0, 0)))
-                kept << spec;
-        grabs_ = kept;
-        if (!this->module(truncation_))
-            truncation_.clear();
-        edits_.erase(std::remove_if(edits_.begin(), edits_.end(),
-                         [&](const EditSpec& e) { return !this->module(QString::fromStdString(e.path)); }),
-            edits_.end());
+        grabs_.clear();
+        truncation_.clear();
+        edits_.clear();
+        selectedKey_.clear();
+        targetClass_ = -1;
         snapshot_.reset();
+        setup_ = model.setup;
+        setupSource_ = model.hasStoredSetup ? tr("stored in the model") : tr("ImageNet default, not checked");
     }
     Q_EMIT modelChanged();
+    Q_EMIT setupChanged();
+    Q_EMIT probesChanged();
+    Q_EMIT selectionChanged();
+    Q_EMIT resultsChanged();
     Q_EMIT requestChanged();
 }
 
@@ -60,8 +61,10 @@ void Document::setGrabbed(const QString& spec, bool grabbed)
     if (grabbed == grabs_.contains(spec))
         return;
     if (grabbed) {
+        // Show the new grab unless the selection still shows one of the others.
+        const bool selectionGrabbed = grabs_.contains(selectedKey_.section('#', 0, 0));
         grabs_ << spec;
-        if (selectedKey_.isEmpty())
+        if (!selectionGrabbed)
             selectedKey_ = spec;
     } else {
         grabs_.removeAll(spec);
@@ -134,18 +137,16 @@ void Document::setTargetClass(int target)
         Q_EMIT requestChanged();
 }
 
-void Document::setPreprocessingSpec(const QString& spec)
+void Document::setSetup(const ModelSetup& setup, const QString& source)
 {
-    if (spec == preprocessingSpec_)
+    setupSource_ = source;
+    if (setup == setup_) {
+        Q_EMIT setupChanged();
         return;
-    preprocessingSpec_ = spec;
+    }
+    setup_ = setup;
+    Q_EMIT setupChanged();
     Q_EMIT requestChanged();
-}
-
-Preprocessing Document::preprocessing() const
-{
-    return preprocessingSpec_.isEmpty() ? model_.preprocessing
-                                        : Preprocessing::fromSpec(preprocessingSpec_.toStdString());
 }
 
 void Document::setSelectedKey(const QString& key)
@@ -204,7 +205,8 @@ RunRequest Document::makeRunRequest(int generation) const
         run.request.truncateAt = truncation_.toStdString();
     run.request.edits = edits_;
     run.request.targetClass = targetClass_;
-    run.preprocessing = preprocessing();
+    run.request.scores = setup_.scores;
+    run.setup = setup_;
     return run;
 }
 
@@ -215,14 +217,14 @@ QJsonObject Document::toJson() const
         edits.append(QString::fromStdString(e.toString()));
     return QJsonObject{
         {"format", "torchscope-session"},
-        {"version", 1},
+        {"version", 2},
         {"model", modelPath()},
         {"device", device_},
         {"grabs", QJsonArray::fromStringList(grabs_)},
         {"truncate", truncation_},
         {"edits", edits},
         {"images", QJsonArray::fromStringList(images_)},
-        {"preprocess", preprocessingSpec_},
+        {"setup", QJsonDocument::fromJson(QByteArray::fromStdString(setup_.toJson())).object()},
         {"target", targetClass_},
         {"selected_layer", selectedKey_},
         {"selected_image", selectedImage_},
@@ -239,10 +241,24 @@ void Document::applyJson(const QJsonObject& session)
     std::vector<EditSpec> edits;
     for (const auto& e : session.value("edits").toArray())
         edits.push_back(EditSpec::parse(e.toString().toStdString()));
+    ModelSetup setup = setup_;
+    try {
+        if (session.value("setup").isObject())
+            setup = ModelSetup::fromJson(
+                QJsonDocument(session.value("setup").toObject()).toJson(QJsonDocument::Compact).toStdString(),
+                setup_);
+        else if (const QString spec = session.value("preprocess").toString(); !spec.isEmpty())
+            setup = readSetupSpec(spec.toStdString(), setup_); // sessions of version 1
+    } catch (const std::exception& e) {
+        throw std::runtime_error(std::string("the session's input setup: ") + e.what());
+    }
     grabs_ = grabs;
     edits_ = edits;
     truncation_ = session.value("truncate").toString();
-    preprocessingSpec_ = session.value("preprocess").toString();
+    if (setup != setup_) {
+        setup_ = setup;
+        setupSource_ = tr("from the session");
+    }
     targetClass_ = session.value("target").toInt(-1);
     selectedKey_ = session.value("selected_layer").toString();
     images_.clear();
@@ -250,6 +266,7 @@ void Document::applyJson(const QJsonObject& session)
         images_ << i.toString();
     selectedImage_ = session.value("selected_image").toInt(0);
     snapshot_.reset();
+    Q_EMIT setupChanged();
     Q_EMIT imagesChanged();
     Q_EMIT selectionChanged();
     Q_EMIT requestChanged();

@@ -23,6 +23,9 @@ public:
     bool hasModel() const { return !model_.path.empty(); }
     const ModelSummary& model() const { return model_; }
     QString modelPath() const { return QString::fromStdString(model_.path); }
+    // A model at another path starts afresh: its setup (stored, else the default), no grabs,
+    // truncation, edits, results, probes or selection of the old one. The same path (opened again
+    // on another device) keeps everything.
     void setModel(const ModelSummary& model);
     void updateModules(const std::vector<ModuleInfo>& modules); // output shapes after a dry run
     const ModuleInfo* module(const QString& path) const;
@@ -49,10 +52,12 @@ public:
     QString device() const { return device_; }
     void setDevice(const QString& device) { device_ = device; }
 
-    // "" uses the model's own preprocessing (torchscope.json, else imagenet).
-    QString preprocessingSpec() const { return preprocessingSpec_; }
-    void setPreprocessingSpec(const QString& spec);
-    Preprocessing preprocessing() const;
+    // How the model's input is made and its output read (model/model_setup.h), and where that
+    // came from, for the status bar: "stored in the model", "ImageNet default", "set by you" ...
+    const ModelSetup& setup() const { return setup_; }
+    QString setupSource() const { return setupSource_; }
+    void setSetup(const ModelSetup& setup, const QString& source);
+    const Preprocessing& preprocessing() const { return setup_.preprocessing; }
 
     QString selectedKey() const { return selectedKey_; }
     void setSelectedKey(const QString& key);
@@ -72,13 +77,15 @@ public:
     void setProbeResults(const QMap<QString, double>& accuracies, const QString& bestLayer);
 
     QJsonObject toJson() const;
-    // Restores everything but the model itself (the caller opens it first); throws std::runtime_error.
+    // Restores everything but the model itself (the caller opens it first), the setup among it;
+    // throws std::runtime_error.
     void applyJson(const QJsonObject& session);
 
 Q_SIGNALS:
     void modelChanged();
     void modulesChanged();
     void requestChanged();
+    void setupChanged();
     void imagesChanged();
     void selectionChanged();
     void resultsChanged();
@@ -92,7 +99,8 @@ private:
     QStringList images_;
     int targetClass_ = -1;
     QString device_ = "cpu";
-    QString preprocessingSpec_;
+    ModelSetup setup_;
+    QString setupSource_;
     QString selectedKey_;
     int selectedImage_ = 0;
     RunSnapshotPtr snapshot_;

@@ -68,9 +68,9 @@ void ImageStrip::refreshResults()
             image.thumbnailWidth * 3, QImage::Format_RGB888);
         it->setIcon(QPixmap::fromImage(picture));
         QString tip = QString::fromStdString(image.path);
-        if (!image.predictions.empty())
-            tip += "\n" + QString::fromStdString(image.predictions[0].label)
-                + QString(" (%1 %)").arg(100.0 * image.predictions[0].probability, 0, 'f', 1);
+        if (!image.prediction.top.empty())
+            tip += "\n" + QString::fromStdString(image.prediction.top[0].label)
+                + QString(" (%1 %)").arg(100.0 * image.prediction.top[0].probability, 0, 'f', 1);
         it->setToolTip(tip);
     }
 }

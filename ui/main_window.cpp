@@ -14,6 +14,7 @@
 #include "recorders_panel.h"
 #include "run_controller.h"
 #include "run_worker.h"
+#include "setup_actions.h"
 #include "statistics_panel.h"
 
 #include <QApplication>
@@ -55,6 +56,7 @@ MainWindow::MainWindow(QWidget* parent)
     , probes_(new ProbesPanel(document_, controller_))
     , attribution_(new AttributionView(document_, controller_))
     , patching_(new PatchingView(document_, controller_))
+    , setup_(new SetupActions(document_, controller_, this))
     , central_(new QTabWidget)
 {
     setAcceptDrops(true);
@@ -84,6 +86,11 @@ MainWindow::MainWindow(QWidget* parent)
                              .arg(100.0 * l.validationAccuracy, 0, 'f', 1));
     });
     connect(exports_, &ExportActions::failed, this, &MainWindow::reportError);
+    connect(setup_, &SetupActions::failed, this, &MainWindow::reportError);
+    connect(setup_, &SetupActions::message, this, [this](const QString& message) {
+        log_->append(message);
+        statusBar()->showMessage(message, 8000);
+    });
     connect(exports_, &ExportActions::done, this, [this](const QString& message) {
         log_->append(message);
         statusBar()->showMessage(message, 5000);
@@ -97,6 +104,11 @@ MainWindow::MainWindow(QWidget* parent)
     });
     connect(controller_, &RunController::modelOpened, this, [this](const QString& path) {
         log_->append(tr("Opened %1: %2").arg(path, QString::fromStdString(document_->model().signature)));
+        status_->setText(tr("Opened %1").arg(QFileInfo(path).fileName()));
+        if (const auto& note = document_->model().frozenNote; !note.empty())
+            log_->append(tr("Note: %1").arg(QString::fromStdString(note)));
+        const QSignalBlocker block(target_);
+        target_->setValue(document_->targetClass());
         rememberRecent(path);
         updateTitle();
     });
@@ -208,6 +220,8 @@ void MainWindow::createMenus()
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
+    setup_->populate(menuBar()->addMenu(tr("&Model")));
+
     QMenu* view = menuBar()->addMenu(tr("&View"));
     for (QDockWidget* dock : findChildren<QDockWidget*>())
         view->addAction(dock->toggleViewAction());
@@ -254,6 +268,7 @@ void MainWindow::createStatusBar()
     cancel_->setToolTip(tr("Stop after the current image; what was recorded is kept"));
     cancel_->hide();
     statusBar()->addWidget(status_, 1);
+    statusBar()->addPermanentWidget(setup_->statusButton());
     statusBar()->addPermanentWidget(progress_);
     statusBar()->addPermanentWidget(cancel_);
     connect(cancel_, &QToolButton::clicked, controller_, &RunController::cancel);
@@ -268,6 +283,12 @@ void MainWindow::createStatusBar()
         progress_->setValue(done);
         progress_->setFormat(tr("%v / %m images"));
     });
+}
+
+void MainWindow::setInteractive(bool interactive)
+{
+    interactive_ = interactive;
+    setup_->setInteractive(interactive);
 }
 
 void MainWindow::showCentralTab(int index)

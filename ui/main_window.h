@@ -24,6 +24,7 @@ class ModuleTreePanel;
 class PredictionsPanel;
 class RecordersPanel;
 class RunController;
+class SetupActions;
 class StatisticsPanel;
 
 // The workbench window: assembles the panels around one Document, routes files (open, drop,
@@ -48,12 +49,13 @@ public:
     ProbesPanel* probesPanel() const { return probes_; }
     AttributionView* attributionView() const { return attribution_; }
     PatchingView* patchingView() const { return patching_; }
+    SetupActions* setupActions() const { return setup_; }
     // Shows a tab of the central area: 0 activations, 1 Grad-CAM, 2 patching.
     void showCentralTab(int index);
 
     // Errors are shown in a message box unless the window is not interactive (tests, screenshots);
     // they always go to the log.
-    void setInteractive(bool interactive) { interactive_ = interactive; }
+    void setInteractive(bool interactive);
 
     void openModel(const QString& path);
     // Models, images, folders and session files, as dropped or given on the command line.
@@ -91,6 +93,7 @@ private:
     ProbesPanel* probes_;
     AttributionView* attribution_;
     PatchingView* patching_;
+    SetupActions* setup_;
     QTabWidget* central_ = nullptr;
     QMenu* recentMenu_ = nullptr;
     QComboBox* device_ = nullptr;

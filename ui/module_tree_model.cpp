@@ -1,5 +1,6 @@
 #include "module_tree_model.h"
 
+#include <QColor>
 #include <QFont>
 
 #include "common/strings.h"
@@ -134,6 +135,8 @@ QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const
         case OutputShape:
             return shapes;
         case Calls:
+            if (!module->called && !module->path.empty())
+                return tr("never");
             return module->callSites.size() > 1 ? QString("%1×").arg(module->callSites.size()) : QString();
         case Marks:
             return marks(*module);
@@ -148,6 +151,9 @@ QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const
                           .arg(path.toHtmlEscaped(), QString::fromStdString(module->qualifiedType).toHtmlEscaped())
                           .arg(module->totalParameters)
                           .arg(module->ownParameters);
+        if (!module->called)
+            tip += "<br><i>" + tr("Never called: %1").arg(QString::fromStdString(module->notCalledReason).toHtmlEscaped())
+                + "</i>";
         for (const auto& site : module->callSites)
             tip += QString("<br>called from %1%2%3")
                        .arg(QString::fromStdString(site.method))
@@ -155,6 +161,10 @@ QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const
                        .arg(site.context.empty() ? QString() : " " + QString::fromStdString(site.context));
         return tip;
     }
+    case Qt::ForegroundRole:
+        if (!module->called)
+            return QColor(Qt::gray);
+        return {};
     case Qt::FontRole:
         if (!path.isEmpty() && path == document_->bestProbeLayer()) {
             QFont bold;
@@ -186,7 +196,8 @@ Qt::ItemFlags ModuleTreeModel::flags(const QModelIndex& index) const
     if (!index.isValid())
         return Qt::NoItemFlags;
     Qt::ItemFlags flags = Qt::ItemIsEnabled | Qt::ItemIsSelectable;
-    if (index.column() == Name)
+    const ModuleInfo* module = moduleAt(index);
+    if (index.column() == Name && module && module->called)
         flags |= Qt::ItemIsUserCheckable;
     return flags;
 }

@@ -8,6 +8,7 @@
 #include <QClipboard>
 #include <QHeaderView>
 #include <QInputDialog>
+#include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
@@ -22,6 +23,7 @@ ModuleTreePanel::ModuleTreePanel(Document* document, QWidget* parent)
     , model_(new ModuleTreeModel(document, this))
     , proxy_(new ModuleFilterProxy(this))
     , search_(new QLineEdit)
+    , note_(new QLabel)
     , view_(new QTreeView)
 {
     proxy_->setSourceModel(model_);
@@ -34,7 +36,11 @@ ModuleTreePanel::ModuleTreePanel(Document* document, QWidget* parent)
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(search_);
+    layout->addWidget(note_);
     layout->addWidget(view_);
+    note_->setWordWrap(true);
+    note_->setMargin(4);
+    note_->hide();
 
     connect(search_, &QLineEdit::textChanged, this, [this](const QString& text) {
         proxy_->setSearchText(text);
@@ -54,7 +60,25 @@ ModuleTreePanel::ModuleTreePanel(Document* document, QWidget* parent)
     connect(document_, &Document::modelChanged, this, [this] {
         view_->expandToDepth(0);
         view_->resizeColumnToContents(ModuleTreeModel::Name);
+        showNote();
     });
+}
+
+void ModuleTreePanel::showNote()
+{
+    const ModelSummary& model = document_->model();
+    int never = 0;
+    for (const auto& m : model.modules)
+        never += m.called ? 0 : 1;
+    QString text;
+    if (!model.frozenNote.empty())
+        text = QString::fromStdString(model.frozenNote);
+    else if (never > 0)
+        text = tr("%n module(s) in grey never run: the forward never calls them (unused, a ModuleList that is "
+                  "iterated, or weights used directly). Hover one to see why.",
+            nullptr, never);
+    note_->setText(text);
+    note_->setVisible(!text.isEmpty());
 }
 
 void ModuleTreePanel::selectPath(const QString& path)
@@ -72,6 +96,20 @@ void ModuleTreePanel::showContextMenu(const QPoint& position)
     if (path.isEmpty())
         return;
     QMenu menu(this);
+    const ModuleInfo* module = document_->module(path);
+    if (module && !module->called) {
+        QAction* why = menu.addAction(tr("Never called: %1").arg(QString::fromStdString(module->notCalledReason)));
+        why->setEnabled(false);
+        menu.addSeparator();
+        connect(menu.addAction(tr("Copy Path")), &QAction::triggered, this,
+            [path] { QApplication::clipboard()->setText(path); });
+        menu.exec(view_->viewport()->mapToGlobal(position));
+        return;
+    }
+    bool gradients = false;
+    for (const auto& spec : document_->grabs())
+        gradients = gradients || spec.endsWith(":grad");
+    const bool truncated = !document_->truncation().isEmpty();
     auto addToggle = [&](const QString& text, const QString& spec) {
         QAction* action = menu.addAction(text);
         action->setCheckable(true);
@@ -85,9 +123,17 @@ void ModuleTreePanel::showContextMenu(const QPoint& position)
     addToggle(tr("Grab Output"), path);
     addToggle(tr("Grab Input"), path + ":in0");
     addToggle(tr("Grab Gradient"), path + ":grad");
+    if (truncated && !document_->isGrabbed(path + ":grad")) {
+        // A gradient is of the model's output score, which a truncated run never computes.
+        QAction* gradient = menu.actions().last();
+        gradient->setEnabled(false);
+        gradient->setText(tr("Grab Gradient (clear the truncation first)"));
+    }
     menu.addSeparator();
-    connect(menu.addAction(tr("Set Truncation Point Here")), &QAction::triggered, this,
-        [this, path] { document_->setTruncation(path); });
+    QAction* truncate = menu.addAction(
+        gradients ? tr("Set Truncation Point Here (remove gradient grabs first)") : tr("Set Truncation Point Here"));
+    truncate->setEnabled(!gradients);
+    connect(truncate, &QAction::triggered, this, [this, path] { document_->setTruncation(path); });
     QAction* clear = menu.addAction(tr("Clear Truncation"));
     clear->setEnabled(!document_->truncation().isEmpty());
     connect(clear, &QAction::triggered, this, [this] { document_->setTruncation({}); });

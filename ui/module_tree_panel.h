@@ -2,6 +2,7 @@
 
 #include <QWidget>
 
+class QLabel;
 class QLineEdit;
 class QTreeView;
 
@@ -21,6 +22,7 @@ public:
     ModuleTreeModel* model() const { return model_; }
     ModuleFilterProxy* proxy() const { return proxy_; }
     QTreeView* view() const { return view_; }
+    QLabel* note() const { return note_; }
     QLineEdit* searchField() const { return search_; }
 
     // Ticks PATH (if needed), selects it in the tree and shows it in the views.
@@ -28,12 +30,14 @@ public:
 
 private:
     void showContextMenu(const QPoint& position);
+    void showNote();
     void editChannels(const QString& path, bool scale);
 
     Document* document_;
     ModuleTreeModel* model_;
     ModuleFilterProxy* proxy_;
     QLineEdit* search_;
+    QLabel* note_; // a frozen model, modules that never run
     QTreeView* view_;
 };
 

@@ -59,7 +59,18 @@ PatchingView::PatchingView(Document* document, RunController* controller, QWidge
     });
     connect(run, &QPushButton::clicked, this, &PatchingView::compute);
     connect(document_, &Document::imagesChanged, this, &PatchingView::fillChoices);
-    connect(document_, &Document::modelChanged, this, &PatchingView::fillChoices);
+    connect(document_, &Document::modelChanged, this, [this] {
+        result_.reset();
+        while (QLayoutItem* item = columns_->takeAt(0)) {
+            delete item->widget();
+            delete item;
+        }
+        header_->setText(tr("Patch a layer's output from image B into the run of image A, or zero channels of it."));
+        layer_->clearEditText();
+        compare_->clearEditText();
+        channels_->clear();
+        fillChoices();
+    });
     connect(controller_->worker(), &RunWorker::patchFinished, this, &PatchingView::showResult);
     connect(controller_->worker(), &RunWorker::patchFailed, this, [this](const QString& title, const QString& text) {
         header_->setText(text);
@@ -88,8 +99,8 @@ void PatchingView::fillChoices()
             layer_->addItem(QString::fromStdString(m.path));
             compare_->addItem(QString::fromStdString(m.path));
         }
-    layer_->setCurrentText(layer);
-    compare_->setCurrentText(compare);
+    layer_->setCurrentText(document_->module(layer) ? layer : QString());
+    compare_->setCurrentText(document_->module(compare) ? compare : QString());
 }
 
 void PatchingView::setup(
@@ -116,7 +127,7 @@ void PatchingView::compute()
     request.layer = layer_->currentText().toStdString();
     request.ablate = mode_->currentIndex() == 1;
     request.compareLayer = compare_->currentText().toStdString();
-    request.preprocessing = document_->preprocessing();
+    request.setup = document_->setup();
     if (request.ablate) {
         for (const auto& part : channels_->text().split(',', Qt::SkipEmptyParts)) {
             bool ok = false;

@@ -9,20 +9,30 @@ namespace torchscope {
 
 class Document;
 
-// Top-k classes with probabilities for the selected image (labels from the model card).
+// What the model says about the selected image, by the kind of its output: the top classes with
+// probabilities, a segmentation's class map with the classes by share of the pixels, or a
+// detector's boxes with labels and scores (labels from the input setup).
 class PredictionsPanel : public QWidget {
     Q_OBJECT
 public:
     explicit PredictionsPanel(Document* document, QWidget* parent = nullptr);
     QTableWidget* table() const { return table_; }
+    QLabel* picture() const { return picture_; }
 
 public Q_SLOTS:
     void refresh();
 
+protected:
+    void resizeEvent(QResizeEvent* event) override;
+
 private:
+    void showPicture();
+
     Document* document_;
     QLabel* caption_;
+    QLabel* picture_;
     QTableWidget* table_;
+    QImage image_;
 };
 
 } // namespace torchscope

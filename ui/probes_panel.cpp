@@ -140,6 +140,24 @@ ProbesPanel::ProbesPanel(Document* document, RunController* controller, QWidget*
     connect(exportState, &QPushButton::clicked, this, [this] { exportProbe(true); });
     connect(import, &QPushButton::clicked, this, &ProbesPanel::importProbe);
 
+    connect(document_, &Document::modelChanged, this, [this] {
+        // Probes belong to the weights they were trained on.
+        result_.reset();
+        summary_->clear();
+        for (QCustomPlot* plot : {sweepPlot_, lossPlot_}) {
+            plot->clearPlottables();
+            plot->replot();
+        }
+        const QSignalBlocker block(layerChoice_);
+        layerChoice_->clear();
+        confusion_->clear();
+        confusion_->setRowCount(0);
+        confusion_->setColumnCount(0);
+        scores_->clear();
+        scores_->setRowCount(0);
+        progress_->setValue(0);
+    });
+
     RunWorker* worker = controller_->worker();
     connect(worker, &RunWorker::probeProgress, this, [this](qint64 done, qint64 total, const QString& stage) {
         progress_->setRange(0, static_cast<int>(total));
@@ -206,8 +224,7 @@ void ProbesPanel::train(const QStringList& layers)
         request.layers.push_back(layer.toStdString());
     request.pooling = pooling_->currentData().toString().toStdString();
     request.seed = seed_->value();
-    request.preprocessing = document_->preprocessing();
-    request.modelLabels = document_->model().labels;
+    request.setup = document_->setup();
     setRunning(true);
     summary_->setText(tr("Grabbing activations of %n layer(s)…", nullptr, static_cast<int>(layers.size())));
     RunWorker* worker = controller_->worker();
@@ -359,9 +376,9 @@ void ProbesPanel::importProbe()
     }
     RunWorker* worker = controller_->worker();
     const QStringList images = document_->images();
-    const Preprocessing preprocessing = document_->preprocessing();
+    const ModelSetup setup = document_->setup();
     QMetaObject::invokeMethod(
-        worker, [worker, path, images, preprocessing] { worker->applyProbeFile(path, images, preprocessing); },
+        worker, [worker, path, images, setup] { worker->applyProbeFile(path, images, setup); },
         Qt::QueuedConnection);
 }
 

@@ -106,6 +106,19 @@ RecordersPanel::RecordersPanel(Document* document, RunController* controller, QW
         }
     });
     connect(layer_, &QComboBox::currentTextChanged, this, &RecordersPanel::showLayer);
+    connect(document_, &Document::modelChanged, this, [this] {
+        // A recording belongs to the model that made it (export writes the worker's, which a new
+        // model also drops).
+        snapshot_.reset();
+        grabs_->clear();
+        summary_->clear();
+        const QSignalBlocker block(layer_);
+        layer_->clear();
+        plots_->clear();
+        topImages_->clear();
+        export_->setEnabled(false);
+        progress_->setValue(0);
+    });
     connect(channel_, &QSpinBox::valueChanged, this, &RecordersPanel::showTopImages);
 }
 
@@ -128,8 +141,7 @@ void RecordersPanel::start()
         request.reduction = reduction_->currentText().toStdString();
         request.condition = condition_->text().trimmed().toStdString();
         request.batchSize = batch_->value();
-        request.preprocessing = document_->preprocessing();
-        request.modelLabels = document_->model().labels;
+        request.setup = document_->setup();
         request.targetClass = document_->targetClass();
     } catch (const std::exception& e) {
         summary_->setText(tr("Cannot start: %1").arg(QString::fromStdString(e.what())));

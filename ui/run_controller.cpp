@@ -22,7 +22,8 @@ RunController::RunController(Document* document, QObject* parent)
     qRegisterMetaType<AttributionSnapshotPtr>();
     qRegisterMetaType<PatchRequest>();
     qRegisterMetaType<PatchSnapshotPtr>();
-    qRegisterMetaType<Preprocessing>();
+    qRegisterMetaType<ModelSetup>();
+    qRegisterMetaType<SetupAdvice>();
 
     worker_->moveToThread(&thread_);
     thread_.setObjectName("torchscope-run");
@@ -55,12 +56,16 @@ RunController::RunController(Document* document, QObject* parent)
         Q_EMIT runCompleted(snapshot->seconds, static_cast<int>(snapshot->images.size()),
             static_cast<int>(snapshot->failures.size()), snapshot->cancelled);
     });
-    connect(worker_.get(), &RunWorker::runFailed, this, [this](int generation, const QString& message) {
-        if (generation != generation_)
-            return;
-        setBusy(false);
-        Q_EMIT failed(tr("Error Running Model"), message);
-    });
+    connect(worker_.get(), &RunWorker::runFailed, this,
+        [this](int generation, const QString& message, bool setupProblem) {
+            if (generation != generation_)
+                return;
+            setBusy(false);
+            if (setupProblem)
+                Q_EMIT setupProblemFound(message);
+            else
+                Q_EMIT failed(tr("Error Running Model"), message);
+        });
     connect(worker_.get(), &RunWorker::exported, this, &RunController::exported);
     connect(worker_.get(), &RunWorker::recordProgress, this, &RunController::recordProgress);
     connect(worker_.get(), &RunWorker::recordFinished, this, &RunController::recordFinished);

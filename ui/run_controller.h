@@ -39,6 +39,8 @@ Q_SIGNALS:
     void progress(int done, int total);
     void modelOpened(const QString& path);
     void failed(const QString& title, const QString& message);
+    // The model failed on every image in a way that points at the input setup (size, channels).
+    void setupProblemFound(const QString& message);
     void runCompleted(double seconds, int images, int failures, bool cancelled);
     void exported(const QString& path, const QStringList& leftOut);
     void recordProgress(qint64 done, qint64 total);

@@ -3,6 +3,7 @@
 // The run types as Qt meta types, so they travel through queued signals between threads.
 // Included by every header whose signals carry them, before moc sees their use.
 
+#include "graph/setup_advice.h"
 #include "run_types.h"
 
 #include <QMetaType>
@@ -12,10 +13,11 @@ Q_DECLARE_METATYPE(torchscope::RunRequest)
 Q_DECLARE_METATYPE(torchscope::RunSnapshotPtr)
 Q_DECLARE_METATYPE(torchscope::RecordRequest)
 Q_DECLARE_METATYPE(torchscope::RecordSnapshotPtr)
+Q_DECLARE_METATYPE(torchscope::SetupAdvice)
 
 #include "analysis_types.h"
 
-Q_DECLARE_METATYPE(torchscope::Preprocessing)
+Q_DECLARE_METATYPE(torchscope::ModelSetup)
 Q_DECLARE_METATYPE(torchscope::ProbeRequest)
 Q_DECLARE_METATYPE(torchscope::ProbeSnapshotPtr)
 Q_DECLARE_METATYPE(torchscope::ProbeScoresPtr)

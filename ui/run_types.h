@@ -3,8 +3,9 @@
 // What travels between the GUI thread and the run worker: plain values, no Torch, no Qt.
 
 #include "common/float_tensor.h"
+#include "graph/output_kinds.h"
 #include "graph/request.h"
-#include "imaging/preprocessing.h"
+#include "model/model_setup.h"
 #include "model/module_info.h"
 #include "record/layer_statistics.h"
 
@@ -20,23 +21,17 @@ struct ModelSummary {
     std::string device;
     std::string signature;
     std::vector<ModuleInfo> modules;
-    std::vector<std::string> labels;
-    Preprocessing preprocessing; // from the model's torchscope.json, else imagenet
-    bool hasModelCard = false;
+    ModelSetup setup; // the model's torchscope.json, else ImageNet's preprocessing and no labels
+    bool hasStoredSetup = false;
+    std::string frozenNote; // see Model::frozenNote()
 };
 
 struct RunRequest {
     int generation = 0;
     std::vector<std::string> images;
     Request request;
-    Preprocessing preprocessing;
+    ModelSetup setup;
     int topK = 5;
-};
-
-struct Prediction {
-    int64_t index = 0;
-    std::string label;
-    double probability = 0.0;
 };
 
 struct ImageResult {
@@ -46,8 +41,9 @@ struct ImageResult {
     int thumbnailHeight = 0;
     std::vector<uint8_t> thumbnail;
     FloatTensor modelInput; // what the model saw, [C, H, W]
+    FloatTensor inputPicture; // the same as a picture, [H, W, 3] in [0, 1] (boxes and class maps)
     FloatTensor output; // the model's (or the truncation point's) output for this image
-    std::vector<Prediction> predictions;
+    ImagePrediction prediction; // top classes, a class map or detections
     std::map<std::string, FloatTensor> values; // grabbed values, batch dimension removed
 };
 
@@ -59,6 +55,7 @@ struct RunSnapshot {
     std::vector<ImageResult> images;
     std::vector<std::pair<std::string, std::string>> failures; // image path, why
     std::vector<std::string> warnings;
+    std::string gradientTarget; // what :grad grabs are of, for the first image ("class 3", ...)
     std::map<std::string, LayerStatistics> statistics; // per grabbed key, over the images
     std::vector<ModuleInfo> modules; // with output shapes from a dry run, when one was made
 };
@@ -72,8 +69,7 @@ struct RecordRequest {
     std::string reduction = "stats";
     std::string condition = "all";
     int batchSize = 16;
-    Preprocessing preprocessing;
-    std::vector<std::string> modelLabels; // class folders named like these get their indices
+    ModelSetup setup; // its labels name class folders: folders named like them get their indices
     int64_t targetClass = -1;
 };
 

@@ -5,10 +5,13 @@
 #include "common/tensor_conversion.h"
 #include "export/write_tensors.h"
 #include "graph/engine.h"
+#include "graph/model_output.h"
+#include "graph/setup_advice.h"
 #include "imaging/image_decoder.h"
 #include "imaging/image_tensor.h"
 #include "imaging/preprocess_tensor.h"
 #include "model/model.h"
+#include "model/model_setup.h"
 #include "record/folder_run.h"
 #include "record/recorder.h"
 #include "record/tensor_statistics.h"
@@ -35,20 +38,15 @@ FloatTensor rgbPicture(const DecodedImage& image)
     return picture;
 }
 
-std::vector<Prediction> topPredictions(const at::Tensor& logits, const std::vector<std::string>& labels, int k)
+ImagePrediction predictionOf(const c10::IValue& output, const ModelSetup& setup, int k)
 {
-    std::vector<Prediction> predictions;
-    if (logits.dim() != 2 || logits.size(0) != 1)
-        return predictions;
-    const at::Tensor probabilities = logits[0].to(at::kCPU, at::kFloat).softmax(0);
-    const auto [values, indices] = probabilities.topk(std::min<int64_t>(k, probabilities.size(0)));
-    for (int64_t i = 0; i < values.size(0); ++i) {
-        const int64_t c = indices[i].item<int64_t>();
-        predictions.push_back(
-            {c, static_cast<size_t>(c) < labels.size() ? labels[static_cast<size_t>(c)] : "class " + std::to_string(c),
-                values[i].item<double>()});
-    }
-    return predictions;
+    return predictImage(findScores(output, setup.scores), 0, setup.labels, k);
+}
+
+std::string explainRunFailure(const std::string& message, const at::Tensor& input, const ModelSetup& setup)
+{
+    const std::string advice = inputMismatchAdvice(message, input.sizes().vec(), setup);
+    return advice.empty() ? std::string() : message + "\n\n" + advice + ": set the input in Model > Input Setup…";
 }
 
 namespace {
@@ -87,15 +85,15 @@ void RunWorker::openModel(const QString& path, const QString& device, const QStr
         for (const auto& library : operatorLibraries)
             options.operatorLibraries.push_back(library.toStdString());
         auto model = Model::load(path.toStdString(), options);
-        const ModelCard card = ModelCard::fromJson(model->extraFile("torchscope.json"));
+        const auto stored = storedSetup(*model);
         ModelSummary summary;
         summary.path = model->path();
         summary.device = model->device();
         summary.signature = model->forwardSignature();
         summary.modules = model->modules();
-        summary.labels = card.labels;
-        summary.preprocessing = card.present ? card.preprocessing : Preprocessing::imagenet();
-        summary.hasModelCard = card.present;
+        summary.setup = stored.value_or(ModelSetup());
+        summary.hasStoredSetup = stored.has_value();
+        summary.frozenNote = model->frozenNote();
         state_ = std::make_unique<State>();
         state_->model = model;
         state_->engine = std::make_unique<Engine>(model);
@@ -110,7 +108,7 @@ void RunWorker::run(const RunRequest& request)
 {
     cancelled_ = false;
     if (!state_->engine) {
-        Q_EMIT runFailed(request.generation, tr("No model is open."));
+        Q_EMIT runFailed(request.generation, tr("No model is open."), false);
         return;
     }
     try {
@@ -120,7 +118,7 @@ void RunWorker::run(const RunRequest& request)
                   "with one tensor file per argument)");
         state_->engine->prepare(request.request);
     } catch (const std::exception& e) {
-        Q_EMIT runFailed(request.generation, QString::fromStdString(e.what()));
+        Q_EMIT runFailed(request.generation, QString::fromStdString(e.what()), false);
         return;
     }
 
@@ -131,6 +129,7 @@ void RunWorker::run(const RunRequest& request)
     snapshot->requestedImages = static_cast<int>(request.images.size());
     state_->recorded.clear();
     std::vector<std::string> modelFailures;
+    std::string setupProblem; // a model failure that points at the input setup
     const int total = static_cast<int>(request.images.size());
     for (int i = 0; i < total; ++i) {
         if (cancelled_) {
@@ -142,7 +141,7 @@ void RunWorker::run(const RunRequest& request)
         at::Tensor input;
         try {
             image = decodeImage(path);
-            input = preprocessImage(imageToTensor(image), request.preprocessing).unsqueeze(0);
+            input = preprocessImage(imageToTensor(image), request.setup.preprocessing).unsqueeze(0);
         } catch (const std::exception& e) {
             snapshot->failures.emplace_back(path, e.what());
             Q_EMIT progress(request.generation, i + 1, total);
@@ -164,19 +163,21 @@ void RunWorker::run(const RunRequest& request)
             item.thumbnailHeight = thumbnail.height;
             item.thumbnail = thumbnail.rgb;
             item.modelInput = toFloatTensor(input[0]);
+            item.inputPicture = toFloatTensor(pictureOfInput(input, request.setup.preprocessing));
+            if (!request.request.truncateAt)
+                item.prediction = predictionOf(result.values.front().second, request.setup, request.topK);
+            if (snapshot->gradientTarget.empty())
+                snapshot->gradientTarget = result.target;
             for (const auto& [key, value] : result.values) {
                 if (!value.isTensor())
                     continue;
                 const at::Tensor tensor = value.toTensor();
                 keepForExport(state_->recorded, key, tensor);
                 const FloatTensor single = toFloatTensor(tensor.dim() > 0 && tensor.size(0) == 1 ? tensor[0] : tensor);
-                if (key == "output") {
+                if (key == "output")
                     item.output = single;
-                    if (!request.request.truncateAt)
-                        item.predictions = topPredictions(tensor, state_->summary.labels, request.topK);
-                } else {
+                else
                     item.values[key] = single;
-                }
             }
             for (const auto& warning : result.warnings)
                 if (std::find(snapshot->warnings.begin(), snapshot->warnings.end(), warning)
@@ -186,6 +187,8 @@ void RunWorker::run(const RunRequest& request)
         } catch (const std::exception& e) {
             snapshot->failures.emplace_back(path, e.what());
             modelFailures.push_back(e.what());
+            if (setupProblem.empty())
+                setupProblem = explainRunFailure(e.what(), input, request.setup);
         }
         Q_EMIT progress(request.generation, i + 1, total);
     }
@@ -199,7 +202,9 @@ void RunWorker::run(const RunRequest& request)
     snapshot->seconds = timer.elapsed() / 1000.0;
     if (snapshot->images.empty() && !modelFailures.empty() && modelFailures.size() == snapshot->failures.size()) {
         // The model failed on every image it got: that is the request's problem, not the images'.
-        Q_EMIT runFailed(request.generation, QString::fromStdString(modelFailures.front()));
+        const bool setup = !setupProblem.empty();
+        Q_EMIT runFailed(
+            request.generation, QString::fromStdString(setup ? setupProblem : modelFailures.front()), setup);
         return;
     }
     Q_EMIT runFinished(snapshot);
@@ -238,13 +243,14 @@ void RunWorker::record(const RecordRequest& request)
         config.reduction = parseReduction(request.reduction);
         config.condition = Condition::parse(request.condition);
         config.targetClass = request.targetClass;
-        const ImageFolder folder = ImageFolder::scan(request.folder, request.modelLabels);
+        config.scores = request.setup.scores;
+        const ImageFolder folder = ImageFolder::scan(request.folder, request.setup.labels);
         auto recorder = std::make_unique<Recorder>(config);
         FolderRunOptions options;
         options.batchSize = request.batchSize;
         options.decodeThreads = 2;
         const FolderRunSummary summary = recordFolder(
-            *state_->engine, *recorder, folder, request.preprocessing, options, [this](const FolderRunProgress& p) {
+            *state_->engine, *recorder, folder, request.setup.preprocessing, options, [this](const FolderRunProgress& p) {
                 Q_EMIT recordProgress(p.imagesDone, p.imagesTotal);
                 return !recordingCancelled_;
             });
@@ -266,6 +272,31 @@ void RunWorker::record(const RecordRequest& request)
         Q_EMIT recordFinished(snapshot);
     } catch (const std::exception& e) {
         Q_EMIT recordFailed(QString::fromStdString(e.what()));
+    }
+}
+
+void RunWorker::adviseSetup(const ModelSetup& current)
+{
+    if (!state_->model)
+        return;
+    try {
+        Q_EMIT setupAdvised(torchscope::adviseSetup(*state_->model, current));
+    } catch (const std::exception& e) {
+        SetupAdvice failed;
+        failed.notes.push_back(std::string("the model could not be examined: ") + e.what());
+        Q_EMIT setupAdvised(failed);
+    }
+}
+
+void RunWorker::saveSetupIntoModel(const QString& path, const ModelSetup& setup)
+{
+    try {
+        if (!state_->model)
+            throw Error("no model is open");
+        writeModelWithSetup(state_->model->path(), path.toStdString(), setup);
+        Q_EMIT setupSaved(path);
+    } catch (const std::exception& e) {
+        Q_EMIT setupSaveFailed(path, QString::fromStdString(e.what()));
     }
 }
 

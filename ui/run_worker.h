@@ -36,7 +36,11 @@ public Q_SLOTS:
     // Probes, Grad-CAM and patching: analysis_worker.cpp.
     void trainProbes(const torchscope::ProbeRequest& request);
     void exportProbe(const QString& layer, const QString& path, bool stateDict);
-    void applyProbeFile(const QString& path, const QStringList& images, const torchscope::Preprocessing& preprocessing);
+    void applyProbeFile(const QString& path, const QStringList& images, const torchscope::ModelSetup& setup);
+    // What the model says about its input (the setup dialog's suggestions): setupAdvised.
+    void adviseSetup(const torchscope::ModelSetup& current);
+    // A copy of the open model's file with the setup stored as its torchscope.json.
+    void saveSetupIntoModel(const QString& path, const torchscope::ModelSetup& setup);
     void attribute(const torchscope::AttributionRequest& request);
     void patch(const torchscope::PatchRequest& request);
 
@@ -45,7 +49,11 @@ Q_SIGNALS:
     void modelFailed(const QString& path, const QString& message);
     void progress(int generation, int done, int total);
     void runFinished(const torchscope::RunSnapshotPtr& snapshot);
-    void runFailed(int generation, const QString& message);
+    // setupProblem: the model failed on what looks like a wrong input (size, channels).
+    void runFailed(int generation, const QString& message, bool setupProblem);
+    void setupAdvised(const torchscope::SetupAdvice& advice);
+    void setupSaved(const QString& path);
+    void setupSaveFailed(const QString& path, const QString& message);
     void exported(const QString& path, const QStringList& leftOut);
     void exportFailed(const QString& path, const QString& message);
     void recordProgress(qint64 done, qint64 total);

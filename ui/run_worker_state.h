@@ -33,7 +33,9 @@ struct RunWorker::State {
 
 // The decoded image as [H, W, 3] in [0, 1], for overlays.
 FloatTensor rgbPicture(const DecodedImage& image);
-// The top-k classes of one image's [1, classes] scores (empty for other shapes).
-std::vector<Prediction> topPredictions(const at::Tensor& logits, const std::vector<std::string>& labels, int k);
+// The first image's reading of a model output by the setup (its scores element and labels).
+ImagePrediction predictionOf(const c10::IValue& output, const ModelSetup& setup, int k);
+// A run failure that points at the input setup (wrong size or channels), with what to do; "" if not.
+std::string explainRunFailure(const std::string& message, const at::Tensor& input, const ModelSetup& setup);
 
 } // namespace torchscope

@@ -25,6 +25,21 @@ double toFraction(const std::string& flag, const std::string& value)
     return x;
 }
 
+// "x0,y0,x1,y1"
+std::array<int64_t, 4> toBox(const std::string& flag, const std::string& value)
+{
+    std::array<int64_t, 4> box{};
+    size_t start = 0;
+    for (size_t i = 0; i < 4; ++i) {
+        const size_t comma = value.find(',', start);
+        if ((i < 3) == (comma == std::string::npos))
+            throw UsageError(flag + " expects X0,Y0,X1,Y1 (four integers), got '" + value + "'");
+        box[i] = toInteger(flag, value.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+        start = comma + 1;
+    }
+    return box;
+}
+
 } // namespace
 
 std::string bundledDemoModel()
@@ -43,6 +58,10 @@ std::string usage()
     return R"(usage:
   torchscope-cli inspect [MODEL] [--json] [--input PATH ...]
       Prints the module tree: path, type, parameters, calls (and output shapes with --input).
+  torchscope-cli setup [MODEL] [--preprocess FILE.json] [--labels FILE] [--scores ELEMENT] [--out COPY.pt]
+      Prints the model's input setup and what the model says about its input (the first
+      convolution's channels, the last layer's outputs, input sizes that run); with --out, writes
+      a copy of the model with the setup stored as its torchscope.json.
   torchscope-cli run MODEL --input PATH [--input PATH ...] --out FILE.pt
                  [--grab SPEC ...] [--truncate PATH] [--edit SPEC ...] [--target INDEX]
                  [--device auto|cpu|cuda] [--preprocess none|imagenet|FILE.json]
@@ -74,9 +93,18 @@ std::string usage()
                    ("layer3.*") or "type:Conv2d"
   --truncate PATH  stop after PATH's first call and return its output as "output"
   --edit SPEC      PATH:zero:C1,C2  PATH:scale:C1,C2:FACTOR  PATH:add:FILE.pt  PATH:replace:FILE.pt
-  --target INDEX   class index whose score (summed over the batch) gradients are taken of
+  --target INDEX   class index whose score (summed over the batch) gradients are taken of; for
+                   segmentation the class's score summed over its pixels; for detection models the
+                   detection's number (0: the highest score); -1: the predicted class
+  --target-box X0,Y0,X1,Y1  segmentation: sum the class's score over this box instead
   --device D       auto (CUDA when available), cpu, cuda, cuda:N
-  --preprocess P   default: the model's torchscope.json, else imagenet
+  --preprocess P   the input setup: none, imagenet, or a JSON file ({"preprocess": {"resize": 256,
+                   "crop": 224, "grayscale": false, "scale": 1, "channel_order": "RGB", "mean":
+                   [...], "std": [...]}, "labels": [...], "scores": "logits"}, or only the
+                   preprocess object); default: the model's torchscope.json, else imagenet
+  --labels FILE    class names: one per line, or a JSON list
+  --scores E       which element of a tuple, namedtuple or dict output holds the class scores
+                   (index or name; default: the first [N, classes] tensor, "out" of a dict)
   --ops-library F  load a custom-operator library first (repeatable)
   --threads N      intra-op CPU threads (default: one per core)
 )";
@@ -91,9 +119,9 @@ CliOptions parseCommandLine(int argc, char** argv)
         return options;
     }
     options.command = args[0];
-    if (options.command != "inspect" && options.command != "run" && options.command != "record"
-        && options.command != "probe")
-        throw UsageError("unknown command '" + options.command + "'; expected inspect, run, record or probe");
+    if (options.command != "inspect" && options.command != "setup" && options.command != "run"
+        && options.command != "record" && options.command != "probe")
+        throw UsageError("unknown command '" + options.command + "'; expected inspect, setup, run, record or probe");
     size_t first = 1;
     if (options.command == "probe") {
         if (args.size() < 2 || (args[1] != "train" && args[1] != "sweep"))
@@ -124,6 +152,12 @@ CliOptions parseCommandLine(int argc, char** argv)
             options.device = value();
         else if (arg == "--preprocess")
             options.preprocess = value();
+        else if (arg == "--labels")
+            options.labels = value();
+        else if (arg == "--scores")
+            options.scores = value();
+        else if (arg == "--target-box")
+            options.targetBox = toBox(arg, value());
         else if (arg == "--threads")
             options.threads = static_cast<int>(toInteger(arg, value()));
         else if (arg == "--reduce")

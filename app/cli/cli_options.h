@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -13,7 +14,7 @@ struct UsageError : std::runtime_error {
 };
 
 struct CliOptions {
-    std::string command; // "inspect", "run", "record", "probe", "help"
+    std::string command; // "inspect", "setup", "run", "record", "probe", "help"
     std::string subcommand; // probe: "train", "sweep"
     std::string model;
     bool json = false;
@@ -26,6 +27,9 @@ struct CliOptions {
     std::string out;
     std::string device = "auto";
     std::optional<std::string> preprocess;
+    std::optional<std::string> labels; // a text file (one label per line) or JSON
+    std::optional<std::string> scores; // the output element with the class scores
+    std::optional<std::array<int64_t, 4>> targetBox; // x0,y0,x1,y1: segmentation gradient region
     int threads = 0; // 0: one per core
     // record
     std::string reduce = "stats";

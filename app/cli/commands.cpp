@@ -5,9 +5,11 @@
 #include "export/pt_export.h"
 #include "export/write_tensors.h"
 #include "graph/engine.h"
+#include "graph/model_output.h"
+#include "graph/setup_advice.h"
 #include "inputs.h"
 #include "model/model.h"
-#include "model_setup.h"
+#include "open_model.h"
 #include "probe/linear_probe.h"
 #include "probe/model_extender.h"
 
@@ -31,6 +33,8 @@ std::string callText(const ModuleInfo& m)
 {
     if (m.path.empty())
         return "";
+    if (!m.called)
+        return "never";
     std::string text = std::to_string(m.callSites.size()) + "x";
     for (const auto& site : m.callSites)
         if (!site.context.empty()) {
@@ -40,29 +44,55 @@ std::string callText(const ModuleInfo& m)
     return text;
 }
 
-// Top-3 classes per sample for classifier outputs ([batch, classes]).
-void printPredictions(
-    const c10::IValue& output, const std::vector<std::string>& labels, const std::vector<std::string>& names)
+// Per sample: the top-3 classes, the classes covering most pixels, or the detections.
+void printPredictions(const c10::IValue& output, const ModelSetup& setup, const std::vector<std::string>& names)
 {
-    if (!output.isTensor() || output.toTensor().dim() != 2)
+    const ScoreOutput scores = findScores(output, setup.scores);
+    int64_t samples = 0;
+    if (scores.kind == OutputKind::Detection)
+        samples = static_cast<int64_t>(scores.detections.toList().size());
+    else if (scores.kind != OutputKind::Other)
+        samples = scores.scores.size(0);
+    if (samples == 0)
         return;
-    const at::Tensor probabilities = output.toTensor().detach().cpu().softmax(1);
-    const int64_t k = std::min<int64_t>(3, probabilities.size(1));
-    const auto [values, indices] = probabilities.topk(k, 1);
-    std::cout << "\ntop-" << k << " predictions:\n";
-    for (int64_t i = 0; i < probabilities.size(0); ++i) {
-        std::cout << "  "
-                  << (static_cast<size_t>(i) < names.size() ? names[static_cast<size_t>(i)]
-                                                            : "sample " + std::to_string(i))
-                  << ":";
-        for (int64_t j = 0; j < k; ++j) {
-            const int64_t c = indices[i][j].item<int64_t>();
-            const std::string label = static_cast<size_t>(c) < labels.size() ? labels[static_cast<size_t>(c)]
-                                                                             : "class " + std::to_string(c);
-            std::cout << "  " << label << " " << std::fixed << std::setprecision(1)
-                      << 100.0 * values[i][j].item<double>() << "%";
+    const std::string from = scores.element.empty() ? "" : " (output element '" + scores.element + "')";
+    const char* what = scores.kind == OutputKind::Classes ? "top-3 predictions"
+        : scores.kind == OutputKind::Segmentation         ? "segmentation: classes by share of the pixels"
+                                                          : "detections (label, score, box x0,y0,x1,y1)";
+    std::cout << "\n" << what << from << ":\n";
+    for (int64_t i = 0; i < samples; ++i) {
+        const ImagePrediction p = predictImage(scores, i, setup.labels, 3);
+        std::cout << "  " << (static_cast<size_t>(i) < names.size() ? names[static_cast<size_t>(i)] : "sample " + std::to_string(i)) << ":";
+        if (p.kind == OutputKind::Detection) {
+            if (p.detections.empty())
+                std::cout << "  nothing detected";
+            for (const auto& d : p.detections)
+                std::cout << "\n    " << d.labelText << " " << std::fixed << std::setprecision(3) << d.score << "  "
+                          << std::setprecision(0) << d.x0 << "," << d.y0 << "," << d.x1 << "," << d.y1;
+        } else {
+            for (const auto& top : p.top)
+                std::cout << "  " << top.label << " " << std::fixed << std::setprecision(1) << 100.0 * top.probability
+                          << "%";
         }
         std::cout << '\n';
+    }
+}
+
+// A run that failed on what looks like a wrong input gets the input setup named as the cause.
+ExtendedOutput forwardOrExplain(ModelExtender& extender, const ForwardInputs& inputs, bool returnOriginal,
+    const Request& request, const std::vector<at::Tensor>& editTensors, const ModelSetup& setup)
+{
+    try {
+        return extender.forward(inputs.arguments, returnOriginal, request, editTensors);
+    } catch (const Error& e) {
+        const auto& first = inputs.arguments.empty() ? c10::IValue() : inputs.arguments.front();
+        const std::vector<int64_t> shape = first.isTensor() ? first.toTensor().sizes().vec() : std::vector<int64_t>{};
+        const std::string advice = inputMismatchAdvice(e.what(), shape, setup);
+        if (advice.empty())
+            throw;
+        throw Error(std::string(e.what()) + "\n" + advice
+            + ": give the model's input with --preprocess SETUP.json (torchscope-cli setup MODEL.pt lists the input "
+              "sizes that run)");
     }
 }
 
@@ -93,7 +123,7 @@ int runInspect(const CliOptions& options)
 {
     auto model = openModel(options);
     if (!options.inputs.empty())
-        dryRun(*model, loadForwardInputs(*model, options.inputs, choosePreprocessing(*model, options)).arguments);
+        dryRun(*model, loadForwardInputs(*model, options.inputs, chooseSetup(*model, options).preprocessing).arguments);
 
     if (options.json) {
         nlohmann::json modules = nlohmann::json::array();
@@ -103,18 +133,20 @@ int runInspect(const CliOptions& options)
                 sites.push_back({{"method", s.method}, {"line", s.line}, {"context", s.context}});
             modules.push_back({{"path", m.path}, {"type", m.shortType}, {"qualified_type", m.qualifiedType},
                 {"parameters", m.ownParameters}, {"total_parameters", m.totalParameters}, {"calls", sites},
-                {"output_shapes", m.outputShapes}});
+                {"called", m.called}, {"not_called_reason", m.notCalledReason}, {"output_shapes", m.outputShapes}});
         }
         nlohmann::json arguments = nlohmann::json::array();
         for (const auto& a : model->forwardArguments())
             arguments.push_back({{"name", a.name}, {"type", a.type}, {"has_default", a.hasDefault}});
-        const nlohmann::json root{
-            {"model", model->path()}, {"device", model->device()}, {"forward", arguments}, {"modules", modules}};
+        const nlohmann::json root{{"model", model->path()}, {"device", model->device()}, {"forward", arguments},
+            {"frozen", !model->frozenNote().empty()}, {"modules", modules}};
         std::cout << root.dump(2) << '\n';
         return 0;
     }
 
     std::cout << model->path() << ": " << model->forwardSignature() << "\n\n";
+    if (!model->frozenNote().empty())
+        std::cout << "note: " << model->frozenNote() << "\n\n";
     std::cout << std::left << std::setw(44) << "path" << std::setw(28) << "type" << std::right << std::setw(12)
               << "params"
               << "  " << std::left << std::setw(14) << "calls"
@@ -127,6 +159,13 @@ int runInspect(const CliOptions& options)
         std::cout << std::left << std::setw(44) << shown << std::setw(28) << m.shortType << std::right << std::setw(12)
                   << m.totalParameters << "  " << std::left << std::setw(14) << callText(m) << shapes << '\n';
     }
+    std::vector<std::string> never;
+    for (const auto& m : model->modules())
+        if (!m.called)
+            never.push_back(m.path + ": " + m.notCalledReason);
+    if (!never.empty())
+        std::cout << "\nnever called (skipped by globs, type: selections and dry runs):\n  " << join(never, "\n  ")
+                  << '\n';
     return 0;
 }
 
@@ -156,14 +195,17 @@ int runModel(const CliOptions& options)
     }
     request.truncateAt = options.truncate;
     request.targetClass = options.target;
+    request.targetRegion = options.targetBox;
+    const ModelSetup setup = chooseSetup(*model, options);
+    request.scores = setup.scores;
     ModelExtender extender(model);
     registerProbes(extender, options.probes);
     if (options.probeOnly && options.probes.empty())
         throw Error("--probe-only needs at least one --probe");
 
-    const auto inputs = loadForwardInputs(*model, options.inputs, choosePreprocessing(*model, options));
+    const auto inputs = loadForwardInputs(*model, options.inputs, setup.preprocessing);
     // Without the model's output the forward stops after the last probed layer (the stump).
-    ExtendedOutput extended = extender.forward(inputs.arguments, !options.probeOnly, request, editTensors);
+    ExtendedOutput extended = forwardOrExplain(extender, inputs, !options.probeOnly, request, editTensors, setup);
     RunResult& result = extended.run;
     for (const auto& [name, scores] : extended.extensions)
         result.values.emplace_back("probe:" + name, scores);
@@ -177,9 +219,10 @@ int runModel(const CliOptions& options)
     for (const auto& [key, value] : result.values)
         std::cout << key << '\t' << describe(value) << '\n';
     std::cout << "wrote " << result.values.size() << " entries to " << options.out << '\n';
+    if (!result.target.empty())
+        std::cout << "gradients are of " << result.target << '\n';
     if (!request.truncateAt && !options.probeOnly)
-        printPredictions(result.values.front().second, ModelCard::fromJson(model->extraFile("torchscope.json")).labels,
-            inputs.sampleNames);
+        printPredictions(result.values.front().second, setup, inputs.sampleNames);
     return 0;
 }
 

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "probe_command.h"
 #include "record_command.h"
+#include "setup_command.h"
 
 #include <c10/util/Exception.h>
 
@@ -21,6 +22,8 @@ int main(int argc, char** argv)
         }
         if (options.command == "inspect")
             return runInspect(options);
+        if (options.command == "setup")
+            return runSetup(options);
         if (options.command == "probe")
             return runProbe(options);
         return options.command == "record" ? runRecord(options) : runModel(options);

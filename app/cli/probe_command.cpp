@@ -6,7 +6,7 @@
 #include "graph/engine.h"
 #include "graph/selector.h"
 #include "model/model.h"
-#include "model_setup.h"
+#include "open_model.h"
 #include "probe/activation_cache.h"
 #include "probe/layer_sweep.h"
 #include "probe/linear_probe.h"
@@ -52,10 +52,9 @@ ProbeSamples loadSamples(const Model& model, const CliOptions& options)
 {
     if (std::filesystem::is_directory(options.data)) {
 #ifdef TORCHSCOPE_HAVE_IMAGING
-        const ModelCard card = ModelCard::fromJson(model.extraFile("torchscope.json"));
+        const ModelSetup setup = chooseSetup(model, options);
         const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-        return folderSamples(
-            ImageFolder::scan(options.data, card.labels), choosePreprocessing(model, options), options.batch, threads);
+        return folderSamples(ImageFolder::scan(options.data, setup.labels), setup.preprocessing, options.batch, threads);
 #else
         throw Error("--data " + options.data + " is a folder of images, and this TorchScope was built without "
             + "OpenCV (TORCHSCOPE_HEADLESS): give a tensor file {\"samples\": [N, ...], \"labels\": [N]}");

@@ -9,7 +9,7 @@
 #include "graph/engine.h"
 #include "inputs.h"
 #include "model/model.h"
-#include "model_setup.h"
+#include "open_model.h"
 #include "record/labelled_samples.h"
 #include "record/recorder.h"
 
@@ -88,7 +88,8 @@ int runRecord(const CliOptions& options)
         config.histogramRange = std::make_pair(std::stod(parts[0]), std::stod(parts[1]));
     }
 
-    const ModelCard card = ModelCard::fromJson(model->extraFile("torchscope.json"));
+    const ModelSetup setup = chooseSetup(*model, options);
+    config.scores = setup.scores;
     Engine engine(model);
     Recorder recorder(config);
     std::signal(SIGINT, [](int) { interrupted = true; });
@@ -107,7 +108,7 @@ int runRecord(const CliOptions& options)
     for (const auto& input : options.inputs) {
         if (isTensorFile(input))
             continue;
-        const ImageFolder part = std::filesystem::is_directory(input) ? ImageFolder::scan(input, card.labels)
+        const ImageFolder part = std::filesystem::is_directory(input) ? ImageFolder::scan(input, setup.labels)
                                                                       : ImageFolder::fromFiles({input});
         if (folder.classes.empty()) {
             folder.classes = part.classes;
@@ -123,7 +124,7 @@ int runRecord(const CliOptions& options)
         run.decodeThreads = options.decodeThreads > 0
             ? options.decodeThreads
             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-        summary = recordFolder(engine, recorder, folder, choosePreprocessing(*model, options), run, progress);
+        summary = recordFolder(engine, recorder, folder, setup.preprocessing, run, progress);
     } else if (summary.images == 0) {
         throw Error("nothing to record: give image folders, images, or one tensor file with --input");
     }

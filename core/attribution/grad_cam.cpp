@@ -3,19 +3,51 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "graph/engine.h"
+#include "imaging/channel_maps.h"
 
 #include <ATen/ATen.h>
 
 namespace torchscope {
+namespace {
 
-Attribution computeAttribution(Engine& engine, const at::Tensor& images, const std::string& layer, int64_t targetClass)
+// [N, C, h, w] maps of a layer's output: as they are, or a transformer's patch tokens.
+at::Tensor spatialMaps(const at::Tensor& value, const std::string& layer)
+{
+    if (value.dim() == 4)
+        return value;
+    if (value.dim() == 3)
+        if (at::Tensor maps = tokensAsMaps(value); maps.defined())
+            return maps;
+    throw Error("Grad-CAM needs a layer with [batch, channels, height, width] output or vision transformer tokens "
+                "[batch, tokens, features] on a square patch grid; '"
+        + layer + "' gives " + shapeToString(value.sizes().vec()));
+}
+
+} // namespace
+
+at::Tensor tokensAsMaps(const at::Tensor& tokens)
+{
+    if (tokens.dim() != 3)
+        return {};
+    const TokenLayout layout = tokenLayout({tokens.size(1), tokens.size(2)});
+    if (layout.side == 0)
+        return {};
+    return tokens.narrow(1, layout.extraTokens, layout.side * layout.side)
+        .transpose(1, 2)
+        .reshape({tokens.size(0), tokens.size(2), layout.side, layout.side});
+}
+
+Attribution computeAttribution(Engine& engine, const at::Tensor& images, const std::string& layer,
+    const GradientTarget& target, const std::string& scoresElement)
 {
     if (images.dim() != 4)
         throw Error("Grad-CAM needs a batch of images [N, C, H, W], got " + shapeToString(images.sizes().vec()));
     Request request;
     request.grabs = {GrabSpec{layer, CaptureKind::Output, 0}, GrabSpec{layer, CaptureKind::Gradient, 0}};
     request.inputGradient = true;
-    request.targetClass = targetClass;
+    request.targetClass = target.index;
+    request.targetRegion = target.region;
+    request.scores = scoresElement;
 
     Attribution out;
     std::vector<at::Tensor> cams, upsampled, saliency, logits;
@@ -24,25 +56,25 @@ Attribution computeAttribution(Engine& engine, const at::Tensor& images, const s
     for (int64_t i = 0; i < images.size(0); ++i) {
         const at::Tensor image = images.narrow(0, i, 1);
         const RunResult result = engine.run(request, forwardInputsFromBatch(engine.model(), image));
-        const at::Tensor scores = result.tensor("output");
-        const at::Tensor activation = result.tensor(layer).detach().to(at::kFloat);
-        const at::Tensor gradient = result.tensor(layer + ":grad").to(at::kFloat);
-        if (activation.dim() != 4)
-            throw Error("Grad-CAM needs a layer with [batch, channels, height, width] output; '" + layer + "' gives "
-                + shapeToString(activation.sizes().vec()));
-        out.targets.push_back(targetClass >= 0 ? targetClass : scores.argmax(1).item<int64_t>());
+        const at::Tensor activation = spatialMaps(result.tensor(layer).detach().to(at::kFloat), layer);
+        const at::Tensor gradient = spatialMaps(result.tensor(layer + ":grad").to(at::kFloat), layer);
+        out.targets.push_back(result.targetIndex);
+        out.descriptions.push_back(result.target);
         const at::Tensor weights = gradient.mean({2, 3}, /*keepdim=*/true);
         const at::Tensor cam = at::relu((weights * activation).sum(1, /*keepdim=*/true));
         cams.push_back(cam.squeeze(1).cpu());
         upsampled.push_back(
             at::upsample_bilinear2d(cam, {image.size(2), image.size(3)}, /*align_corners=*/false).squeeze(1).cpu());
         saliency.push_back(std::get<0>(result.tensor("input:grad").abs().max(1)).to(at::kFloat).cpu());
-        logits.push_back(scores.detach().cpu());
+        const ScoreOutput scores = findScores(*result.find("output"), scoresElement);
+        if (scores.kind == OutputKind::Classes)
+            logits.push_back(scores.scores.detach().cpu());
     }
     out.gradCam = at::cat(cams);
     out.gradCamUpsampled = at::cat(upsampled);
     out.saliency = at::cat(saliency);
-    out.logits = at::cat(logits);
+    if (logits.size() == cams.size())
+        out.logits = at::cat(logits);
     return out;
 }
 

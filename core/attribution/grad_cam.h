@@ -1,5 +1,7 @@
 #pragma once
 
+#include "graph/model_output.h"
+
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -11,20 +13,27 @@ namespace torchscope {
 class Engine;
 
 struct Attribution {
-    std::vector<int64_t> targets; // the class explained, per image
-    at::Tensor logits; // [N, classes]
+    std::vector<int64_t> targets; // the class (or detection) explained, per image
+    std::vector<std::string> descriptions; // "class 3", "class 15 summed over its 2,304 pixels", ...
+    at::Tensor logits; // [N, classes] when the model returns class scores, else undefined
     at::Tensor gradCam; // [N, h, w] at the layer's resolution: ReLU(sum_c w_c * A_c), not normalised
     at::Tensor gradCamUpsampled; // [N, H, W]: bilinear to the input's size
     at::Tensor saliency; // [N, H, W]: max over input channels of |d score / d input|
 };
 
-// Grad-CAM (Selvaraju et al.) for `layer`: the gradient of the target class score with respect
-// to the layer's output, averaged over positions as channel weights, the weighted sum of the
-// channels, ReLU. Plus the plain input gradient (saliency). `targetClass` < 0 explains each
-// image's own predicted class. The model must return [batch, classes] scores and the layer a
-// [batch, C, h, w] map. Throws torchscope::Error.
-Attribution computeAttribution(
-    Engine& engine, const at::Tensor& images, const std::string& layer, int64_t targetClass = -1);
+// Grad-CAM (Selvaraju et al.) for `layer`: the gradient of the target score (graph/model_output.h:
+// a class, a segmentation class over its pixels or a region, a detection) with respect to the
+// layer's output, averaged over positions as channel weights, the weighted sum of the channels,
+// ReLU. Plus the plain input gradient (saliency). A negative target index explains each image's
+// own prediction. The layer gives [batch, C, h, w] maps, or vision transformer tokens
+// [batch, T, D] whose patches form a square grid (the class token is left out). Throws
+// torchscope::Error.
+Attribution computeAttribution(Engine& engine, const at::Tensor& images, const std::string& layer,
+    const GradientTarget& target = {}, const std::string& scoresElement = "");
+
+// [N, T, D] tokens of a vision transformer as [N, D, side, side] maps of their patches (after the
+// class token); an undefined tensor when T is not a square grid (plus one).
+at::Tensor tokensAsMaps(const at::Tensor& tokens);
 
 // Scales a map to [0, 1] (a constant map becomes 0).
 at::Tensor normalizeMap(const at::Tensor& map);

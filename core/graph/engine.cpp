@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "graph/instrumenter.h"
+#include "graph/model_output.h"
 #include "graph/selector.h"
 #include "graph/warning_capture.h"
 #include "model/model.h"
@@ -98,20 +99,24 @@ ResolvedRequest Engine::resolve(const Request& request) const
     ResolvedRequest resolved;
     std::set<std::string> seen;
     for (const auto& grab : request.grabs) {
-        for (const auto& path : resolveSelector(*model_, grab.selector)) {
+        for (const auto& path : resolveSelector(*model_, grab.selector, &resolved.notes)) {
             CaptureSlot slot{path + grab.suffix(), path, grab.kind, grab.inputIndex};
             if (seen.insert(slot.key).second)
                 resolved.captures.push_back(slot);
         }
     }
     for (const auto& edit : request.edits) {
-        requireModulePath(*model_, edit.path, "edit '" + edit.toString() + "'");
+        requireCalledModule(*model_, edit.path, "edit '" + edit.toString() + "'");
         resolved.edits.push_back(edit);
     }
     if (request.truncateAt) {
-        requireModulePath(*model_, *request.truncateAt, "truncation point");
+        requireCalledModule(*model_, *request.truncateAt, "truncation point");
         resolved.truncateAt = request.truncateAt;
     }
+    if (resolved.truncateAt && (resolved.needsGradients() || request.inputGradient))
+        throw Error("gradients are taken of a score in the model's output, but the run is truncated at '"
+            + *resolved.truncateAt + "', so that output is never computed: remove the truncation point or the "
+                                     "gradient grabs");
     return resolved;
 }
 
@@ -173,6 +178,7 @@ RunResult Engine::run(
 
     RunResult result;
     result.warnings = instrumentedFunction->warnings;
+    result.warnings.insert(result.warnings.end(), resolved.notes.begin(), resolved.notes.end());
     std::vector<at::Tensor> gradientTaps;
     std::vector<std::string> gradientKeys;
     try {
@@ -202,28 +208,19 @@ RunResult Engine::run(
             }
         }
         if (gradients) {
-            const auto& output = elements[0];
-            if (!output.isTensor() || output.toTensor().dim() != 2)
-                throw Error("gradients need a model output of shape [batch, classes]; this one is "
-                    + (output.isTensor() ? shapeToString(output.toTensor().sizes().vec())
-                                         : output.type()->annotation_str()));
-            const at::Tensor logits = output.toTensor();
-            // A negative target means the predicted class (of the scores summed over the batch).
-            const int64_t target
-                = *request.targetClass >= 0 ? *request.targetClass : logits.sum(0).argmax().item<int64_t>();
-            if (target < 0 || target >= logits.size(1))
-                throw Error("target class " + std::to_string(target) + " is out of range: the output has "
-                    + std::to_string(logits.size(1)) + " classes");
-            const at::Tensor score = logits.select(1, target).sum();
+            const ScoreOutput scores = findScores(elements[0], request.scores);
+            const TargetScore target = targetScore(scores, {*request.targetClass, request.targetRegion});
+            result.target = target.description;
+            result.targetIndex = target.index;
             if (request.inputGradient) {
                 gradientTaps.push_back(gradientInput);
                 gradientKeys.push_back("input:grad");
             }
-            const auto grads = torch::autograd::grad({score}, gradientTaps, {}, false, false, true);
+            const auto grads = torch::autograd::grad({target.score}, gradientTaps, {}, false, false, true);
             for (size_t i = 0; i < grads.size(); ++i)
                 result.values.emplace_back(
                     gradientKeys[i], grads[i].defined() ? grads[i] : at::zeros_like(gradientTaps[i]));
-            result.values[0].second = logits.detach();
+            result.values[0].second = detachedValue(elements[0]);
         }
     } catch (const Error&) {
         throw;

@@ -24,6 +24,9 @@ struct RunResult {
     // the CLI's key scheme: PATH, PATH#1 ... for later calls, PATH:in0, PATH:grad.
     std::vector<std::pair<std::string, c10::IValue>> values;
     std::vector<std::string> warnings;
+    // With gradients: what they are of ("class 3 (cat)", "detection 0 (person, score 0.93)").
+    std::string target;
+    int64_t targetIndex = -1;
 
     const c10::IValue* find(const std::string& key) const;
     at::Tensor tensor(const std::string& key) const; // throws torchscope::Error if missing

@@ -47,11 +47,7 @@ namespace {
 
 bool isForwardCall(const Node* node)
 {
-    // Traced models name the later calls of one module instance forward1, forward2, ...
-    const std::string name = node->s(c10::attr::name);
-    if (!startsWith(name, "forward"))
-        return false;
-    return std::all_of(name.begin() + 7, name.end(), [](char c) { return std::isdigit(c); });
+    return isForwardMethodName(node->s(c10::attr::name));
 }
 
 bool isStrictAncestor(const std::string& ancestor, const std::string& path)

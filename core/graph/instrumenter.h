@@ -29,6 +29,7 @@ struct ResolvedRequest {
     std::vector<CaptureSlot> captures;
     std::optional<std::string> truncateAt;
     std::vector<EditSpec> edits;
+    std::vector<std::string> notes; // what the selectors skipped (modules that never run)
 
     bool needsGradients() const;
     std::string cacheKey() const;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -45,9 +46,15 @@ struct Request {
     std::vector<GrabSpec> grabs;
     std::optional<std::string> truncateAt;
     std::vector<EditSpec> edits;
-    // Gradients are of output[:, targetClass].sum() over the batch; a negative value takes the
-    // predicted class (the highest score summed over the batch).
+    // Gradients are of a score in the model's output (graph/model_output.h): for class scores
+    // output[:, targetClass].sum() over the batch, for segmentation the class's score summed over
+    // its pixels (or targetRegion), for detection the score of detection number targetClass. A
+    // negative value takes the predicted class (the highest score summed over the batch) or the top
+    // detection.
     std::optional<int64_t> targetClass;
+    std::optional<std::array<int64_t, 4>> targetRegion; // x0, y0, x1, y1 in output pixels
+    // Which element of a tuple, namedtuple or dict output holds the scores ("" finds it).
+    std::string scores;
     // Also the gradient of that score with respect to the first input ("input:grad"): saliency.
     bool inputGradient = false;
 

@@ -24,6 +24,36 @@ MapLayout mapLayout(const std::vector<int64_t>& shape)
     }
 }
 
+TokenLayout tokenLayout(const std::vector<int64_t>& shape)
+{
+    if (shape.size() != 2)
+        return {};
+    for (int64_t extra : {1, 0}) {
+        const int64_t patches = shape[0] - extra;
+        const auto side = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(std::max<int64_t>(patches, 0)))));
+        if (side >= 2 && side * side == patches)
+            return {extra, side, shape[1]};
+    }
+    return {};
+}
+
+FloatTensor tokenMaps(const FloatTensor& tokens, const TokenLayout& layout)
+{
+    const int64_t patches = layout.side * layout.side, features = layout.features;
+    FloatTensor maps{{features, layout.side, layout.side}, std::vector<float>(static_cast<size_t>(patches * features))};
+    for (int64_t p = 0; p < patches; ++p)
+        for (int64_t d = 0; d < features; ++d)
+            maps.values[static_cast<size_t>(d * patches + p)]
+                = tokens.values[static_cast<size_t>((layout.extraTokens + p) * features + d)];
+    return maps;
+}
+
+FloatTensor classTokens(const FloatTensor& tokens, const TokenLayout& layout)
+{
+    const auto end = tokens.values.begin() + layout.extraTokens * layout.features;
+    return {{layout.extraTokens, layout.features}, std::vector<float>(tokens.values.begin(), end)};
+}
+
 std::vector<float> normalizeChannels(const FloatTensor& maps, Contrast contrast)
 {
     std::vector<float> out(maps.values.size(), 0.0f);

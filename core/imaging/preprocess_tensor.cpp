@@ -21,7 +21,10 @@ at::Tensor preprocessImage(const at::Tensor& input, const Preprocessing& p)
         image = image.expand({3, -1, -1}).contiguous();
     }
 
-    if (p.resize > 0) {
+    if (p.resizeHeight > 0 && p.resizeWidth > 0) {
+        if (p.resizeHeight != image.size(1) || p.resizeWidth != image.size(2))
+            image = at::_upsample_bilinear2d_aa(image.unsqueeze(0), {p.resizeHeight, p.resizeWidth}, false).squeeze(0);
+    } else if (p.resize > 0) {
         // torchvision: the shorter side becomes `resize`, the longer one int(resize * long / short).
         const int64_t h = image.size(1), w = image.size(2);
         const int64_t shorter = std::min(h, w), longer = std::max(h, w);
@@ -47,6 +50,10 @@ at::Tensor preprocessImage(const at::Tensor& input, const Preprocessing& p)
         const auto left = static_cast<int64_t>(std::nearbyint((image.size(2) - p.cropWidth) / 2.0));
         image = image.narrow(1, top, p.cropHeight).narrow(2, left, p.cropWidth);
     }
+    if (p.scale != 1.0)
+        image = image * p.scale;
+    if (p.bgr && image.size(0) == 3)
+        image = image.flip({0});
     if (!p.mean.empty()) {
         const auto channels = image.size(0);
         if (static_cast<int64_t>(p.mean.size()) != channels)
@@ -57,6 +64,24 @@ at::Tensor preprocessImage(const at::Tensor& input, const Preprocessing& p)
         image = (image - mean) / std;
     }
     return image.contiguous();
+}
+
+at::Tensor pictureOfInput(const at::Tensor& input, const Preprocessing& p)
+{
+    at::Tensor x = (input.dim() == 4 ? input[0] : input).to(at::kCPU, at::kFloat).clone();
+    if (x.dim() != 3)
+        throw Error("a model input picture needs [channels, height, width], got " + shapeToString(x.sizes().vec()));
+    for (int64_t c = 0; c < x.size(0); ++c) {
+        const size_t i = static_cast<size_t>(c);
+        if (i < p.std.size() && i < p.mean.size())
+            x[c].mul_(p.std[i]).add_(p.mean[i]);
+    }
+    if (p.bgr && x.size(0) == 3)
+        x = x.flip({0});
+    x = x / p.scale;
+    if (x.size(0) == 1)
+        x = x.expand({3, x.size(1), x.size(2)});
+    return x.slice(0, 0, 3).clamp(0, 1).permute({1, 2, 0}).contiguous();
 }
 
 } // namespace torchscope

@@ -3,11 +3,14 @@
 #include "common/strings.h"
 
 #include <caffe2/serialize/inline_container.h>
+#include <caffe2/serialize/versions.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 namespace torchscope {
@@ -57,7 +60,40 @@ std::string describeTorchSaveArchive(caffe2::serialize::PyTorchStreamReader& rea
     return "this is a torch.save archive (tensors or Python objects), not a TorchScript archive" + advice;
 }
 
+const std::string buildAgainstNewerLibTorch
+    = "build TorchScope against the LibTorch of the PyTorch that saved it: CMAKE_ARGS=\"-DCMAKE_PREFIX_PATH=$(python3 -c "
+      "'import torch;print(torch.utils.cmake_prefix_path)')\" scripts/setup.sh (see the README), or save the model "
+      "again with PyTorch " TORCH_VERSION;
+
+std::string versionMismatch(const std::string& message)
+{
+    static const std::regex found(R"(file with version (\d+), but the maximum supported version for reading is (\d+))");
+    std::smatch match;
+    if (!std::regex_search(message, match, found))
+        return {};
+    return "this TorchScript archive has file format version " + match[1].str() + ", but this TorchScope's LibTorch "
+        TORCH_VERSION " reads versions up to " + match[2].str() + ": it was saved by a newer PyTorch; "
+        + buildAgainstNewerLibTorch;
+}
+
 } // namespace
+
+std::string newerPyTorchAdvice(const std::string& path, const std::string& message)
+{
+    static const std::regex unknown(R"(Unknown builtin op: aten::([A-Za-z0-9_]+)|Unknown type name|Arguments for call are not valid|Expected at most \d+ argument|Unknown keyword argument)");
+    std::smatch match;
+    if (!std::regex_search(message, match, unknown))
+        return {};
+    std::string version = "?";
+    try {
+        version = std::to_string(caffe2::serialize::PyTorchStreamReader(path).version());
+    } catch (const c10::Error&) {
+    }
+    const std::string what = match[1].matched ? "the operator aten::" + match[1].str() + ", which" : "code that";
+    return "the model uses " + what + " LibTorch " TORCH_VERSION " does not know (file format version " + version
+        + "; this LibTorch reads up to " + std::to_string(caffe2::serialize::kMaxSupportedFileFormatVersion)
+        + "): it was probably saved by a newer PyTorch; " + buildAgainstNewerLibTorch;
+}
 
 std::string describeFileStart(const std::string& bytes)
 {
@@ -112,7 +148,9 @@ std::optional<std::string> diagnoseModelFile(const std::string& path)
             = std::any_of(records.begin(), records.end(), [](const std::string& r) { return startsWith(r, "code/"); });
         if (!hasCode && !reader.hasRecord("constants.pkl"))
             return describeTorchSaveArchive(reader);
-    } catch (const c10::Error&) {
+    } catch (const c10::Error& e) {
+        if (std::string newer = versionMismatch(e.what_without_backtrace()); !newer.empty())
+            return newer;
         return "the zip archive is truncated or damaged (" + std::to_string(size)
             + " bytes; its central directory cannot be read): the file was probably cut short while "
               "downloading or copying";

@@ -11,6 +11,11 @@ namespace torchscope {
 // Returns nothing when the file looks like a TorchScript archive.
 std::optional<std::string> diagnoseModelFile(const std::string& path);
 
+// For a file LibTorch refused although it is a TorchScript archive (an unknown operator, a
+// schema it does not know): whether it was probably saved by a newer PyTorch, with the archive's
+// file format version and what to do. Empty when the message does not look like that.
+std::string newerPyTorchAdvice(const std::string& path, const std::string& libtorchMessage);
+
 // Names what a non-archive file is from its first bytes ("a PNG image", "a text file ...").
 std::string describeFileStart(const std::string& bytes);
 

@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "common/strings.h"
+#include "model/call_graph.h"
 #include "model/file_diagnosis.h"
 #include "model/operator_libraries.h"
 #include "model/torch_names.h"
@@ -27,38 +28,38 @@ std::string firstLine(const std::string& text)
     return text.substr(0, text.find('\n'));
 }
 
-// Walks every method of every module and records which child each prim::CallMethod reaches.
-void collectCallSites(
-    const torch::jit::Module& module, const std::string& path, std::map<std::string, std::vector<CallSite>>& sites)
+// torch.jit.freeze folds submodules and weights into the forward graph as constants: the root
+// is all that is left, with no parameters and tensor constants in its graph.
+std::string describeFreezing(const torch::jit::Module& module, size_t moduleCount, int64_t parameters)
 {
-    for (const auto& method : module.get_methods()) {
-        auto* graphFunction = torch::jit::tryToGraphFunction(method.function());
-        if (!graphFunction)
-            continue;
-        const auto graph = graphFunction->graph();
-        const auto relative = modulePaths(*graph);
-        std::function<void(torch::jit::Block*, const std::string&)> walk
-            = [&](torch::jit::Block* block, const std::string& context) {
-                  for (auto* node : block->nodes()) {
-                      if (node->kind() == c10::prim::CallMethod) {
-                          const auto it = relative.find(node->input(0));
-                          if (it != relative.end() && !it->second.empty())
-                              sites[joinPath(path, it->second)].push_back({method.name(), sourceLine(node), context});
-                      }
-                      const char* inner = node->kind() == c10::prim::If ? "inside an if-branch"
-                          : node->kind() == c10::prim::Loop             ? "inside a loop"
-                                                                        : nullptr;
-                      for (auto* sub : node->blocks())
-                          walk(sub, inner ? inner : context);
-                  }
-              };
-        walk(graph->block(), "");
-    }
+    if (moduleCount != 1 || parameters != 0)
+        return {};
+    auto* forward = torch::jit::tryToGraphFunction(module.get_method("forward").function());
+    if (!forward)
+        return {};
+    int tensors = 0;
+    std::string example;
+    forEachNode(forward->graph()->block(), [&](torch::jit::Node* node) {
+        if (node->kind() == c10::prim::Constant && node->output()->type()->cast<c10::TensorType>()) {
+            ++tensors;
+            if (example.empty() && node->output()->hasDebugName())
+                example = node->output()->debugName();
+        }
+    });
+    if (tensors == 0)
+        return {};
+    return "this model was frozen with torch.jit.freeze: its submodules and weights were folded into the "
+           "forward graph as " + std::to_string(tensors) + " constant tensors" + (example.empty() ? "" : " (such as " + example + ")")
+        + ", so it has no layers to grab, edit or truncate at. Running it, its predictions and the input "
+          "gradient (saliency) still work. To look inside, open the scripted model from before freezing "
+          "(torch.jit.save(torch.jit.script(model), path) without torch.jit.freeze): it keeps its modules";
 }
 
 std::string loadFailure(const std::string& path, const std::string& message)
 {
-    const std::string advice = missingOperatorAdvice(message);
+    std::string advice = missingOperatorAdvice(message);
+    if (advice.empty() || message.find("Unknown builtin op: aten::") != std::string::npos)
+        advice = newerPyTorchAdvice(path, message);
     std::string first = firstLine(message);
     if (first.empty())
         first = message.substr(0, 300);
@@ -118,7 +119,7 @@ std::shared_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
             model->extraFiles_[name] = content;
     model->module_->eval();
 
-    std::map<std::string, std::vector<CallSite>> sites;
+    const CallGraph calls = traceCalls(*model->module_);
     for (const auto& named : model->module_->named_modules()) {
         ModuleInfo info;
         info.path = named.name;
@@ -127,7 +128,6 @@ std::shared_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
         info.shortType = split(info.qualifiedType, '.').back();
         info.ownParameters = countParameters(named.value, false);
         info.totalParameters = countParameters(named.value, true);
-        collectCallSites(named.value, named.name, sites);
         model->index_[info.path] = static_cast<int>(model->modules_.size());
         model->modules_.push_back(std::move(info));
     }
@@ -137,8 +137,13 @@ std::shared_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
         const std::string parent = dot == std::string::npos ? "" : info.path.substr(0, dot);
         info.parent = model->index_.at(parent);
         model->modules_[static_cast<size_t>(info.parent)].children.push_back(static_cast<int>(i));
-        info.callSites = sites[info.path];
+        if (const auto it = calls.callSites.find(info.path); it != calls.callSites.end())
+            info.callSites = it->second;
+        info.called = !info.callSites.empty();
+        if (!info.called)
+            info.notCalledReason = notCalledReason(info.path, calls);
     }
+    model->frozenNote_ = describeFreezing(*model->module_, model->modules_.size(), model->modules_[0].totalParameters);
 
     const auto& schema = model->module_->get_method("forward").function().getSchema();
     for (size_t i = 1; i < schema.arguments().size(); ++i) {

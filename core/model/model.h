@@ -36,6 +36,9 @@ public:
     const std::vector<ForwardArgument>& forwardArguments() const { return arguments_; }
     std::string forwardSignature() const;
 
+    // Not empty when torch.jit.freeze folded the modules away: what that means and what to do.
+    const std::string& frozenNote() const { return frozenNote_; }
+
     // Extra files stored in the archive (torch.jit.save(..., _extra_files=...)); empty if absent.
     std::string extraFile(const std::string& name) const;
 
@@ -53,6 +56,7 @@ private:
     std::map<std::string, int> index_;
     std::vector<ForwardArgument> arguments_;
     std::map<std::string, std::string> extraFiles_;
+    std::string frozenNote_;
 };
 
 // "auto" -> "cuda" when LibTorch sees a GPU, else "cpu"; checks that "cuda" is available.

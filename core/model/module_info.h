@@ -23,7 +23,11 @@ struct ModuleInfo {
     int64_t totalParameters = 0;
     int parent = -1; // index into the module list, -1 for the root
     std::vector<int> children;
-    std::vector<CallSite> callSites; // how often and where the parent's methods call it
+    std::vector<CallSite> callSites; // how often and where code the forward reaches calls it
+    // False when the forward never calls this module (see notCalledReason): grabs by glob or
+    // type skip it, a grab by path is refused with the reason, dry runs leave it out.
+    bool called = true;
+    std::string notCalledReason;
     // Output shape of each call after a dry run (empty before; empty inner vector: not a tensor).
     std::vector<std::vector<int64_t>> outputShapes;
 };

@@ -2,6 +2,9 @@
 
 #include "common/strings.h"
 
+#include <algorithm>
+#include <cctype>
+
 namespace torchscope {
 
 std::string readableTypeName(const c10::TypePtr& type)
@@ -22,6 +25,27 @@ bool isModuleType(const c10::TypePtr& type)
     return classType && classType->is_module();
 }
 
+bool isModuleValue(const torch::jit::Value* value)
+{
+    if (isModuleType(value->type()))
+        return true;
+    const auto interface = value->type()->cast<c10::InterfaceType>();
+    return interface && interface->is_module();
+}
+
+bool isForwardMethodName(const std::string& name)
+{
+    if (!startsWith(name, "forward"))
+        return false;
+    std::string_view rest(name);
+    rest.remove_prefix(7);
+    if (startsWith(rest, "__"))
+        rest.remove_prefix(2);
+    else if (rest.empty())
+        return true;
+    return !rest.empty() && std::all_of(rest.begin(), rest.end(), [](char c) { return std::isdigit(c); });
+}
+
 std::string joinPath(const std::string& base, const std::string& name)
 {
     return base.empty() ? name : base + "." + name;
@@ -40,7 +64,7 @@ std::unordered_map<const torch::jit::Value*, std::string> modulePaths(torch::jit
 {
     std::unordered_map<const torch::jit::Value*, std::string> paths{{graph.inputs()[0], ""}};
     forEachNode(graph.block(), [&](torch::jit::Node* node) {
-        if (node->kind() == c10::prim::GetAttr && isModuleType(node->output()->type())) {
+        if (node->kind() == c10::prim::GetAttr && isModuleValue(node->output())) {
             const auto it = paths.find(node->input(0));
             if (it != paths.end())
                 paths[node->output()] = joinPath(it->second, node->s(c10::attr::name));

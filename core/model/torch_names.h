@@ -16,6 +16,12 @@ namespace torchscope {
 std::string readableTypeName(const c10::TypePtr& type);
 
 bool isModuleType(const c10::TypePtr& type);
+// A module, or a module seen through an interface type (a submodule annotated with one).
+bool isModuleValue(const torch::jit::Value* value);
+
+// forward, forward1, forward2 ... (traced models' later calls), forward__0, forward__1 ...
+// (overloads declared with @torch.jit._overload_method, as DenseNet's layers are).
+bool isForwardMethodName(const std::string& name);
 
 // "a" + "b" -> "a.b"; "" + "b" -> "b"
 std::string joinPath(const std::string& base, const std::string& name);

@@ -126,7 +126,7 @@ void ModelExtender::registerExtension(
         if (r.name == name)
             throw Error("an extension named '" + name + "' is already registered (on '" + r.path
                 + "'); names are unique across all layers: unregister it first or choose another name");
-    requireModulePath(*model_, modulePath, "extension '" + name + "'");
+    requireCalledModule(*model_, modulePath, "extension '" + name + "'");
     extension->to(c10::Device(model_->device()));
     registrations_.push_back({modulePath, name, std::move(extension)});
     stumpEnd_.reset();

@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "graph/engine.h"
+#include "graph/model_output.h"
 #include "record/batch_reader.h"
 #include "record/recorder.h"
 
@@ -16,7 +17,8 @@ namespace torchscope {
 namespace {
 
 // Which samples of a batch the condition keeps (bool [N]).
-at::Tensor conditionMask(const Condition& condition, const c10::IValue& output, const std::vector<int64_t>& labels)
+at::Tensor conditionMask(const Condition& condition, const c10::IValue& output, const std::string& scoresElement,
+    const std::vector<int64_t>& labels)
 {
     const auto n = static_cast<int64_t>(labels.size());
     if (condition.kind == Condition::Kind::All)
@@ -26,10 +28,11 @@ at::Tensor conditionMask(const Condition& condition, const c10::IValue& output, 
         throw Error("this condition needs true labels: give an ImageFolder-style folder (one subfolder per class)");
     at::Tensor predicted;
     if (condition.needsPredictions()) {
-        if (!output.isTensor() || output.toTensor().dim() != 2)
-            throw Error("this condition needs the model's class scores ([batch, classes]); the output is not that "
-                        "(or the run is truncated)");
-        predicted = output.toTensor().argmax(1).cpu();
+        const ScoreOutput scores = findScores(output, scoresElement);
+        if (scores.kind != OutputKind::Classes)
+            throw Error("this condition needs the model's class scores ([batch, classes]); the output is "
+                + scores.described + " (or the run is truncated)");
+        predicted = scores.scores.argmax(1).cpu();
     }
     auto inSet = [&](const at::Tensor& classes) {
         at::Tensor mask = at::zeros({n}, at::kBool);
@@ -64,6 +67,7 @@ FolderRunSummary recordBatches(Engine& engine, Recorder& recorder, int64_t total
     Request request;
     request.grabs = recorder.config().grabs;
     request.targetClass = recorder.config().targetClass;
+    request.scores = recorder.config().scores;
     engine.prepare(request);
 
     const auto start = std::chrono::steady_clock::now();
@@ -75,7 +79,8 @@ FolderRunSummary recordBatches(Engine& engine, Recorder& recorder, int64_t total
         if (batch->images.defined()) {
             const RunResult result = engine.run(request, forwardInputsFromBatch(engine.model(), batch->images));
             const at::Tensor mask
-                = conditionMask(recorder.config().condition, result.values.front().second, batch->labels);
+                = conditionMask(recorder.config().condition, result.values.front().second, recorder.config().scores,
+                    batch->labels);
             recorder.add(result, batch->indices, mask);
             summary.images += batch->images.size(0);
             summary.selected += mask.sum().item<int64_t>();

@@ -45,6 +45,7 @@ struct RecorderConfig {
     std::optional<std::pair<double, double>> histogramRange; // none: from the first batch
     int topK = 9;
     std::optional<int64_t> targetClass; // for :grad grabs
+    std::string scores; // the output element with the class scores ("" finds it)
 };
 
 } // namespace torchscope

@@ -9,6 +9,7 @@
 #include "imaging/image_decoder.h"
 #include "imaging/image_tensor.h"
 #include "model/model.h"
+#include "model/model_setup.h"
 #include "record/folder_run.h"
 #include "record/recorder.h"
 
@@ -89,8 +90,7 @@ int main(int argc, char** argv)
         at::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
         Setup s;
         s.model = Model::load(args[0]);
-        const ModelCard card = ModelCard::fromJson(s.model->extraFile("torchscope.json"));
-        s.preprocessing = card.present ? card.preprocessing : Preprocessing::imagenet();
+        s.preprocessing = defaultSetup(*s.model).preprocessing;
         s.config.reduction = Reduction::Stats;
         int images = 1000;
         int64_t peakOf = -1;

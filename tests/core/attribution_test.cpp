@@ -34,7 +34,7 @@ TEST(GradCam, MatchesPythonHooksOnTheDemoModel)
     const at::Tensor images = loadTensor("gradcam_input.pt");
     expectAttribution(computeAttribution(engine, images, "features.2"), expected, "features.2/predicted");
     expectAttribution(computeAttribution(engine, images, "features.1"), expected, "features.1/predicted");
-    expectAttribution(computeAttribution(engine, images, "features.2", 9), expected, "features.2/9");
+    expectAttribution(computeAttribution(engine, images, "features.2", GradientTarget{9}), expected, "features.2/9");
 }
 
 TEST(GradCam, MatchesPythonHooksOnResNet18)

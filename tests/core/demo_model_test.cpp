@@ -2,6 +2,8 @@
 // forward. Each sample image is named after its true class.
 #include "test_support.h"
 
+#include "model/model_setup.h"
+
 #include "common/strings.h"
 #include "imaging/image_decoder.h"
 #include "imaging/image_tensor.h"
@@ -16,8 +18,8 @@ TEST(DemoModel, ClassifiesItsSampleImages)
 {
     const std::string root = TORCHSCOPE_SOURCE_DIR;
     auto model = Model::load(root + "/resources/demo/fashion_cnn.pt");
-    const ModelCard card = ModelCard::fromJson(model->extraFile("torchscope.json"));
-    ASSERT_TRUE(card.present);
+    const ModelSetup card = defaultSetup(*model);
+    ASSERT_TRUE(storedSetup(*model).has_value());
     ASSERT_EQ(card.labels.size(), 10u);
     EXPECT_TRUE(card.preprocessing.grayscale);
 

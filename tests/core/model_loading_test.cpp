@@ -2,6 +2,7 @@
 #include "test_support.h"
 
 #include "imaging/preprocessing.h"
+#include "model/model_setup.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/cuda.h>
@@ -98,15 +99,16 @@ TEST(ForwardSchema, TensorListAndDefaults)
     EXPECT_TRUE(args[1].hasDefault);
 }
 
-TEST(ModelCard, ReadFromTheArchivesExtraFile)
+TEST(ModelSetup, ReadFromTheArchivesExtraFile)
 {
     auto model = loadModel("relu_twice.pt");
-    const auto card = ModelCard::fromJson(model->extraFile("torchscope.json"));
-    ASSERT_TRUE(card.present);
+    const auto stored = storedSetup(*model);
+    ASSERT_TRUE(stored.has_value());
+    const ModelSetup& card = *stored;
     EXPECT_EQ(card.labels, (std::vector<std::string>{"zero", "one", "two", "three"}));
     EXPECT_EQ(card.preprocessing.resize, 10);
     EXPECT_EQ(card.preprocessing.cropWidth, 8);
-    EXPECT_FALSE(ModelCard::fromJson(loadModel("branchy.pt")->extraFile("torchscope.json")).present);
+    EXPECT_FALSE(storedSetup(*loadModel("branchy.pt")).has_value());
 }
 
 struct BadFile {

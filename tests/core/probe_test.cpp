@@ -1,6 +1,8 @@
 // Linear probes: known separable data, error cases, and the demo model's own features.
 #include "test_support.h"
 
+#include "model/model_setup.h"
+
 #include "imaging/image_decoder.h"
 #include "imaging/image_tensor.h"
 #include "imaging/preprocessing.h"
@@ -65,7 +67,7 @@ TEST(Probe, RefusesWhatCannotBeTrained)
 TEST(Probe, DemoModelFeaturesTellFootwearFromShirtsFarAboveChance)
 {
     auto model = Model::load(std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt");
-    const ModelCard card = ModelCard::fromJson(model->extraFile("torchscope.json"));
+    const ModelSetup card = defaultSetup(*model);
     std::vector<std::string> paths;
     std::vector<int64_t> labels;
     for (const auto& [folder, label] : {std::pair{"ankle_boot", 1}, {"sneaker", 1}, {"t-shirt_top", 0}})
@@ -91,7 +93,7 @@ TEST(Probe, TrainedFromAnImageFolderSeparatesFootwearOnHeldOutImages)
 {
     // probe/{footwear,rest}: 60 Fashion-MNIST test images each, decoded from PNG files.
     auto model = Model::load(std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt");
-    const ModelCard card = ModelCard::fromJson(model->extraFile("torchscope.json"));
+    const ModelSetup card = defaultSetup(*model);
     ProbeSamples samples = folderSamples(ImageFolder::scan(fixture("probe"), card.labels), card.preprocessing, 16, 2);
     EXPECT_EQ(samples.classNames, (std::vector<std::string>{"footwear", "rest"}));
     Engine engine(model);

@@ -2,6 +2,8 @@
 // in Python with forward hooks on the eager demo model (same weights, same images).
 #include "test_support.h"
 
+#include "model/model_setup.h"
+
 #include "record/folder_run.h"
 #include "record/recorder.h"
 
@@ -22,7 +24,7 @@ Recording record(const std::string& reduction, const std::string& condition, int
     std::function<bool(const FolderRunProgress&)> progress = {}, int64_t memoryCap = int64_t{1} << 30)
 {
     auto model = demoModel();
-    const ModelCard card = ModelCard::fromJson(model->extraFile("torchscope.json"));
+    const ModelSetup card = defaultSetup(*model);
     RecorderConfig config;
     config.grabs = {GrabSpec::parse("features.1"), GrabSpec::parse("classifier.2")};
     config.reduction = parseReduction(reduction);
@@ -94,7 +96,7 @@ TEST(Record, FolderLabelsComeFromTheModelsLabels)
 {
     auto model = demoModel();
     const auto folder
-        = ImageFolder::scan(fixture("labelled"), ModelCard::fromJson(model->extraFile("torchscope.json")).labels);
+        = ImageFolder::scan(fixture("labelled"), defaultSetup(*model).labels);
     EXPECT_EQ(folder.labelSource, "model labels");
     EXPECT_EQ(folder.classLabels, (std::vector<int64_t>{9, 7, 0})); // ankle_boot, sneaker, t-shirt_top
     EXPECT_EQ(ImageFolder::scan(fixture("labelled")).labelSource, "folder order");

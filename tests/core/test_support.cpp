@@ -2,7 +2,10 @@
 
 #include "export/pt_export.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 
 namespace torchscope::test {
@@ -38,6 +41,17 @@ double relativeTolerance(const at::Tensor& expected, double relative)
     return relative * std::max(1.0, expected.abs().max().item<double>());
 }
 
+double scaledTolerance(const at::Tensor& expected, double relative)
+{
+    return relative * expected.abs().max().item<double>();
+}
+
+std::vector<std::string> loadNames(const std::string& name)
+{
+    std::ifstream in(fixture(name));
+    return nlohmann::json::parse(in).get<std::vector<std::string>>();
+}
+
 ::testing::AssertionResult tensorsClose(
     const std::string& label, const at::Tensor& actual, const at::Tensor& expected, double tolerance)
 {
@@ -46,7 +60,7 @@ double relativeTolerance(const at::Tensor& expected, double relative)
             << label << ": shape " << actual.sizes() << " != expected " << expected.sizes();
     const double diff = (actual.cpu().to(at::kDouble) - expected.to(at::kDouble)).abs().max().item<double>();
     std::cout << "  " << label << " " << actual.sizes() << " max abs diff " << diff << '\n';
-    if (diff > tolerance)
+    if (!(diff <= tolerance)) // a NaN anywhere fails too
         return ::testing::AssertionFailure() << label << ": max abs diff " << diff << " > " << tolerance;
     return ::testing::AssertionSuccess();
 }

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace torchscope::test {
 
@@ -27,6 +28,13 @@ std::shared_ptr<Model> loadModel(const std::string& name);
 // For networks whose activations grow large (random-weight detectors): tolerance scaled by the
 // expected values' magnitude.
 double relativeTolerance(const at::Tensor& expected, double relative);
+
+// A tolerance of `relative` times the largest expected magnitude (no floor of 1): for gradients
+// and scores much smaller than 1.
+double scaledTolerance(const at::Tensor& expected, double relative);
+
+// Names of a JSON list of strings written by the fixture script.
+std::vector<std::string> loadNames(const std::string& name);
 
 // Runs `body` and returns the torchscope::Error message it throws ("" when it throws nothing).
 template <typename F> std::string errorOf(F&& body)

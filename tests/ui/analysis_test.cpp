@@ -102,9 +102,8 @@ private Q_SLOTS:
         QVERIFY(exported.wait(Timeout));
         QSignalSpy scored(worker, &RunWorker::probeScores);
         const QStringList images{probeImage("footwear", 5), probeImage("rest", 5)};
-        const Preprocessing preprocessing = window.document()->preprocessing();
-        QMetaObject::invokeMethod(
-            worker, [worker, file, images, preprocessing] { worker->applyProbeFile(file, images, preprocessing); });
+        const ModelSetup setup = window.document()->setup();
+        QMetaObject::invokeMethod(worker, [worker, file, images, setup] { worker->applyProbeFile(file, images, setup); });
         QVERIFY(scored.wait(Timeout));
         const auto scores = scored.takeFirst().at(0).value<ProbeScoresPtr>();
         QCOMPARE(scores->layer, std::string("features.1"));

@@ -208,7 +208,7 @@ private Q_SLOTS:
         const ImageResult* result = window.document()->selectedResult();
         QVERIFY(result);
         QCOMPARE(result->output.shape, (std::vector<int64_t>{32, 14, 14}));
-        QVERIFY(result->predictions.empty());
+        QVERIFY(result->prediction.top.empty());
     }
 
     void exportsWhatPythonReads()

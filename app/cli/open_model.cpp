@@ -1,4 +1,4 @@
-#include "model_setup.h"
+#include "open_model.h"
 
 #include "model/model.h"
 
@@ -20,12 +20,16 @@ std::shared_ptr<Model> openModel(const CliOptions& options)
     return Model::load(options.model, load);
 }
 
-Preprocessing choosePreprocessing(const Model& model, const CliOptions& options)
+ModelSetup chooseSetup(const Model& model, const CliOptions& options)
 {
+    ModelSetup setup = defaultSetup(model);
     if (options.preprocess)
-        return Preprocessing::fromSpec(*options.preprocess);
-    const ModelCard card = ModelCard::fromJson(model.extraFile("torchscope.json"));
-    return card.present ? card.preprocessing : Preprocessing::imagenet();
+        setup = readSetupSpec(*options.preprocess, setup);
+    if (options.labels)
+        setup.labels = readLabelsFile(*options.labels);
+    if (options.scores)
+        setup.scores = *options.scores;
+    return setup;
 }
 
 } // namespace torchscope::cli

@@ -1,0 +1,168 @@
+// Every output kind, with predictions and gradient targets, against eager PyTorch on the same
+// weights: namedtuples (Inception v3, GoogLeNet), a segmentation dict (DeepLabV3), a detector's
+// (losses, detections) (Faster R-CNN), and vision transformer tokens (ViT-B/16).
+#include "test_support.h"
+
+#include "attribution/grad_cam.h"
+#include "graph/model_output.h"
+
+namespace torchscope::test {
+namespace {
+
+constexpr int64_t TargetClass = 3; // TARGET_CLASS in make_fixtures.py
+
+class NamedTupleOutputs : public ::testing::TestWithParam<std::pair<const char*, const char*>> { };
+
+TEST_P(NamedTupleOutputs, ScoresGradientsAndGradCamMatchTheEagerLogits)
+{
+    const auto [name, layer] = GetParam();
+    auto model = loadModel(std::string(name) + "_scripted.pt");
+    const auto expected = loadExpected(std::string(name) + "_expected.pt");
+    const at::Tensor x = loadTensor(std::string(name) + "_input.pt");
+    Engine engine(model);
+    Request request;
+    request.grabs = {GrabSpec::parse(std::string(layer) + ":grad")};
+    request.targetClass = TargetClass;
+    const RunResult result = engine.run(request, {x});
+
+    const ScoreOutput scores = findScores(*result.find("output"));
+    ASSERT_EQ(scores.kind, OutputKind::Classes) << scores.described;
+    EXPECT_EQ(scores.element, "logits");
+    EXPECT_NE(scores.described.find("Outputs("), std::string::npos) << scores.described;
+    EXPECT_TRUE(tensorsClose("logits", scores.scores, expected.at("output"), scaledTolerance(expected.at("output"), 1e-5)));
+    const std::string key = std::string(layer) + ":grad";
+    EXPECT_TRUE(tensorsClose(key, result.tensor(key), expected.at(key), scaledTolerance(expected.at(key), 1e-4)));
+    EXPECT_EQ(result.target, "class 3");
+
+    for (const std::string target : {"predicted", "3"}) {
+        const Attribution a = computeAttribution(
+            engine, x, layer, GradientTarget{target == "predicted" ? -1 : TargetClass});
+        const std::string prefix = "gradcam/" + target + "/";
+        EXPECT_EQ(a.targets.front(), expected.at(prefix + "targets")[0].item<int64_t>());
+        EXPECT_TRUE(tensorsClose(prefix + "cam", a.gradCam, expected.at(prefix + "cam"),
+            scaledTolerance(expected.at(prefix + "cam"), 1e-4)));
+        EXPECT_TRUE(tensorsClose(prefix + "saliency", a.saliency, expected.at(prefix + "saliency"),
+            scaledTolerance(expected.at(prefix + "saliency"), 1e-4)));
+    }
+    // The element can be named, by field or index, and a wrong one lists those there are.
+    EXPECT_EQ(findScores(*result.find("output"), "0").element, "logits");
+    const std::string error = errorOf([&] { findScores(*result.find("output"), "probabilities"); });
+    EXPECT_NE(error.find("elements: logits, aux_logits"), std::string::npos) << error;
+}
+
+INSTANTIATE_TEST_SUITE_P(Torchvision, NamedTupleOutputs,
+    ::testing::Values(std::make_pair("googlenet", "inception5b"), std::make_pair("inception_v3", "Mixed_7c")),
+    [](const auto& info) { return std::string(info.param.first); });
+
+TEST(Segmentation, GradCamOfAClassSummedOverItsPixelsMatchesAutograd)
+{
+    auto model = loadModel("deeplabv3_scripted.pt");
+    const auto expected = loadExpected("deeplabv3_expected.pt");
+    const at::Tensor x = loadTensor("deeplabv3_input.pt");
+    Engine engine(model);
+    const std::string layer = "backbone.16";
+
+    const RunResult plain = engine.run({}, {x});
+    const ScoreOutput scores = findScores(*plain.find("output"));
+    ASSERT_EQ(scores.kind, OutputKind::Segmentation) << scores.described;
+    EXPECT_EQ(scores.element, "out");
+    EXPECT_TRUE(tensorsClose("out", scores.scores, expected.at("output"), scaledTolerance(expected.at("output"), 1e-5)));
+    const ImagePrediction p = predictImage(scores, 0, {}, 5);
+    ASSERT_EQ(p.classMap.shape, (std::vector<int64_t>{256, 256}));
+    EXPECT_EQ(p.top.front().index, expected.at("output").argmax(1).flatten().mode().values.item<int64_t>());
+
+    for (const std::string key : {"predicted", "region"}) {
+        GradientTarget target;
+        if (key == "region") {
+            target.index = TargetClass;
+            target.region = std::array<int64_t, 4>{40, 60, 200, 180}; // SEGMENTATION_REGION
+        }
+        const Attribution a = computeAttribution(engine, x, layer, target);
+        if (key == "predicted") {
+            EXPECT_EQ(a.targets.front(), expected.at("target").item<int64_t>());
+            EXPECT_NE(a.descriptions.front().find("summed over its " + std::to_string(expected.at("pixels").item<int64_t>())),
+                std::string::npos)
+                << a.descriptions.front();
+        }
+        for (const std::string what : {"cam", "upsampled", "saliency"}) {
+            const at::Tensor& actual = what == "cam" ? a.gradCam : what == "upsampled" ? a.gradCamUpsampled : a.saliency;
+            const at::Tensor& wanted = expected.at(key + "/" + what);
+            EXPECT_TRUE(tensorsClose(key + "/" + what, actual, wanted, scaledTolerance(wanted, 1e-4)));
+        }
+    }
+}
+
+TEST(Segmentation, AClassThatIsNowhereIsRefused)
+{
+    auto model = loadModel("deeplabv3_scripted.pt");
+    Engine engine(model);
+    const at::Tensor x = loadTensor("deeplabv3_input.pt");
+    const auto expected = loadExpected("deeplabv3_expected.pt");
+    const at::Tensor counts = at::bincount(expected.at("output").argmax(1).flatten(), {}, 21);
+    int64_t absent = -1;
+    for (int64_t c = 0; c < 21 && absent < 0; ++c)
+        if (counts[c].item<int64_t>() == 0)
+            absent = c;
+    ASSERT_GE(absent, 0);
+    const std::string error = errorOf([&] { computeAttribution(engine, x, "backbone.16", GradientTarget{absent}); });
+    EXPECT_NE(error.find("predicted at no pixel"), std::string::npos) << error;
+}
+
+TEST(Detection, ADetectionsScoreGradientMatchesEagerAutograd)
+{
+    auto model = loadModel("fasterrcnn_scripted.pt");
+    const auto expected = loadExpected("fasterrcnn_expected.pt");
+    const at::Tensor image = loadTensor("fasterrcnn_input.pt");
+    Engine engine(model);
+    const std::string layer = "backbone.body.13";
+    for (int64_t detection : {0, 3}) {
+        Request request;
+        request.grabs = {GrabSpec::parse(layer + ":grad")};
+        request.targetClass = detection;
+        const RunResult result = engine.run(request, forwardInputsFromBatch(*model, image));
+        const std::string prefix = std::to_string(detection) + "/";
+        const at::Tensor& wanted = expected.at(prefix + layer + ":grad");
+        EXPECT_TRUE(tensorsClose(prefix + "grad", result.tensor(layer + ":grad"), wanted, scaledTolerance(wanted, 1e-4)));
+        EXPECT_EQ(result.targetIndex, detection);
+        EXPECT_NE(result.target.find("detection " + std::to_string(detection)), std::string::npos) << result.target;
+
+        const ScoreOutput scores = findScores(*result.find("output"));
+        ASSERT_EQ(scores.kind, OutputKind::Detection) << scores.described;
+        EXPECT_EQ(scores.element, "[1]"); // (losses, detections)
+        const ImagePrediction p = predictImage(scores, 0, {}, 5);
+        ASSERT_GT(p.detections.size(), 3u);
+        EXPECT_NEAR(p.detections[static_cast<size_t>(detection)].score, expected.at(prefix + "score").item<double>(), 1e-6);
+        EXPECT_EQ(p.detections[static_cast<size_t>(detection)].label, expected.at(prefix + "label").item<int64_t>());
+        EXPECT_NEAR(p.detections[0].x1, expected.at("boxes")[0][2].item<double>(), 1e-3);
+    }
+}
+
+TEST(Tokens, ViTBlocksGiveTokenMapsAndGradCamLikeHooks)
+{
+    auto model = loadModel("vit_b_16_scripted.pt");
+    const auto expected = loadExpected("vit_expected.pt");
+    const at::Tensor x = loadTensor("vit_input.pt");
+    Engine engine(model);
+    const std::string layer5 = "encoder.layers.encoder_layer_5", layer10 = "encoder.layers.encoder_layer_10";
+    Request request;
+    request.grabs = {GrabSpec::parse(layer5), GrabSpec::parse(layer10 + ":grad")};
+    request.targetClass = TargetClass;
+    const RunResult result = engine.run(request, {x});
+    const at::Tensor& tokens = expected.at(layer5);
+    EXPECT_TRUE(tensorsClose(layer5, result.tensor(layer5), tokens, scaledTolerance(tokens, 1e-5)));
+    EXPECT_TRUE(tensorsClose(layer10 + ":grad", result.tensor(layer10 + ":grad"), expected.at(layer10 + ":grad"),
+        scaledTolerance(expected.at(layer10 + ":grad"), 1e-4)));
+
+    // [1, 197, 768]: a class token and 14 x 14 patches, as maps of the patches.
+    const at::Tensor maps = tokensAsMaps(result.tensor(layer5));
+    ASSERT_EQ(maps.sizes(), (at::IntArrayRef{1, 768, 14, 14}));
+    EXPECT_TRUE(maps[0].select(1, 2).select(1, 5).equal(result.tensor(layer5)[0][1 + 2 * 14 + 5]));
+
+    const Attribution a = computeAttribution(engine, x, layer10, GradientTarget{TargetClass});
+    EXPECT_TRUE(tensorsClose("cam", a.gradCam, expected.at("gradcam/cam"), scaledTolerance(expected.at("gradcam/cam"), 1e-4)));
+    EXPECT_TRUE(tensorsClose("upsampled", a.gradCamUpsampled, expected.at("gradcam/upsampled"),
+        scaledTolerance(expected.at("gradcam/upsampled"), 1e-4)));
+}
+
+} // namespace
+} // namespace torchscope::test

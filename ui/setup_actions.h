@@ -1,0 +1,52 @@
+#pragma once
+
+#include <QObject>
+
+class QMenu;
+class QToolButton;
+class QWidget;
+
+namespace torchscope {
+
+class Document;
+class ModelSetupDialog;
+class RunController;
+
+// The model's input setup in the window: Model > Input Setup… (opened by itself for a model that
+// stores no setup and was never set up here), Save Setup Into Model…, the status bar's setup
+// button, setups remembered per model file, and run failures that point at the setup.
+class SetupActions : public QObject {
+    Q_OBJECT
+public:
+    SetupActions(Document* document, RunController* controller, QWidget* window);
+
+    void populate(QMenu* menu);
+    QToolButton* statusButton() const { return status_; }
+    ModelSetupDialog* dialog() const { return dialog_; }
+    // Non-interactive windows (tests, screenshots) open no dialog by themselves and show no boxes.
+    void setInteractive(bool interactive) { interactive_ = interactive; }
+
+    void openDialog();
+    // Writes a copy of the model with the document's setup as its torchscope.json (asynchronously:
+    // message() or failed() tell how it went).
+    void saveIntoModel(const QString& path);
+
+Q_SIGNALS:
+    void message(const QString& text);
+    void failed(const QString& title, const QString& message);
+
+private:
+    void modelOpened();
+    void applyDialog();
+    void showStatus();
+    void setupProblem(const QString& message);
+
+    Document* document_;
+    RunController* controller_;
+    QWidget* window_;
+    ModelSetupDialog* dialog_;
+    QToolButton* status_;
+    bool interactive_ = true;
+};
+
+} // namespace torchscope
