@@ -69,6 +69,7 @@ struct AttributionSnapshot {
     int64_t target = 0;
     std::string targetLabel;
     std::string targetDescription; // "class 15 (person) summed over its 2,304 pixels"
+    OutputKind outputKind = OutputKind::Other;
     FloatTensor picture; // [H, W, 3] in [0, 1]: the input as decoded
     FloatTensor gradCam; // [H, W] in [0, 1], at the model input's size
     FloatTensor saliency; // [H, W] in [0, 1]

@@ -151,13 +151,14 @@ void RunWorker::attribute(const AttributionRequest& request)
         GradientTarget target{request.targetClass, std::nullopt};
         if (request.region.size() == 4)
             target.region = std::array<int64_t, 4>{request.region[0], request.region[1], request.region[2], request.region[3]};
-        const Attribution a = computeAttribution(*state_->engine, input, request.layer, target, request.setup.scores);
+        const Attribution a = computeAttribution(*state_->engine, input, request.layer, target, request.setup.scores, request.setup.labels);
         auto snapshot = std::make_shared<AttributionSnapshot>();
         snapshot->image = request.image;
         snapshot->layer = request.layer;
         snapshot->target = a.targets.front();
         snapshot->targetLabel = labelOf(request.setup.labels, snapshot->target);
         snapshot->targetDescription = a.descriptions.front();
+        snapshot->outputKind = a.kind;
         snapshot->picture = pictureOf(input, request.setup.preprocessing);
         snapshot->gradCam = mapOf(a.gradCamUpsampled[0]);
         snapshot->saliency = mapOf(a.saliency[0]);

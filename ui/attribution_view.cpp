@@ -10,11 +10,16 @@
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QRubberBand>
 #include <QPushButton>
 #include <QSaveFile>
 #include <QSlider>
 #include <QSpinBox>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace torchscope {
 
@@ -28,6 +33,8 @@ AttributionView::AttributionView(Document* document, RunController* controller, 
     , alpha_(new QSlider(Qt::Horizontal))
     , header_(new QLabel(tr("Select an image and a layer with spatial maps.")))
     , picture_(new QLabel)
+    , clearRegion_(new QPushButton(tr("Clear Region")))
+    , band_(nullptr)
 {
     layer_->setEditable(true);
     layer_->setToolTip(tr("The layer whose output Grad-CAM weighs by the gradient"));
@@ -56,7 +63,13 @@ AttributionView::AttributionView(Document* document, RunController* controller, 
     controls->addWidget(new QLabel(tr("Opacity:")));
     controls->addWidget(alpha_);
     controls->addWidget(computeButton);
+    controls->addWidget(clearRegion_);
     controls->addWidget(exportButton);
+    clearRegion_->setToolTip(tr("Segmentation: explain the class over its own pixels again"));
+    clearRegion_->hide();
+    band_ = new QRubberBand(QRubberBand::Rectangle, picture_);
+    picture_->installEventFilter(this);
+    connect(clearRegion_, &QPushButton::clicked, this, [this] { setRegion({}); });
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(controls);
     layout->addWidget(header_);
@@ -83,7 +96,6 @@ AttributionView::AttributionView(Document* document, RunController* controller, 
         layer_->clearEditText();
         header_->setText(tr("Select an image and a layer with spatial maps."));
         fillLayers();
-        layer_->setCurrentIndex(-1);
     });
     connect(document_, &Document::modulesChanged, this, &AttributionView::fillLayers);
     connect(document_, &Document::selectionChanged, this, [this] {
@@ -115,8 +127,11 @@ void AttributionView::fillLayers()
         if (spatial || m.outputShapes.empty())
             layer_->addItem(QString::fromStdString(m.path));
     }
+    // Adding items selects the first: keep what was chosen, or nothing.
     if (!current.isEmpty() && document_->module(current))
         layer_->setCurrentText(current);
+    else
+        layer_->setCurrentIndex(-1);
 }
 
 void AttributionView::setLayer(const QString& layer)
@@ -156,6 +171,7 @@ void AttributionView::compute()
     request.image = images[index].toStdString();
     request.layer = layer_->currentText().toStdString();
     request.targetClass = target_->value();
+    request.region = region_;
     request.setup = document_->setup();
     header_->setText(tr("Computing…"));
     RunWorker* worker = controller_->worker();
@@ -175,13 +191,77 @@ void AttributionView::redraw()
         saliency ? ColorMap::Magma : ColorMap::Viridis, alpha_->value() / 100.f);
     const QString what = saliency ? tr("Saliency (|∂ score / ∂ input|)")
                                   : tr("Grad-CAM of %1").arg(QString::fromStdString(result_->layer));
-    header_->setText(tr("%1 for class %2 (%3) on %4")
-                         .arg(what)
-                         .arg(result_->target)
-                         .arg(QString::fromStdString(result_->targetLabel),
-                             QFileInfo(QString::fromStdString(result_->image)).fileName()));
+    QString header = tr("%1 for %2 on %3")
+                         .arg(what, QString::fromStdString(result_->targetDescription),
+                             QFileInfo(QString::fromStdString(result_->image)).fileName());
+    if (result_->outputKind == OutputKind::Segmentation && region_.empty())
+        header += tr(" — drag over the picture to explain the class over a region instead");
+    header_->setText(header);
+    target_->setSpecialValueText(
+        result_->outputKind == OutputKind::Detection ? tr("top detection") : tr("predicted class"));
+    target_->setToolTip(result_->outputKind == OutputKind::Detection
+            ? tr("The detection whose score is explained (0: the highest score)")
+            : tr("The class whose score is explained"));
+    clearRegion_->setVisible(!region_.empty());
+    if (!region_.empty()) {
+        QPainter painter(&image_);
+        painter.setPen(QPen(Qt::white, 1, Qt::DashLine));
+        painter.drawRect(QRect(QPoint(int(region_[0]), int(region_[1])), QPoint(int(region_[2]) - 1, int(region_[3]) - 1)));
+    }
     const QSize room = picture_->size().expandedTo(QSize(200, 200));
     picture_->setPixmap(QPixmap::fromImage(image_.scaled(room, Qt::KeepAspectRatio, Qt::SmoothTransformation)));
+}
+
+void AttributionView::setRegion(const QRect& box)
+{
+    region_.clear();
+    if (!box.isEmpty())
+        region_ = {box.left(), box.top(), box.right() + 1, box.bottom() + 1};
+    clearRegion_->setVisible(!region_.empty());
+    if (result_)
+        compute();
+}
+
+QRect AttributionView::region() const
+{
+    return region_.empty() ? QRect()
+                           : QRect(QPoint(int(region_[0]), int(region_[1])), QPoint(int(region_[2]) - 1, int(region_[3]) - 1));
+}
+
+QPoint AttributionView::toImage(const QPoint& position) const
+{
+    if (image_.isNull())
+        return {};
+    // The pixmap is the image scaled to fit, centred in the label.
+    const QSize shown = image_.size().scaled(picture_->size(), Qt::KeepAspectRatio);
+    const QPoint offset((picture_->width() - shown.width()) / 2, (picture_->height() - shown.height()) / 2);
+    const double scale = double(image_.width()) / std::max(1, shown.width());
+    return QPoint(std::clamp(int((position.x() - offset.x()) * scale), 0, image_.width()),
+        std::clamp(int((position.y() - offset.y()) * scale), 0, image_.height()));
+}
+
+bool AttributionView::eventFilter(QObject* watched, QEvent* event)
+{
+    if (watched != picture_ || !result_ || result_->outputKind != OutputKind::Segmentation)
+        return QWidget::eventFilter(watched, event);
+    if (event->type() == QEvent::MouseButtonPress) {
+        dragStart_ = static_cast<QMouseEvent*>(event)->pos();
+        band_->setGeometry(QRect(dragStart_, QSize()));
+        band_->show();
+        return true;
+    }
+    if (event->type() == QEvent::MouseMove && band_->isVisible()) {
+        band_->setGeometry(QRect(dragStart_, static_cast<QMouseEvent*>(event)->pos()).normalized());
+        return true;
+    }
+    if (event->type() == QEvent::MouseButtonRelease && band_->isVisible()) {
+        band_->hide();
+        const QRect box = QRect(toImage(dragStart_), toImage(static_cast<QMouseEvent*>(event)->pos())).normalized();
+        if (box.width() >= 2 && box.height() >= 2)
+            setRegion(box);
+        return true;
+    }
+    return QWidget::eventFilter(watched, event);
 }
 
 QString AttributionView::savePng(const QString& path) const

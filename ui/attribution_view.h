@@ -8,6 +8,7 @@
 class QComboBox;
 class QLabel;
 class QPushButton;
+class QRubberBand;
 class QSlider;
 class QSpinBox;
 
@@ -31,6 +32,10 @@ public:
     QImage image() const { return image_; }
     AttributionSnapshotPtr lastResult() const { return result_; }
     QString savePng(const QString& path) const; // error or ""
+    // Segmentation: explain the class summed over this box (model-input pixels) instead of over its
+    // pixels; an empty box clears it. Dragging over the picture sets it too.
+    void setRegion(const QRect& box);
+    QRect region() const;
 
 Q_SIGNALS:
     void finished(const torchscope::AttributionSnapshotPtr& snapshot);
@@ -38,10 +43,12 @@ Q_SIGNALS:
 
 protected:
     void showEvent(QShowEvent* event) override;
+    bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
     void fillLayers();
     void redraw();
+    QPoint toImage(const QPoint& labelPosition) const; // a point on the picture label in image pixels
 
     Document* document_;
     RunController* controller_;
@@ -51,6 +58,9 @@ private:
     QSlider* alpha_;
     QLabel* header_;
     QLabel* picture_;
+    QPushButton* clearRegion_;
+    QRubberBand* band_;
+    QPoint dragStart_;
     AttributionSnapshotPtr result_;
     QImage image_;
     std::vector<int64_t> region_; // segmentation: x0, y0, x1, y1 in model-input pixels, drawn by the user

@@ -206,6 +206,7 @@ RunRequest Document::makeRunRequest(int generation) const
     run.request.edits = edits_;
     run.request.targetClass = targetClass_;
     run.request.scores = setup_.scores;
+    run.request.labels = setup_.labels;
     run.setup = setup_;
     return run;
 }

@@ -128,6 +128,15 @@ MainWindow::MainWindow(QWidget* parent)
                     log_->append(tr("Warning: %1").arg(QString::fromStdString(warning)));
             }
         });
+    connect(document_, &Document::resultsChanged, this, [this] {
+        // The gradient target is a class, or for detectors one detection.
+        const auto snapshot = document_->snapshot();
+        const bool detection = snapshot && !snapshot->images.empty()
+            && snapshot->images.front().prediction.kind == OutputKind::Detection;
+        target_->setSpecialValueText(detection ? tr("top detection") : tr("predicted class"));
+        target_->setToolTip(detection ? tr("The detection (0: the highest score) whose score gradients are taken of")
+                                      : tr("Class whose score gradients (Grab Gradient) are taken of"));
+    });
     connect(document_, &Document::requestChanged, this, [this] {
         truncation_->setText(document_->truncation().isEmpty() ? tr("no truncation")
                                                                : tr("truncated at %1").arg(document_->truncation()));

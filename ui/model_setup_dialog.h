@@ -31,10 +31,14 @@ public:
     // Loads labels from a file (one per line, or JSON); returns an error or "".
     QString loadLabels(const QString& path);
     void useAdvice(); // the suggested size and channels
+    void accept() override; // refuses (with a message in the dialog) a mean or std that does not fit
 
     QSpinBox* heightBox() const { return height_; }
     QSpinBox* widthBox() const { return width_; }
     QComboBox* resizeBox() const { return resizeMode_; }
+    QSpinBox* shorterSideBox() const { return shorterSide_; }
+    QLineEdit* meanField() const { return mean_; }
+    QLineEdit* stdField() const { return std_; }
     QComboBox* valuesBox() const { return values_; }
     QComboBox* channelsBox() const { return channels_; }
     QLabel* adviceLabel() const { return advice_; }
@@ -46,7 +50,6 @@ Q_SIGNALS:
 private:
     void updateEnabled();
     void showLabels();
-    void accept() override;
 
     QSpinBox* height_;
     QSpinBox* width_;

@@ -17,6 +17,7 @@
 
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 
 namespace torchscope::cli {
 namespace {
@@ -44,8 +45,9 @@ std::string callText(const ModuleInfo& m)
     return text;
 }
 
-// Per sample: the top-3 classes, the classes covering most pixels, or the detections.
-void printPredictions(const c10::IValue& output, const ModelSetup& setup, const std::vector<std::string>& names)
+// Per sample: the top-3 classes, the classes covering most pixels, or the detections. Throws for a
+// --scores element the output does not have (before anything is written).
+std::string describePredictions(const c10::IValue& output, const ModelSetup& setup, const std::vector<std::string>& names)
 {
     const ScoreOutput scores = findScores(output, setup.scores);
     int64_t samples = 0;
@@ -54,28 +56,29 @@ void printPredictions(const c10::IValue& output, const ModelSetup& setup, const 
     else if (scores.kind != OutputKind::Other)
         samples = scores.scores.size(0);
     if (samples == 0)
-        return;
+        return {};
+    std::ostringstream out;
     const std::string from = scores.element.empty() ? "" : " (output element '" + scores.element + "')";
     const char* what = scores.kind == OutputKind::Classes ? "top-3 predictions"
         : scores.kind == OutputKind::Segmentation         ? "segmentation: classes by share of the pixels"
                                                           : "detections (label, score, box x0,y0,x1,y1)";
-    std::cout << "\n" << what << from << ":\n";
+    out << "\n" << what << from << ":\n";
     for (int64_t i = 0; i < samples; ++i) {
         const ImagePrediction p = predictImage(scores, i, setup.labels, 3);
-        std::cout << "  " << (static_cast<size_t>(i) < names.size() ? names[static_cast<size_t>(i)] : "sample " + std::to_string(i)) << ":";
+        out << "  " << (static_cast<size_t>(i) < names.size() ? names[static_cast<size_t>(i)] : "sample " + std::to_string(i)) << ":";
         if (p.kind == OutputKind::Detection) {
             if (p.detections.empty())
-                std::cout << "  nothing detected";
+                out << "  nothing detected";
             for (const auto& d : p.detections)
-                std::cout << "\n    " << d.labelText << " " << std::fixed << std::setprecision(3) << d.score << "  "
-                          << std::setprecision(0) << d.x0 << "," << d.y0 << "," << d.x1 << "," << d.y1;
+                out << "\n    " << d.labelText << " " << std::fixed << std::setprecision(3) << d.score << "  "
+                    << std::setprecision(0) << d.x0 << "," << d.y0 << "," << d.x1 << "," << d.y1;
         } else {
             for (const auto& top : p.top)
-                std::cout << "  " << top.label << " " << std::fixed << std::setprecision(1) << 100.0 * top.probability
-                          << "%";
+                out << "  " << top.label << " " << std::fixed << std::setprecision(1) << 100.0 * top.probability << "%";
         }
-        std::cout << '\n';
+        out << '\n';
     }
+    return out.str();
 }
 
 // A run that failed on what looks like a wrong input gets the input setup named as the cause.
@@ -87,7 +90,8 @@ ExtendedOutput forwardOrExplain(ModelExtender& extender, const ForwardInputs& in
     } catch (const Error& e) {
         const auto& first = inputs.arguments.empty() ? c10::IValue() : inputs.arguments.front();
         const std::vector<int64_t> shape = first.isTensor() ? first.toTensor().sizes().vec() : std::vector<int64_t>{};
-        const std::string advice = inputMismatchAdvice(e.what(), shape, setup);
+        // Tensor inputs are used as they are: only images went through the setup.
+        const std::string advice = inputs.sampleNames.empty() ? "" : inputMismatchAdvice(e.what(), shape, setup);
         if (advice.empty())
             throw;
         throw Error(std::string(e.what()) + "\n" + advice
@@ -198,6 +202,7 @@ int runModel(const CliOptions& options)
     request.targetRegion = options.targetBox;
     const ModelSetup setup = chooseSetup(*model, options);
     request.scores = setup.scores;
+    request.labels = setup.labels;
     ModelExtender extender(model);
     registerProbes(extender, options.probes);
     if (options.probeOnly && options.probes.empty())
@@ -213,6 +218,9 @@ int runModel(const CliOptions& options)
         result.values.erase(result.values.begin());
     for (const auto& warning : result.warnings)
         std::cerr << "torchscope-cli: warning: " << warning << '\n';
+    const std::string predictions = request.truncateAt || options.probeOnly
+        ? std::string()
+        : describePredictions(result.values.front().second, setup, inputs.sampleNames);
     for (const auto& key : writeTensors(options.out, result.values))
         std::cerr << "torchscope-cli: warning: '" << key << "' is not a tensor and was left out of " << options.out
                   << " (the .pt format keeps it)\n";
@@ -221,8 +229,7 @@ int runModel(const CliOptions& options)
     std::cout << "wrote " << result.values.size() << " entries to " << options.out << '\n';
     if (!result.target.empty())
         std::cout << "gradients are of " << result.target << '\n';
-    if (!request.truncateAt && !options.probeOnly)
-        printPredictions(result.values.front().second, setup, inputs.sampleNames);
+    std::cout << predictions;
     return 0;
 }
 

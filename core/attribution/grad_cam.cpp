@@ -38,7 +38,7 @@ at::Tensor tokensAsMaps(const at::Tensor& tokens)
 }
 
 Attribution computeAttribution(Engine& engine, const at::Tensor& images, const std::string& layer,
-    const GradientTarget& target, const std::string& scoresElement)
+    const GradientTarget& target, const std::string& scoresElement, const std::vector<std::string>& labels)
 {
     if (images.dim() != 4)
         throw Error("Grad-CAM needs a batch of images [N, C, H, W], got " + shapeToString(images.sizes().vec()));
@@ -48,6 +48,7 @@ Attribution computeAttribution(Engine& engine, const at::Tensor& images, const s
     request.targetClass = target.index;
     request.targetRegion = target.region;
     request.scores = scoresElement;
+    request.labels = labels;
 
     Attribution out;
     std::vector<at::Tensor> cams, upsampled, saliency, logits;
@@ -67,6 +68,7 @@ Attribution computeAttribution(Engine& engine, const at::Tensor& images, const s
             at::upsample_bilinear2d(cam, {image.size(2), image.size(3)}, /*align_corners=*/false).squeeze(1).cpu());
         saliency.push_back(std::get<0>(result.tensor("input:grad").abs().max(1)).to(at::kFloat).cpu());
         const ScoreOutput scores = findScores(*result.find("output"), scoresElement);
+        out.kind = scores.kind;
         if (scores.kind == OutputKind::Classes)
             logits.push_back(scores.scores.detach().cpu());
     }

@@ -15,6 +15,7 @@ class Engine;
 struct Attribution {
     std::vector<int64_t> targets; // the class (or detection) explained, per image
     std::vector<std::string> descriptions; // "class 3", "class 15 summed over its 2,304 pixels", ...
+    OutputKind kind = OutputKind::Other; // of the model's output
     at::Tensor logits; // [N, classes] when the model returns class scores, else undefined
     at::Tensor gradCam; // [N, h, w] at the layer's resolution: ReLU(sum_c w_c * A_c), not normalised
     at::Tensor gradCamUpsampled; // [N, H, W]: bilinear to the input's size
@@ -29,7 +30,8 @@ struct Attribution {
 // [batch, T, D] whose patches form a square grid (the class token is left out). Throws
 // torchscope::Error.
 Attribution computeAttribution(Engine& engine, const at::Tensor& images, const std::string& layer,
-    const GradientTarget& target = {}, const std::string& scoresElement = "");
+    const GradientTarget& target = {}, const std::string& scoresElement = "",
+    const std::vector<std::string>& labels = {});
 
 // [N, T, D] tokens of a vision transformer as [N, D, side, side] maps of their patches (after the
 // class token); an undefined tensor when T is not a square grid (plus one).

@@ -209,7 +209,7 @@ RunResult Engine::run(
         }
         if (gradients) {
             const ScoreOutput scores = findScores(elements[0], request.scores);
-            const TargetScore target = targetScore(scores, {*request.targetClass, request.targetRegion});
+            const TargetScore target = targetScore(scores, {*request.targetClass, request.targetRegion}, request.labels);
             result.target = target.description;
             result.targetIndex = target.index;
             if (request.inputGradient) {

@@ -55,6 +55,7 @@ struct Request {
     std::optional<std::array<int64_t, 4>> targetRegion; // x0, y0, x1, y1 in output pixels
     // Which element of a tuple, namedtuple or dict output holds the scores ("" finds it).
     std::string scores;
+    std::vector<std::string> labels; // class names for RunResult::target ("class 3 (cat)")
     // Also the gradient of that score with respect to the first input ("input:grad"): saliency.
     bool inputGradient = false;
 

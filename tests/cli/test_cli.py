@@ -363,5 +363,127 @@ class CliProbe(unittest.TestCase):
         self.assertIn("is not a probe: this is a text file", result.stderr)
 
 
+class CliOwnModel(unittest.TestCase):
+    """A researcher's own model: its setup, modules that never run, every output kind."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = pathlib.Path(self.tmp.name)
+        self.out = self.dir / "out.pt"
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_ok(self, *args):
+        result = cli(*args)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return result
+
+    def test_inspect_with_input_skips_modules_that_never_run(self):
+        result = self.run_ok("inspect", FIXTURES / "never_called.pt", "--input", FIXTURES / "never_called_input.pt")
+        line = next(l for l in result.stdout.splitlines() if l.startswith("unused "))
+        self.assertIn("never", line)
+        self.assertIn("[2, 3]", next(l for l in result.stdout.splitlines() if l.startswith("head ")))
+        self.assertIn("left-over or unused", result.stdout)
+        tree = json.loads(self.run_ok("inspect", FIXTURES / "never_called.pt", "--json").stdout)
+        called = json.loads((FIXTURES / "never_called_called.json").read_text())
+        self.assertEqual([m["path"] for m in tree["modules"] if m["path"] and m["called"]], called)
+
+    def test_a_glob_skips_them_and_a_path_is_refused(self):
+        result = self.run_ok("run", FIXTURES / "never_called.pt", "--input", FIXTURES / "never_called_input.pt",
+                             "--out", self.out, "--grab", "*")
+        self.assertIn("skips 3 module(s) whose forward never runs", result.stderr)
+        got = torch.load(self.out)
+        expected = torch.load(FIXTURES / "never_called_expected.pt")
+        for key in ("stem", "blocks.0", "blocks.1", "act", "head"):
+            self.assertTrue(torch.equal(got[key], expected[key]) or max_diff(got[key], expected[key]) < 1e-6, key)
+        result = cli("run", FIXTURES / "never_called.pt", "--input", FIXTURES / "never_called_input.pt",
+                     "--out", self.out, "--grab", "proj")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("weights are used directly", result.stderr)
+
+    def test_frozen_and_newer_models_are_named(self):
+        result = self.run_ok("inspect", FIXTURES / "frozen_relu_twice.pt")
+        self.assertIn("frozen with torch.jit.freeze", result.stdout)
+        result = cli("run", FIXTURES / "frozen_relu_twice.pt", "--input", FIXTURES / "small_input.pt",
+                     "--out", self.out, "--grab", "conv1")
+        self.assertIn("frozen with torch.jit.freeze", result.stderr)
+        result = cli("inspect", FIXTURES / "newer_version.pt")
+        self.assertIn("file format version 99", result.stderr)
+        self.assertIn("CMAKE_PREFIX_PATH", result.stderr)
+
+    def test_setup_reads_the_model_and_saves_into_a_copy(self):
+        result = self.run_ok("setup", FIXTURES / "fashion_plain.pt")
+        self.assertIn("none stored", result.stdout)
+        self.assertIn("takes 1 channel(s): grey images", result.stdout)
+        self.assertIn("gives 10 outputs", result.stdout)
+        setup = self.dir / "setup.json"
+        setup.write_text(json.dumps({"preprocess": {"grayscale": True, "resize": 28, "crop": 28,
+                                                    "mean": [0.286], "std": [0.353]}}))
+        copy = self.dir / "fashion_setup.pt"
+        self.run_ok("setup", FIXTURES / "fashion_plain.pt", "--preprocess", setup,
+                    "--labels", FIXTURES / "fashion_labels.txt", "--out", copy)
+        files = {"torchscope.json": ""}
+        torch.jit.load(str(copy), _extra_files=files)
+        card = json.loads(files["torchscope.json"])
+        self.assertEqual(card["labels"][9], "Ankle boot")
+        self.assertEqual(card["preprocess"]["crop"], [28, 28])
+        # Same weights, so the same output as the original on the same tensor.
+        x = torch.randn(2, 1, 28, 28)
+        with torch.no_grad():
+            self.assertTrue(torch.equal(torch.jit.load(str(copy))(x), torch.jit.load(str(FIXTURES / "fashion_plain.pt"))(x)))
+
+    @unittest.skipIf(HEADLESS, "built without OpenCV")
+    def test_a_wrong_input_points_at_the_setup_and_the_right_one_predicts(self):
+        images = pathlib.Path(__file__).resolve().parents[2] / "resources" / "demo" / "images"
+        result = cli("run", FIXTURES / "fashion_plain.pt", "--input", images / "ankle_boot.png", "--out", self.out)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("[1, 3, 224, 224]", result.stderr)
+        self.assertIn("--preprocess", result.stderr)
+        self.assertFalse(self.out.exists())
+        setup = self.dir / "setup.json"
+        setup.write_text(json.dumps({"preprocess": {"grayscale": True, "resize": 28, "crop": 28,
+                                                    "mean": [0.286], "std": [0.353]}}))
+        result = self.run_ok("run", FIXTURES / "fashion_plain.pt", "--input", images / "ankle_boot.png",
+                             "--input", images / "bag.png", "--preprocess", setup,
+                             "--labels", FIXTURES / "fashion_labels.txt", "--out", self.out)
+        self.assertIn("ankle_boot.png:  Ankle boot", result.stdout)
+        self.assertIn("bag.png:  Bag", result.stdout)
+
+    def test_namedtuple_scores_with_labels_and_a_wrong_element(self):
+        labels = self.dir / "labels.json"
+        labels.write_text(json.dumps([f"synset {i}" for i in range(1000)]))
+        result = self.run_ok("run", FIXTURES / "googlenet_scripted.pt", "--input", FIXTURES / "googlenet_input.pt",
+                             "--out", self.out, "--labels", labels, "--grab", "inception5b:grad", "--target", "3")
+        self.assertIn("top-3 predictions (output element 'logits')", result.stdout)
+        self.assertIn("synset ", result.stdout)
+        self.assertIn("gradients are of class 3 (synset 3)", result.stdout)
+        expected = torch.load(FIXTURES / "googlenet_expected.pt")
+        got = torch.load(self.out)
+        scale = expected["inception5b:grad"].abs().max().item()
+        self.assertLess(max_diff(got["inception5b:grad"], expected["inception5b:grad"]), 1e-4 * scale)
+        self.assertLess(max_diff(got["output"][0], expected["output"]), 1e-4)
+        self.out.unlink()
+        result = cli("run", FIXTURES / "googlenet_scripted.pt", "--input", FIXTURES / "googlenet_input.pt",
+                     "--out", self.out, "--scores", "probabilities")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("elements: logits, aux_logits2, aux_logits1", result.stderr)
+        self.assertFalse(self.out.exists())
+
+    def test_segmentation_over_a_box_and_detections(self):
+        result = self.run_ok("run", FIXTURES / "deeplabv3_scripted.pt", "--input", FIXTURES / "deeplabv3_input.pt",
+                             "--out", self.out, "--grab", "backbone.16:grad", "--target", "3",
+                             "--target-box", "40,60,200,180")
+        self.assertIn("segmentation: classes by share of the pixels (output element 'out')", result.stdout)
+        self.assertIn("summed over the region 40,60-200,180", result.stdout)
+        expected = torch.load(FIXTURES / "deeplabv3_expected.pt")["region/backbone.16:grad"]
+        self.assertLess(max_diff(torch.load(self.out)["backbone.16:grad"], expected), 1e-3 * expected.abs().max().item())
+        result = self.run_ok("run", FIXTURES / "fasterrcnn_scripted.pt", "--input", FIXTURES / "fasterrcnn_input.pt",
+                             "--out", self.out)
+        self.assertIn("detections (label, score, box x0,y0,x1,y1) (output element '[1]')", result.stdout)
+        expected = torch.load(FIXTURES / "fasterrcnn_expected.pt")
+        self.assertIn(f"{expected['scores'][0].item():.3f}", result.stdout)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -41,8 +41,10 @@ TEST_P(NamedTupleOutputs, ScoresGradientsAndGradCamMatchTheEagerLogits)
         EXPECT_EQ(a.targets.front(), expected.at(prefix + "targets")[0].item<int64_t>());
         EXPECT_TRUE(tensorsClose(prefix + "cam", a.gradCam, expected.at(prefix + "cam"),
             scaledTolerance(expected.at(prefix + "cam"), 1e-4)));
+        // The input gradient passes every layer: eager PyTorch itself gives GoogLeNet's 2.2e-3 of its
+        // range apart between 1 and 2 threads (float32 sums in another order).
         EXPECT_TRUE(tensorsClose(prefix + "saliency", a.saliency, expected.at(prefix + "saliency"),
-            scaledTolerance(expected.at(prefix + "saliency"), 1e-4)));
+            scaledTolerance(expected.at(prefix + "saliency"), 5e-3)));
     }
     // The element can be named, by field or index, and a wrong one lists those there are.
     EXPECT_EQ(findScores(*result.find("output"), "0").element, "logits");
@@ -69,7 +71,7 @@ TEST(Segmentation, GradCamOfAClassSummedOverItsPixelsMatchesAutograd)
     EXPECT_TRUE(tensorsClose("out", scores.scores, expected.at("output"), scaledTolerance(expected.at("output"), 1e-5)));
     const ImagePrediction p = predictImage(scores, 0, {}, 5);
     ASSERT_EQ(p.classMap.shape, (std::vector<int64_t>{256, 256}));
-    EXPECT_EQ(p.top.front().index, expected.at("output").argmax(1).flatten().mode().values.item<int64_t>());
+    EXPECT_EQ(p.top.front().index, std::get<0>(expected.at("output").argmax(1).flatten().mode()).item<int64_t>());
 
     for (const std::string key : {"predicted", "region"}) {
         GradientTarget target;
@@ -80,14 +82,18 @@ TEST(Segmentation, GradCamOfAClassSummedOverItsPixelsMatchesAutograd)
         const Attribution a = computeAttribution(engine, x, layer, target);
         if (key == "predicted") {
             EXPECT_EQ(a.targets.front(), expected.at("target").item<int64_t>());
-            EXPECT_NE(a.descriptions.front().find("summed over its " + std::to_string(expected.at("pixels").item<int64_t>())),
-                std::string::npos)
+            std::string pixels = std::to_string(expected.at("pixels").item<int64_t>());
+            for (auto i = static_cast<int>(pixels.size()) - 3; i > 0; i -= 3)
+                pixels.insert(static_cast<size_t>(i), ",");
+            EXPECT_NE(a.descriptions.front().find("summed over its " + pixels + " pixels"), std::string::npos)
                 << a.descriptions.front();
         }
         for (const std::string what : {"cam", "upsampled", "saliency"}) {
             const at::Tensor& actual = what == "cam" ? a.gradCam : what == "upsampled" ? a.gradCamUpsampled : a.saliency;
             const at::Tensor& wanted = expected.at(key + "/" + what);
-            EXPECT_TRUE(tensorsClose(key + "/" + what, actual, wanted, scaledTolerance(wanted, 1e-4)));
+            // Random weights give gradients near 1e-9; float32 sums in another order (threads) move
+            // them by ~1e-4 of the map's range, the input gradient by ~2e-3 (see NamedTupleOutputs).
+            EXPECT_TRUE(tensorsClose(key + "/" + what, actual, wanted, scaledTolerance(wanted, what == "saliency" ? 5e-3 : 1e-3)));
         }
     }
 }
