@@ -168,6 +168,8 @@ void ActivationView::refresh()
                              QString::fromStdString(shapeToString(value.shape)))
                          .arg(value.values.empty() ? 0.0 : *lo, 0, 'g', 4)
                          .arg(value.values.empty() ? 0.0 : *hi, 0, 'g', 4);
+    if (const auto snapshot = document_->snapshot(); key.contains(":grad") && snapshot && !snapshot->gradientTarget.empty())
+        header += tr("; the gradient of %1").arg(QString::fromStdString(snapshot->gradientTarget).toHtmlEscaped());
     const TokenLayout tokens = tokenLayout(value.shape);
     if (tokens.side > 0) {
         header += tr("; tokens as a %1×%1 patch grid, one map per feature").arg(tokens.side);

@@ -381,6 +381,7 @@ void MainWindow::reportError(const QString& title, const QString& message)
 {
     log_->append(title + ": " + message);
     status_->setText(title);
+    Q_EMIT errorReported(title, message);
     if (interactive_)
         QMessageBox::critical(this, title, message.section('\n', 0, 3));
 }

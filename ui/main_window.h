@@ -66,6 +66,9 @@ public:
 public Q_SLOTS:
     void reportError(const QString& title, const QString& message);
 
+Q_SIGNALS:
+    void errorReported(const QString& title, const QString& message);
+
 protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;

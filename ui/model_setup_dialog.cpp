@@ -63,6 +63,7 @@ ModelSetupDialog::ModelSetupDialog(QWidget* parent)
     , useAdvice_(new QPushButton(tr("Use Suggested Input")))
 {
     setWindowTitle(tr("Input Setup"));
+    setMinimumWidth(640);
     for (QSpinBox* box : {height_, width_}) {
         box->setRange(0, 8192);
         box->setSpecialValueText(tr("image's own"));
@@ -107,9 +108,12 @@ ModelSetupDialog::ModelSetupDialog(QWidget* parent)
     auto* loadLabels = new QPushButton(tr("Load Labels…"));
     auto* clearLabels = new QPushButton(tr("Clear"));
     auto* labelButtons = new QHBoxLayout;
-    labelButtons->addWidget(labels_, 1);
     labelButtons->addWidget(loadLabels);
     labelButtons->addWidget(clearLabels);
+    labelButtons->addStretch();
+    auto* labelRows = new QVBoxLayout;
+    labelRows->addWidget(labels_);
+    labelRows->addLayout(labelButtons);
 
     auto* form = new QFormLayout;
     form->addRow(tr("Input size:"), size);
@@ -119,7 +123,7 @@ ModelSetupDialog::ModelSetupDialog(QWidget* parent)
     form->addRow(tr("Mean:"), mean_);
     form->addRow(tr("Std:"), std_);
     form->addRow(tr("Channels:"), channels_);
-    form->addRow(tr("Labels:"), labelButtons);
+    form->addRow(tr("Labels:"), labelRows);
     form->addRow(tr("Scores element:"), scores_);
 
     auto* adviceBox = new QGroupBox(tr("What the model says"));
@@ -255,6 +259,7 @@ void ModelSetupDialog::setAdvice(const SetupAdvice& advice)
     }
     advice_->setText(lines.join("<br>"));
     showLabels();
+    adjustSize(); // the advice grows the dialog
     useAdvice_->setEnabled(!advice.sizes.empty() || advice.inputChannels == 1 || advice.inputChannels == 3);
 }
 

@@ -109,7 +109,7 @@ void SetupActions::modelOpened()
     Q_EMIT message(tr("%1 stores no input setup (torchscope.json): ImageNet's is used until you set one in "
                       "Model > Input Setup…")
                        .arg(QFileInfo(document_->modelPath()).fileName()));
-    if (interactive_)
+    if (interactive_ && autoOpen_)
         openDialog();
 }
 
@@ -143,8 +143,12 @@ void SetupActions::showStatus()
 
 void SetupActions::setupProblem(const QString& text)
 {
-    if (!interactive_ || dialog_->isVisible()) {
+    if (!interactive_) {
         Q_EMIT failed(tr("Error Running Model"), text);
+        return;
+    }
+    if (dialog_->isVisible()) { // being set up right now: a line in the log, no box over the dialog
+        Q_EMIT message(tr("The model failed on the current input setup: %1").arg(text.section("\n\n", 0, 0)));
         return;
     }
     QMessageBox box(QMessageBox::Critical, tr("Error Running Model"), text.section("\n\n", 0, 0), QMessageBox::Close,

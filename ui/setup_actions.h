@@ -25,6 +25,8 @@ public:
     ModelSetupDialog* dialog() const { return dialog_; }
     // Non-interactive windows (tests, screenshots) open no dialog by themselves and show no boxes.
     void setInteractive(bool interactive) { interactive_ = interactive; }
+    // Off when the setup comes from elsewhere (the command line): no dialog opens by itself.
+    void setAutoOpen(bool autoOpen) { autoOpen_ = autoOpen; }
 
     void openDialog();
     // Writes a copy of the model with the document's setup as its torchscope.json (asynchronously:
@@ -47,6 +49,7 @@ private:
     ModelSetupDialog* dialog_;
     QToolButton* status_;
     bool interactive_ = true;
+    bool autoOpen_ = true;
 };
 
 } // namespace torchscope

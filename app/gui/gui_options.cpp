@@ -10,7 +10,7 @@ GuiOptions parseGuiOptions(const QStringList& arguments)
     for (int i = 1; i < arguments.size(); ++i) {
         const QString& arg = arguments[i];
         if (arg == "--select" || arg == "--screenshot" || arg == "--probe-data" || arg == "--sweep"
-            || arg == "--sweep-plot" || arg == "--gradcam") {
+            || arg == "--sweep-plot" || arg == "--gradcam" || arg == "--setup" || arg == "--labels") {
             if (i + 1 >= arguments.size()) {
                 options.error = arg + " needs a value";
                 return options;
@@ -26,6 +26,10 @@ GuiOptions parseGuiOptions(const QStringList& arguments)
                 options.sweep = value.split(',', Qt::SkipEmptyParts);
             else if (arg == "--gradcam")
                 options.gradCam = value;
+            else if (arg == "--setup")
+                options.setup = value;
+            else if (arg == "--labels")
+                options.labels = value;
             else
                 options.sweepPlot = value;
         } else if (arg.startsWith("-")) {

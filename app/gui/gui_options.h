@@ -5,6 +5,7 @@
 
 // torchscope [MODEL] [IMAGES... | FOLDERS...] [--select PATH] [--screenshot FILE.png]
 //            [--probe-data DIR] [--sweep LAYER,LAYER,...] [--sweep-plot FILE.png] [--gradcam LAYER]
+//            [--setup SETUP.json] [--labels LABELS.txt]
 struct GuiOptions {
     QStringList files; // models, images, folders, sessions; empty: the bundled demo
     QString select;
@@ -13,6 +14,8 @@ struct GuiOptions {
     QStringList sweep; // layers ticked and swept once the model is open
     QString sweepPlot; // where the accuracy-by-layer plot is written when the sweep ends
     QString gradCam; // a layer: shows Grad-CAM of the selected image for it after the first run
+    QString setup; // an input setup JSON (as torchscope-cli --preprocess) applied once the model is open
+    QString labels; // a labels file (one per line, or JSON) for the model's classes
     QString error; // a usage error to print
 };
 

@@ -11,6 +11,7 @@
 #include "module_tree_panel.h"
 #include "probes_panel.h"
 #include "run_controller.h"
+#include "setup_actions.h"
 
 #include <QDockWidget>
 
@@ -29,7 +30,8 @@ int main(int argc, char** argv)
         std::fprintf(stderr,
             "torchscope: %s\nusage: torchscope [MODEL] [IMAGES|FOLDERS...] [--select PATH] "
             "[--screenshot FILE.png]\n"
-            "                 [--probe-data DIR] [--sweep LAYER,LAYER,...] [--sweep-plot FILE.png] [--gradcam LAYER]\n",
+            "                 [--probe-data DIR] [--sweep LAYER,LAYER,...] [--sweep-plot FILE.png] [--gradcam LAYER]\n"
+            "                 [--setup SETUP.json] [--labels LABELS.txt]\n",
             qPrintable(options.error));
         return 2;
     }
@@ -40,6 +42,23 @@ int main(int argc, char** argv)
     window.show();
     window.openFiles(options.files.isEmpty() ? bundledDemoFiles() : options.files);
 
+    if (!options.setup.isEmpty() || !options.labels.isEmpty()) {
+        window.setupActions()->setAutoOpen(false);
+        // After the window's own choice (stored, remembered or default), so the command line wins.
+        QObject::connect(window.controller(), &torchscope::RunController::modelOpened, &window, [&window, &options] {
+            torchscope::Document* document = window.document();
+            try {
+                torchscope::ModelSetup setup = document->setup();
+                if (!options.setup.isEmpty())
+                    setup = torchscope::readSetupSpec(options.setup.toStdString(), setup);
+                if (!options.labels.isEmpty())
+                    setup.labels = torchscope::readLabelsFile(options.labels.toStdString());
+                document->setSetup(setup, QObject::tr("from the command line"));
+            } catch (const std::exception& e) {
+                window.reportError(QObject::tr("Error in Input Setup"), QString::fromStdString(e.what()));
+            }
+        });
+    }
     if (!options.select.isEmpty()) {
         QObject::connect(window.controller(), &torchscope::RunController::modelOpened, &window,
             [&window, &options] { window.treePanel()->selectPath(options.select); });
@@ -102,9 +121,10 @@ int main(int argc, char** argv)
                     QTimer::singleShot(300, &window, [write] { write(0); }); // let the views lay out
             });
         }
-        QObject::connect(window.controller(), &torchscope::RunController::failed, &window,
-            [write](const QString&, const QString& message) {
-                std::fprintf(stderr, "torchscope: %s\n", qPrintable(message));
+        // Any error the window reports (opening, running, the setup, Grad-CAM) ends the screenshot run.
+        QObject::connect(&window, &torchscope::MainWindow::errorReported, &window,
+            [write](const QString& title, const QString& message) {
+                std::fprintf(stderr, "torchscope: %s: %s\n", qPrintable(title), qPrintable(message));
                 write(1);
             });
         QTimer::singleShot(180000, &window, [write] { write(1); });

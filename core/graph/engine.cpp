@@ -170,9 +170,17 @@ RunResult Engine::run(
                 + "', which was not given");
         }
     }
-    if (request.inputGradient && (stack.size() < 2 || !stack[1].isTensor() || !stack[1].toTensor().is_floating_point()))
-        throw Error("an input gradient needs a floating-point tensor as the model's first input");
-    const at::Tensor gradientInput = request.inputGradient ? stack[1].toTensor() : at::Tensor();
+    // The input gradient is of the first input, or of the first image of a detector's List[Tensor].
+    at::Tensor gradientInput;
+    if (request.inputGradient && stack.size() >= 2) {
+        if (stack[1].isTensor())
+            gradientInput = stack[1].toTensor();
+        else if (stack[1].isTensorList() && !stack[1].toTensorList().empty())
+            gradientInput = stack[1].toTensorList().get(0);
+    }
+    if (request.inputGradient && (!gradientInput.defined() || !gradientInput.is_floating_point()))
+        throw Error("an input gradient needs a floating-point tensor (or list of them) as the model's first input");
+    const bool listInput = request.inputGradient && !stack[1].isTensor();
     for (const auto& t : editTensors)
         stack.push_back(t.to(device));
 
@@ -217,9 +225,12 @@ RunResult Engine::run(
                 gradientKeys.push_back("input:grad");
             }
             const auto grads = torch::autograd::grad({target.score}, gradientTaps, {}, false, false, true);
-            for (size_t i = 0; i < grads.size(); ++i)
-                result.values.emplace_back(
-                    gradientKeys[i], grads[i].defined() ? grads[i] : at::zeros_like(gradientTaps[i]));
+            for (size_t i = 0; i < grads.size(); ++i) {
+                at::Tensor grad = grads[i].defined() ? grads[i] : at::zeros_like(gradientTaps[i]);
+                if (listInput && gradientKeys[i] == "input:grad")
+                    grad = grad.unsqueeze(0); // [1, C, H, W] like a batch's
+                result.values.emplace_back(gradientKeys[i], grad);
+            }
             result.values[0].second = detachedValue(elements[0]);
         }
     } catch (const Error&) {

@@ -84,29 +84,48 @@ SetupAdvice adviseSetup(const Model& model, const ModelSetup& current, double bu
 
     const int channels = current.preprocessing.grayscale ? 1 : 3;
     const int64_t wanted = advice.inputChannels > 0 && advice.inputChannels != channels ? advice.inputChannels : channels;
+    if (wanted != channels)
+        advice.notes.push_back("the input setup gives " + std::to_string(channels) + " channel(s) ("
+            + (channels == 1 ? "grey" : "colour") + "), but the model takes " + std::to_string(wanted) + ": choose "
+            + (wanted == 1 ? "grey" : "colour"));
     std::vector<int> candidates;
-    if (const int own = current.preprocessing.outputHeight();
-        own > 0 && own == current.preprocessing.outputWidth())
+    if (const int own = current.preprocessing.outputHeight(); own > 0 && own == current.preprocessing.outputWidth())
         candidates.push_back(own);
     for (int size : {224, 112, 299, 256, 128, 96, 64, 32, 28, 384})
         if (std::find(candidates.begin(), candidates.end(), size) == candidates.end())
             candidates.push_back(size);
     const auto start = std::chrono::steady_clock::now();
     const torch::NoGradGuard noGrad;
+    // Runs the model on zeros of that shape; on failure, what it said.
+    auto runs = [&](int64_t c, int64_t h, int64_t w, std::string& failure) {
+        try {
+            std::vector<c10::IValue> inputs
+                = forwardInputsFromBatch(model, at::zeros({1, c, h, w}).to(c10::Device(model.device())));
+            model.module().forward(inputs);
+            return true;
+        } catch (const std::exception& e) {
+            failure = torchErrorMessage(e.what());
+            return false;
+        }
+    };
+    if (const int h = current.preprocessing.outputHeight(), w = current.preprocessing.outputWidth(); h > 0 && w > 0) {
+        std::string failure;
+        if (!runs(channels, h, w, failure))
+            advice.notes.push_back("on the input setup (" + std::to_string(channels) + " × " + std::to_string(h) + " × "
+                + std::to_string(w) + ") the model fails: " + failure);
+    }
     for (int size : candidates) {
         if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > budgetSeconds) {
             advice.triedAll = false;
             break;
         }
-        const at::Tensor zeros = at::zeros({1, wanted, size, size}).to(c10::Device(model.device()));
-        try {
-            std::vector<c10::IValue> inputs = forwardInputsFromBatch(model, zeros);
-            model.module().forward(inputs);
+        std::string failure;
+        if (runs(wanted, size, size, failure)) {
             advice.sizes.push_back(size);
-        } catch (const std::exception& e) {
+        } else {
             advice.failedSizes.push_back(size);
             if (advice.failure.empty())
-                advice.failure = torchErrorMessage(e.what());
+                advice.failure = failure;
         }
     }
     std::vector<std::string> ran;

@@ -141,6 +141,13 @@ TEST(Detection, ADetectionsScoreGradientMatchesEagerAutograd)
         EXPECT_EQ(p.detections[static_cast<size_t>(detection)].label, expected.at(prefix + "label").item<int64_t>());
         EXPECT_NEAR(p.detections[0].x1, expected.at("boxes")[0][2].item<double>(), 1e-3);
     }
+    // Grad-CAM of detection 3 over the backbone layer, with the saliency of the detector's image.
+    const Attribution a = computeAttribution(engine, image, layer, GradientTarget{3});
+    EXPECT_EQ(a.kind, OutputKind::Detection);
+    const at::Tensor activation = expected.at("3/" + layer), gradient = expected.at("3/" + layer + ":grad");
+    const at::Tensor cam = at::relu((gradient.mean({2, 3}, true) * activation).sum(1));
+    EXPECT_TRUE(tensorsClose("detection cam", a.gradCam, cam, scaledTolerance(cam, 1e-3)));
+    EXPECT_EQ(a.saliency.sizes(), (at::IntArrayRef{1, 320, 320}));
 }
 
 TEST(Tokens, ViTBlocksGiveTokenMapsAndGradCamLikeHooks)

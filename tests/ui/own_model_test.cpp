@@ -124,8 +124,23 @@ private Q_SLOTS:
         QCOMPARE(window.predictionsPanel()->table()->item(0, 1)->text(), QString("Ankle boot"));
         QVERIFY(window.setupActions()->statusButton()->text().contains("28×28"));
 
-        // Saved into a copy of the model, the setup is found by Python and by the next open.
+        // A session keeps the setup inline; reopened, it gives the same predictions.
         QTemporaryDir dir;
+        const QString session = dir.filePath("own.torchscope.json");
+        QCOMPARE(window.saveSession(session), QString());
+        {
+            QSettings().remove("setups"); // only the session knows the setup now
+            MainWindow reopened;
+            reopened.setInteractive(false);
+            QSignalSpy reran(reopened.controller(), &RunController::runCompleted);
+            QCOMPARE(reopened.openSession(session), QString());
+            QVERIFY(reran.wait(Timeout));
+            QCOMPARE(reopened.document()->setupSource(), QString("from the session"));
+            QCOMPARE(reopened.document()->setup(), window.document()->setup());
+            QCOMPARE(topPredictions(*reopened.document()), expected);
+        }
+
+        // Saved into a copy of the model, the setup is found by Python and by the next open.
         const QString copy = dir.filePath("fashion_with_setup.pt");
         QSignalSpy saved(window.controller()->worker(), &RunWorker::setupSaved);
         actions->saveIntoModel(copy);
