@@ -72,17 +72,20 @@ def run(command, timeout=600):
 
 
 def pick_layer(tree):
-    """The last top- or second-level module that runs and gives maps bigger than 1x1 (or tokens,
-    or a video's [N, C, T, H, W])."""
-    best = None
+    """The last module up to three levels deep that runs and gives maps bigger than 1x1 (or a
+    video's [N, C, T, H, W]); else the last with tokens [N, T, D]."""
+    maps, tokens = None, None
     for m in tree["modules"]:
         depth = m["path"].count(".") + 1 if m["path"] else 0
         shapes = m.get("output_shapes") or []
         shape = shapes[0] if shapes else []
-        spatial = (len(shape) in (4, 5) and shape[-1] > 1) or (len(shape) == 3 and shape[1] > 1)
-        if 1 <= depth <= 2 and m["called"] and spatial:
-            best = m["path"]
-    return best
+        if not (1 <= depth <= 3 and m["called"]):
+            continue
+        if len(shape) in (4, 5) and shape[-1] > 1:
+            maps = m["path"]
+        elif len(shape) == 3 and shape[1] > 1:
+            tokens = m["path"]
+    return maps or tokens
 
 
 def main():

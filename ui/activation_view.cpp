@@ -61,6 +61,7 @@ ActivationView::ActivationView(Document* document, QWidget* parent)
     alpha_->setToolTip(tr("Overlay opacity"));
     alpha_->setMinimumWidth(80);
     header_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    header_->setWordWrap(true); // a long header must not widen the window
     overlayLabel_->setAlignment(Qt::AlignCenter);
     overlayLabel_->setMinimumSize(160, 160);
     // The picture must not claim space from the grid: it is scaled into whatever it gets.
