@@ -67,7 +67,6 @@ struct AttributionSnapshot {
     std::string image;
     std::string layer;
     int64_t target = 0;
-    std::string targetLabel;
     std::string targetDescription; // "class 15 (person) summed over its 2,304 pixels"
     OutputKind outputKind = OutputKind::Other;
     FloatTensor picture; // [H, W, 3] in [0, 1]: the input as decoded

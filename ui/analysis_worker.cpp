@@ -156,7 +156,6 @@ void RunWorker::attribute(const AttributionRequest& request)
         snapshot->image = request.image;
         snapshot->layer = request.layer;
         snapshot->target = a.targets.front();
-        snapshot->targetLabel = labelOf(request.setup.labels, snapshot->target);
         snapshot->targetDescription = a.descriptions.front();
         snapshot->outputKind = a.kind;
         snapshot->picture = pictureOf(input, request.setup.preprocessing);

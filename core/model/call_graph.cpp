@@ -43,8 +43,6 @@ CallGraph traceCalls(const torch::jit::Module& root)
                               const std::string name = node->s(c10::attr::name);
                               if (!it->second.empty() && isForwardMethodName(name))
                                   result.callSites[callee].push_back({methodName, sourceLine(node), context});
-                              if (node->input(0)->type()->cast<c10::InterfaceType>())
-                                  result.calledThroughInterface.insert(callee);
                               pending.emplace_back(callee, name);
                           }
                       } else if (node->kind() == c10::prim::GetAttr && !isModuleValue(node->output())) {

@@ -21,8 +21,6 @@ struct CallGraph {
     // Modules whose attributes (weights, buffers) reached code reads without calling them:
     // Swin's attention reads self.proj.weight for F.linear.
     std::set<std::string> attributesRead;
-    // Modules called through an interface type (their code cannot be inlined).
-    std::set<std::string> calledThroughInterface;
 };
 
 // Follows prim::CallMethod from the root's forward through every method it reaches, on the
