@@ -20,6 +20,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cmath>
 
 namespace torchscope {
 namespace {
@@ -205,6 +206,19 @@ void ActivationView::showSpatial(const FloatTensor& value)
         zoomedKey_ = shownKey_;
         const QSignalBlocker block(zoom_);
         zoom_->setValue(std::clamp(int(64 / std::max<int64_t>(1, std::max(layout.height, layout.width))), 1, 32));
+        // The overlay starts on the channel that responds most (by mean magnitude), not on
+        // channel 0, which after a ReLU is often silent.
+        const int64_t size = layout.height * layout.width;
+        double best = -1.0;
+        for (int64_t c = 0; c < layout.channels && size > 0; ++c) {
+            double sum = 0.0;
+            for (int64_t i = c * size; i < (c + 1) * size; ++i)
+                sum += std::abs(value.values[static_cast<size_t>(i)]);
+            if (sum > best) {
+                best = sum;
+                channel_ = static_cast<int>(c);
+            }
+        }
     }
     grid_->setZoom(zoom_->value());
     grid_->setMaps(value, contrast, ColorMap(colorMap_->currentData().toInt()));

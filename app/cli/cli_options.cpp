@@ -47,10 +47,11 @@ std::string bundledDemoModel()
     // Installed next to the binary (../share/torchscope), else the source tree it was built from.
     std::error_code ec;
     const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-    const std::filesystem::path installed = exe.parent_path().parent_path() / "share/torchscope/demo/fashion_cnn.pt";
+    const std::filesystem::path installed
+        = exe.parent_path().parent_path() / "share/torchscope/face/face_expression.pt";
     if (!ec && std::filesystem::exists(installed))
         return installed.string();
-    return std::string(TORCHSCOPE_RESOURCES_DIR) + "/demo/fashion_cnn.pt";
+    return std::string(TORCHSCOPE_RESOURCES_DIR) + "/face/face_expression.pt";
 }
 
 std::string usage()
@@ -84,7 +85,7 @@ std::string usage()
   preprocessing and data) in $XDG_CACHE_HOME/torchscope/activations unless --cache says otherwise.
   run ... --probe NAME=PROBE.pt[@LAYER] [--probe-only] adds each probe's scores as "probe:NAME";
   --probe-only stops the forward after the last probed layer and leaves out the model's output.
-  Without MODEL, the bundled demo model (a Fashion-MNIST CNN) is used.
+  Without MODEL, the bundled demo model (face-api.js's face-expression network) is used.
 
   --input PATH     an image, a folder of images, or a tensor .pt saved by torch.save (used as
                    the batch as it is; give one .pt per argument for several-input models)

@@ -46,9 +46,9 @@ GuiOptions parseGuiOptions(const QStringList& arguments)
 
 QStringList bundledDemoFiles()
 {
-    // Installed beside the binary (../share/torchscope/demo), else the source tree.
-    QString demo = QCoreApplication::applicationDirPath() + "/../share/torchscope/demo";
-    if (!QFileInfo::exists(demo + "/fashion_cnn.pt"))
-        demo = QString(TORCHSCOPE_RESOURCES_DIR) + "/demo";
-    return {QDir(demo).filePath("fashion_cnn.pt"), QDir(demo).filePath("images")};
+    // Installed beside the binary (../share/torchscope/face), else the source tree.
+    QString face = QCoreApplication::applicationDirPath() + "/../share/torchscope/face";
+    if (!QFileInfo::exists(face + "/face_expression.pt"))
+        face = QString(TORCHSCOPE_RESOURCES_DIR) + "/face";
+    return {QDir(face).filePath("face_expression.pt"), QDir(face).filePath("photos")};
 }

@@ -7,7 +7,7 @@
 //            [--probe-data DIR] [--sweep LAYER,LAYER,...] [--sweep-plot FILE.png] [--gradcam LAYER]
 //            [--setup SETUP.json] [--labels LABELS.txt]
 struct GuiOptions {
-    QStringList files; // models, images, folders, sessions; empty: the bundled demo
+    QStringList files; // models, images, folders, sessions; empty: the bundled face-expression demo
     QString select;
     QString screenshot;
     QString probeData; // the Probes panel's labelled folder

@@ -79,10 +79,12 @@ std::vector<float> normalizeChannels(const FloatTensor& maps, Contrast contrast)
     for (size_t c = 0; c < channels; ++c) {
         auto [lo, hi]
             = contrast == Contrast::PerChannel ? range(c * size, (c + 1) * size) : std::make_pair(sharedLo, sharedHi);
-        // A constant map shows as its place in the shared range, or mid-grey on its own.
+        // A constant map shows as its place in the shared range; on its own, an all-zero map (a
+        // channel that never fires) at the bottom of the scale, any other constant mid-scale.
         const float span = hi - lo;
+        const float constant = lo == 0.f ? 0.f : 0.5f;
         for (size_t i = c * size; i < (c + 1) * size; ++i)
-            out[i] = span > 0 ? (maps.values[i] - lo) / span : 0.5f;
+            out[i] = span > 0 ? (maps.values[i] - lo) / span : constant;
     }
     return out;
 }

@@ -250,8 +250,8 @@ class CliInspect(unittest.TestCase):
     def test_without_a_model_it_opens_the_bundled_demo(self):
         result = cli("inspect")
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertIn("fashion_cnn.pt", result.stdout)
-        self.assertIn("features.0.conv", result.stdout)
+        self.assertIn("face_expression.pt", result.stdout)
+        self.assertIn("features.dense0.conv0", result.stdout)
 
     def test_json_tree_matches_named_modules(self):
         result = cli("inspect", FIXTURES / "resnet18_scripted.pt", "--json")
@@ -483,6 +483,32 @@ class CliOwnModel(unittest.TestCase):
         self.assertIn("detections (label, score, box x0,y0,x1,y1) (output element '[1]')", result.stdout)
         expected = torch.load(FIXTURES / "fasterrcnn_expected.pt")
         self.assertIn(f"{expected['scores'][0].item():.3f}", result.stdout)
+
+
+@unittest.skipIf(HEADLESS, "built without OpenCV")
+class CliFaceExpression(unittest.TestCase):
+    """The bundled face-expression network against the original face-api.js in TF.js: the
+    probabilities TF.js gave for the bundled photos (tests/data/face_expression_tfjs.json, written by
+    scripts/convert_face_expression.py) must come out of TorchScope's own image path."""
+
+    def test_probabilities_equal_the_tfjs_original(self):
+        root = pathlib.Path(__file__).resolve().parents[2]
+        expected = json.loads((root / "tests" / "data" / "face_expression_tfjs.json").read_text())
+        photos = sorted((root / "resources" / "face" / "photos").glob("*.png"))
+        self.assertEqual(sorted(p.stem for p in photos), sorted(expected["photos"]))
+        with tempfile.TemporaryDirectory() as tmp:
+            out = pathlib.Path(tmp) / "out.pt"
+            result = cli("run", root / "resources" / "face" / "face_expression.pt",
+                         *[arg for p in photos for arg in ("--input", p)], "--out", out)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertIn("happy", result.stdout)  # labels from the model's own torchscope.json
+            probabilities = torch.softmax(torch.load(out)["output"].double(), 1)
+        for i, photo in enumerate(photos):
+            tfjs = torch.tensor(expected["photos"][photo.stem]["probabilities"], dtype=torch.float64)
+            diff = (probabilities[i] - tfjs).abs().max().item()
+            print(f"{photo.stem}: max |probability - TF.js| {diff:.2e}")
+            self.assertLessEqual(diff, 1e-5, photo.stem)  # NaN fails too
+            self.assertEqual(int(probabilities[i].argmax()), int(tfjs.argmax()), photo.stem)
 
 
 if __name__ == "__main__":

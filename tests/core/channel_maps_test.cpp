@@ -16,6 +16,9 @@ TEST(ChannelMaps, ContrastModes)
     // A constant channel does not divide by zero.
     EXPECT_EQ(
         normalizeChannels(FloatTensor{{1, 1, 2}, {3.f, 3.f}}, Contrast::PerChannel), (std::vector<float>{0.5f, 0.5f}));
+    // A channel that never fires (all zero, after a ReLU) is drawn as no activation, not mid-scale.
+    EXPECT_EQ(
+        normalizeChannels(FloatTensor{{1, 1, 2}, {0.f, 0.f}}, Contrast::PerChannel), (std::vector<float>{0.f, 0.f}));
 }
 
 TEST(ChannelMaps, Layouts)
