@@ -9,8 +9,9 @@ build=${BUILD_DIR:-build}
 data=$build/probe-demo-data
 [[ -d $data ]] || /usr/bin/python3 scripts/make_probe_demo_data.py "$data"
 layers=features.0.conv,features.0,features.1.conv,features.1,features.2.conv,features.2,pool,classifier.2
-QT_QPA_PLATFORM=offscreen "$build/app/torchscope" --probe-data "$data" --sweep "$layers" \
+model=resources/demo/fashion_cnn.pt
+QT_QPA_PLATFORM=offscreen "$build/app/torchscope" "$model" resources/demo/images --probe-data "$data" --sweep "$layers" \
   --sweep-plot "${PLOT:-docs/probe_sweep.png}" --screenshot "${SCREENSHOT:-$PWD/torchscope-probes.png}"
 args=()
 for layer in ${layers//,/ }; do args+=(--layer "$layer"); done
-"$build/app/torchscope-cli" probe sweep "${args[@]}" --data "$data"
+"$build/app/torchscope-cli" probe sweep "$model" "${args[@]}" --data "$data"

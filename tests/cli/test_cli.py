@@ -12,6 +12,8 @@ import torch
 CLI = os.environ["TORCHSCOPE_CLI"]
 FIXTURES = pathlib.Path(os.environ["TORCHSCOPE_FIXTURES_DIR"])
 HEADLESS = os.environ.get("TORCHSCOPE_HEADLESS", "0") in ("1", "ON", "TRUE", "true")
+# The Fashion-MNIST CNN the probe fixtures were made from (the CLI's default model is the face demo).
+FASHION = pathlib.Path(__file__).resolve().parents[2] / "resources" / "demo" / "fashion_cnn.pt"
 
 
 def cli(*args):
@@ -289,7 +291,7 @@ class CliProbe(unittest.TestCase):
 
     def test_train_prints_accuracies_and_python_runs_the_probe(self):
         probe, state = self.dir / "footwear.pt", self.dir / "footwear_state.pt"
-        result = cli("probe", "train", "--layer", "features.1", "--data", self.data, "--out", probe,
+        result = cli("probe", "train", FASHION, "--layer", "features.1", "--data", self.data, "--out", probe,
                      "--state-dict", state, "--seed", "3")
         self.assertEqual(result.returncode, 0, result.stderr)
         line = next(l for l in result.stdout.splitlines() if l.startswith("train accuracy"))
@@ -304,7 +306,7 @@ class CliProbe(unittest.TestCase):
         inputs = self.dir / "inputs.pt"
         torch.save(torch.load(FIXTURES / "probe_inputs.pt")["samples"], inputs)
         out = self.dir / "scores.pt"
-        result = cli("run", "--input", inputs, "--probe", f"footwear={probe}", "--out", out)
+        result = cli("run", FASHION, "--input", inputs, "--probe", f"footwear={probe}", "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
         ours = torch.load(out)
         self.assertEqual(ours["probe:footwear"].shape, (120, 1))
@@ -323,13 +325,13 @@ class CliProbe(unittest.TestCase):
         self.assertGreaterEqual(((python_scores[:, 0] > 0).long() == truth).float().mean().item(), 0.9)
 
         # Probe only: the stump stops at features.1; the model's output is left out.
-        result = cli("run", "--input", inputs, "--probe", f"footwear={state}", "--probe-only", "--out", out)
+        result = cli("run", FASHION, "--input", inputs, "--probe", f"footwear={state}", "--probe-only", "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(set(torch.load(out)), {"features.1", "probe:footwear"})
 
     def test_sweep_prints_one_line_per_layer_and_writes_csv(self):
         csv_path = self.dir / "sweep.csv"
-        result = cli("probe", "sweep", "--layer", "features.0", "--layer", "features.1", "--layer", "features.2",
+        result = cli("probe", "sweep", FASHION, "--layer", "features.0", "--layer", "features.1", "--layer", "features.2",
                      "--data", self.data, "--csv", csv_path)
         self.assertEqual(result.returncode, 0, result.stderr)
         lines = [l.split("\t") for l in result.stdout.splitlines()]
@@ -342,22 +344,22 @@ class CliProbe(unittest.TestCase):
         for row, accuracy in zip(rows, accuracies, strict=True):
             self.assertAlmostEqual(float(row["validation_accuracy"]), accuracy, places=4)
         # The second sweep reads the cached activations.
-        again = cli("probe", "sweep", "--layer", "features.2", "--data", self.data)
+        again = cli("probe", "sweep", FASHION, "--layer", "features.2", "--data", self.data)
         self.assertIn("activations of features.2 from the cache", again.stderr)
         self.assertEqual(float(again.stdout.split("\t")[1]), accuracies[2])
 
     def test_probe_errors_say_what_is_wrong(self):
-        result = cli("probe", "train", "--layer", "features.9", "--data", self.data, "--out", self.dir / "p.pt")
+        result = cli("probe", "train", FASHION, "--layer", "features.9", "--data", self.data, "--out", self.dir / "p.pt")
         self.assertEqual(result.returncode, 1)
         self.assertIn("features.9", result.stderr)
-        result = cli("probe", "train", "--layer", "features.1", "--data", FIXTURES / "resnet18_input.pt",
+        result = cli("probe", "train", FASHION, "--layer", "features.1", "--data", FIXTURES / "resnet18_input.pt",
                      "--out", self.dir / "p.pt")
         self.assertEqual(result.returncode, 1)
         self.assertIn("not a {\"samples\": [N, ...], \"labels\": [N]} dict", result.stderr)
         result = cli("probe", "fit")
         self.assertEqual(result.returncode, 2)
         self.assertIn("probe train or probe sweep", result.stderr)
-        result = cli("run", "--input", FIXTURES / "resnet18_input.pt", "--probe", f"x={FIXTURES / 'bad_text.pt'}",
+        result = cli("run", FASHION, "--input", FIXTURES / "resnet18_input.pt", "--probe", f"x={FIXTURES / 'bad_text.pt'}",
                      "--out", self.dir / "o.pt")
         self.assertEqual(result.returncode, 1)
         self.assertIn("is not a probe: this is a text file", result.stderr)
