@@ -3,22 +3,22 @@
 # and prints nothing when everything is already there.
 #   scripts/install-deps.sh            everything (GUI, tests, fixtures, benchmark)
 #   scripts/install-deps.sh --headless only what the core engine, CLI and core tests need
+#   scripts/install-deps.sh --sanitize the headless set, OpenCV, clang and libFuzzer (scripts/sanitize.sh)
 set -euo pipefail
 
 packages=(
   cmake ninja-build g++ pkg-config
-  libtorch-dev nlohmann-json3-dev libzip-dev
+  libtorch-dev nlohmann-json3-dev libzip-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-torch python3-torchvision python3-numpy python3-pil
   libopenblas0-pthread
   dataset-fashion-mnist
 )
-if [[ "${1:-}" != "--headless" ]]; then
-  packages+=(
-    qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6
-    libopencv-dev
-  )
-fi
+case "${1:-}" in
+  --headless) ;;
+  --sanitize) packages+=(libopencv-dev libturbojpeg0-dev clang-14 libfuzzer-14-dev libclang-rt-14-dev) ;;
+  *) packages+=(qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6 libopencv-dev libturbojpeg0-dev) ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -2,9 +2,8 @@
 
 #include <QDir>
 #include <QFileInfo>
-#include <QJsonArray>
-#include <QJsonDocument>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace torchscope {
@@ -211,61 +210,41 @@ RunRequest Document::makeRunRequest(int generation) const
     return run;
 }
 
-QJsonObject Document::toJson() const
+SessionFile Document::toSession() const
 {
-    QJsonArray edits;
-    for (const auto& e : edits_)
-        edits.append(QString::fromStdString(e.toString()));
-    return QJsonObject{
-        {"format", "torchscope-session"},
-        {"version", 2},
-        {"model", modelPath()},
-        {"device", device_},
-        {"grabs", QJsonArray::fromStringList(grabs_)},
-        {"truncate", truncation_},
-        {"edits", edits},
-        {"images", QJsonArray::fromStringList(images_)},
-        {"setup", QJsonDocument::fromJson(QByteArray::fromStdString(setup_.toJson())).object()},
-        {"target", targetClass_},
-        {"selected_layer", selectedKey_},
-        {"selected_image", selectedImage_},
-    };
+    SessionFile session;
+    session.model = modelPath().toStdString();
+    session.device = device_.toStdString();
+    for (const auto& grab : grabs_)
+        session.grabs.push_back(grab.toStdString());
+    session.truncate = truncation_.toStdString();
+    session.edits = edits_;
+    session.setup = setup_;
+    session.target = targetClass_;
+    session.selectedLayer = selectedKey_.toStdString();
+    for (const auto& image : images_)
+        session.images.push_back(image.toStdString());
+    session.selectedImage = selectedImage_;
+    return session;
 }
 
-void Document::applyJson(const QJsonObject& session)
+void Document::applySession(const SessionFile& session)
 {
-    if (session.value("format").toString() != "torchscope-session")
-        throw std::runtime_error("this is not a TorchScope session file (no \"format\": \"torchscope-session\")");
-    QStringList grabs;
-    for (const auto& g : session.value("grabs").toArray())
-        grabs << g.toString();
-    std::vector<EditSpec> edits;
-    for (const auto& e : session.value("edits").toArray())
-        edits.push_back(EditSpec::parse(e.toString().toStdString()));
-    ModelSetup setup = setup_;
-    try {
-        if (session.value("setup").isObject())
-            setup = ModelSetup::fromJson(
-                QJsonDocument(session.value("setup").toObject()).toJson(QJsonDocument::Compact).toStdString(),
-                setup_);
-        else if (const QString spec = session.value("preprocess").toString(); !spec.isEmpty())
-            setup = readSetupSpec(spec.toStdString(), setup_); // sessions of version 1
-    } catch (const std::exception& e) {
-        throw std::runtime_error(std::string("the session's input setup: ") + e.what());
-    }
-    grabs_ = grabs;
-    edits_ = edits;
-    truncation_ = session.value("truncate").toString();
-    if (setup != setup_) {
-        setup_ = setup;
+    grabs_.clear();
+    for (const auto& grab : session.grabs)
+        grabs_ << QString::fromStdString(grab);
+    edits_ = session.edits;
+    truncation_ = QString::fromStdString(session.truncate);
+    if (session.setup && *session.setup != setup_) {
+        setup_ = *session.setup;
         setupSource_ = tr("from the session");
     }
-    targetClass_ = session.value("target").toInt(-1);
-    selectedKey_ = session.value("selected_layer").toString();
+    targetClass_ = static_cast<int>(session.target);
+    selectedKey_ = QString::fromStdString(session.selectedLayer);
     images_.clear();
-    for (const auto& i : session.value("images").toArray())
-        images_ << i.toString();
-    selectedImage_ = session.value("selected_image").toInt(0);
+    for (const auto& image : session.images)
+        images_ << QString::fromStdString(image);
+    selectedImage_ = static_cast<int>(std::min<int64_t>(session.selectedImage, std::max<qsizetype>(0, images_.size() - 1)));
     snapshot_.reset();
     Q_EMIT setupChanged();
     Q_EMIT imagesChanged();

@@ -1,8 +1,8 @@
 #pragma once
 
 #include "run_types.h"
+#include "session/session_file.h"
 
-#include <QJsonObject>
 #include <QMap>
 #include <QObject>
 #include <QSet>
@@ -76,10 +76,9 @@ public:
     QString bestProbeLayer() const { return bestProbeLayer_; }
     void setProbeResults(const QMap<QString, double>& accuracies, const QString& bestLayer);
 
-    QJsonObject toJson() const;
-    // Restores everything but the model itself (the caller opens it first), the setup among it;
-    // throws std::runtime_error.
-    void applyJson(const QJsonObject& session);
+    SessionFile toSession() const;
+    // Restores everything but the model itself (the caller opens it first), the setup among it.
+    void applySession(const SessionFile& session);
 
 Q_SIGNALS:
     void modelChanged();

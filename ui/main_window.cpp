@@ -24,7 +24,6 @@
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QJsonDocument>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -334,7 +333,7 @@ QString MainWindow::saveSession(const QString& path)
     QSaveFile file(path);
     if (!file.open(QIODevice::WriteOnly))
         return file.errorString();
-    file.write(QJsonDocument(document_->toJson()).toJson());
+    file.write(QByteArray::fromStdString(document_->toSession().toJson()));
     if (!file.commit())
         return file.errorString();
     log_->append(tr("Saved session %1").arg(path));
@@ -346,28 +345,25 @@ QString MainWindow::openSession(const QString& path)
     QFile file(path);
     if (!file.open(QIODevice::ReadOnly))
         return tr("Could not open '%1': %2").arg(path, file.errorString());
-    QJsonParseError parseError;
-    const QJsonDocument json = QJsonDocument::fromJson(file.readAll(), &parseError);
-    if (json.isNull())
-        return tr("'%1' is not valid JSON: %2").arg(path, parseError.errorString());
-    const QJsonObject session = json.object();
-    if (session.value("format").toString() != "torchscope-session")
-        return tr("'%1' is not a TorchScope session file").arg(path);
-    const QString model = session.value("model").toString();
+    const std::string text = file.readAll().toStdString();
+    SessionFile session;
+    try {
+        session = SessionFile::parse(text, document_->setup());
+    } catch (const std::exception& e) {
+        return tr("'%1': %2").arg(path, QString::fromStdString(e.what()));
+    }
+    const QString model = QString::fromStdString(session.model);
     if (!QFileInfo::exists(model))
         return tr("The session's model '%1' does not exist").arg(model);
     // Apply the rest once the model is open: grabs and edits are checked against its tree.
     auto* once = new QObject(this);
-    connect(controller_, &RunController::modelOpened, once, [this, once, session, path] {
+    connect(controller_, &RunController::modelOpened, once, [this, once, text, path] {
         once->deleteLater();
-        try {
-            document_->applyJson(session);
-            log_->append(tr("Opened session %1").arg(path));
-        } catch (const std::exception& e) {
-            reportError(tr("Error Opening Session"), QString::fromStdString(e.what()));
-        }
+        // Parsed again on the opened model's setup: what a version-1 session leaves out comes from it.
+        document_->applySession(SessionFile::parse(text, document_->setup()));
+        log_->append(tr("Opened session %1").arg(path));
     });
-    const QString device = session.value("device").toString();
+    const QString device = QString::fromStdString(session.device);
     if (device_->findText(device) >= 0) {
         const QSignalBlocker block(device_);
         device_->setCurrentText(device);

@@ -1,43 +1,147 @@
 #include "cli_options.h"
 
-#include <cstdlib>
+#include <CLI/CLI.hpp>
+
+#include <cmath>
 #include <filesystem>
-#include <map>
+#include <limits>
+#include <regex>
 
 namespace torchscope::cli {
 namespace {
 
-int64_t toInteger(const std::string& flag, const std::string& value)
-{
-    char* end = nullptr;
-    const long long n = std::strtoll(value.c_str(), &end, 10);
-    if (value.empty() || *end != '\0')
-        throw UsageError(flag + " expects an integer, got '" + value + "'");
-    return n;
-}
+constexpr const char* Overview = R"(TorchScope's command line: look inside a TorchScript model (.pt from torch.jit.script or
+torch.jit.trace) without Python hooks. Without MODEL, the bundled demo model (face-api.js's
+face-expression network) is used. Run 'torchscope-cli COMMAND --help' for a command's options.
+)";
 
-double toFraction(const std::string& flag, const std::string& value)
-{
-    char* end = nullptr;
-    const double x = std::strtod(value.c_str(), &end);
-    if (value.empty() || *end != '\0' || !(x > 0.0 && x < 1.0))
-        throw UsageError(flag + " expects a fraction between 0 and 1, got '" + value + "'");
-    return x;
-}
+constexpr const char* SpecHelp = R"(
+Grab specs: PATH (every call's output: PATH, PATH#1, ...), PATH:in0, PATH:in1 (inputs), PATH:grad
+(gradient of the --target score); PATH may be a glob ("layer3.*") or "type:Conv2d".
+Edit specs: PATH:zero:C1,C2  PATH:scale:C1,C2:FACTOR  PATH:add:FILE.pt  PATH:replace:FILE.pt
+The input setup (--preprocess): none, imagenet, or a JSON file {"preprocess": {"resize": 256,
+"crop": 224, "grayscale": false, "scale": 1, "channel_order": "RGB", "mean": [...], "std":
+[...]}, "labels": [...], "scores": "logits"} (or only the preprocess object); default: the model's
+torchscope.json, else imagenet.
+)";
 
-// "x0,y0,x1,y1"
-std::array<int64_t, 4> toBox(const std::string& flag, const std::string& value)
+// "auto", "cpu", "cuda" or "cuda:N".
+const CLI::Validator DeviceName(
+    [](std::string& value) -> std::string {
+        static const std::regex valid("auto|cpu|cuda|cuda:[0-9]+");
+        return std::regex_match(value, valid) ? "" : "expected auto, cpu, cuda or cuda:N, got '" + value + "'";
+    },
+    "auto|cpu|cuda|cuda:N");
+
+// A fraction strictly between 0 and 1.
+const CLI::Validator OpenFraction(
+    [](std::string& value) -> std::string {
+        try {
+            size_t used = 0;
+            const double x = std::stod(value, &used);
+            if (used == value.size() && x > 0.0 && x < 1.0)
+                return "";
+        } catch (const std::exception&) {
+        }
+        return "expected a fraction between 0 and 1 (exclusive), got '" + value + "'";
+    },
+    "(0 - 1)");
+
+double finiteNumber(const std::string& flag, const std::string& text)
 {
-    std::array<int64_t, 4> box{};
-    size_t start = 0;
-    for (size_t i = 0; i < 4; ++i) {
-        const size_t comma = value.find(',', start);
-        if ((i < 3) == (comma == std::string::npos))
-            throw UsageError(flag + " expects X0,Y0,X1,Y1 (four integers), got '" + value + "'");
-        box[i] = toInteger(flag, value.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-        start = comma + 1;
+    try {
+        size_t used = 0;
+        const double x = std::stod(text, &used);
+        if (used == text.size() && std::isfinite(x))
+            return x;
+    } catch (const std::exception&) {
     }
+    throw UsageError(flag + ": expected a finite number, got '" + text + "'");
+}
+
+int64_t integer(const std::string& flag, const std::string& text)
+{
+    try {
+        size_t used = 0;
+        const long long n = std::stoll(text, &used);
+        if (used == text.size())
+            return n;
+    } catch (const std::exception&) {
+    }
+    throw UsageError(flag + ": expected an integer, got '" + text + "'");
+}
+
+std::vector<std::string> splitAt(const std::string& text, char separator)
+{
+    std::vector<std::string> parts(1);
+    for (const char c : text)
+        if (c == separator)
+            parts.emplace_back();
+        else
+            parts.back().push_back(c);
+    return parts;
+}
+
+// "LO:HI" with LO < HI, both finite.
+std::pair<double, double> toRange(const std::string& flag, const std::string& text)
+{
+    const auto parts = splitAt(text, ':');
+    if (parts.size() != 2)
+        throw UsageError(flag + ": expected LO:HI (two numbers), got '" + text + "'");
+    const double lo = finiteNumber(flag, parts[0]);
+    const double hi = finiteNumber(flag, parts[1]);
+    if (!(lo < hi))
+        throw UsageError(flag + ": LO must be below HI, got '" + text + "'");
+    return {lo, hi};
+}
+
+// "X0,Y0,X1,Y1": a box of at least one pixel, corners not negative.
+std::array<int64_t, 4> toBox(const std::string& flag, const std::string& text)
+{
+    const auto parts = splitAt(text, ',');
+    if (parts.size() != 4)
+        throw UsageError(flag + ": expected X0,Y0,X1,Y1 (four integers), got '" + text + "'");
+    std::array<int64_t, 4> box{};
+    for (size_t i = 0; i < 4; ++i)
+        box[i] = integer(flag, parts[i]);
+    if (box[0] < 0 || box[1] < 0 || box[2] <= box[0] || box[3] <= box[1])
+        throw UsageError(flag + ": expected 0 <= X0 < X1 and 0 <= Y0 < Y1, got '" + text + "'");
     return box;
+}
+
+// One value per occurrence: "--input a --input b", never "--input a b" (which would swallow MODEL).
+CLI::Option* repeatable(CLI::App* command, const std::string& name, std::vector<std::string>& values,
+    const std::string& description)
+{
+    return command->add_option(name, values, description)->allow_extra_args(false);
+}
+
+// What every command that opens a model takes.
+void addModelOptions(CLI::App* command, CliOptions& o, const std::string& about = "")
+{
+    command->add_option("model", o.model, "TorchScript file (default: the bundled demo)");
+    command->add_option("--device", o.device, "auto (CUDA when available), cpu, cuda, cuda:N")
+        ->check(DeviceName)
+        ->capture_default_str();
+    command->add_option("--preprocess", o.preprocess, "input setup: none, imagenet or FILE.json (see below)");
+    command->add_option("--labels", o.labels, "class names: one per line, or a JSON list");
+    command->add_option("--scores", o.scores,
+        "the output element (index or name) holding the class scores; default: the first "
+        "[N, classes] tensor, \"out\" of a dict");
+    repeatable(command, "--ops-library", o.operatorLibraries, "load a custom-operator library first (repeatable)");
+    command->add_option("--threads", o.threads, "intra-op CPU threads; 0: one per core")
+        ->check(CLI::Range(0, 4096))
+        ->capture_default_str();
+    command->footer("\n" + about + SpecHelp);
+}
+
+void addTarget(CLI::App* command, CliOptions& o, std::string& box)
+{
+    command->add_option("--target", o.target,
+        "class whose score (summed over the batch) gradients are taken of; segmentation: summed over "
+        "its pixels; detection: the detection's number (0: highest score); -1: the predicted class")
+        ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()));
+    command->add_option("--target-box", box, "X0,Y0,X1,Y1: segmentation: sum the class's score over this box");
 }
 
 } // namespace
@@ -54,176 +158,148 @@ std::string bundledDemoModel()
     return std::string(TORCHSCOPE_RESOURCES_DIR) + "/face/face_expression.pt";
 }
 
-std::string usage()
-{
-    return R"(usage:
-  torchscope-cli inspect [MODEL] [--json] [--input PATH ...]
-      Prints the module tree: path, type, parameters, calls (and output shapes with --input).
-  torchscope-cli setup [MODEL] [--preprocess FILE.json] [--labels FILE] [--scores ELEMENT] [--out COPY.pt]
-      Prints the model's input setup and what the model says about its input (the first
-      convolution's channels, the last layer's outputs, input sizes that run); with --out, writes
-      a copy of the model with the setup stored as its torchscope.json.
-  torchscope-cli run MODEL --input PATH [--input PATH ...] --out FILE.pt
-                 [--grab SPEC ...] [--truncate PATH] [--edit SPEC ...] [--target INDEX]
-                 [--device auto|cpu|cuda] [--preprocess none|imagenet|FILE.json]
-      Runs the model and writes what it recorded: FILE.pt (one dictionary for torch.load),
-      FILE.npz (numpy.load) or FILE.safetensors.
-  torchscope-cli record MODEL --input DIR --grab SPEC ... --out DIR|FILE
-                 [--reduce none|sum|mean|max|min|stats] [--condition all|true:L,..|predicted:L,..|correct|wrong]
-                 [--batch 16] [--memory-cap MiB] [--bins 64] [--range LO:HI] [--topk 9] [--decode-threads N]
-      Streams a folder (one subfolder per class for true labels) through the model and folds
-      what the grabs take: FILE.pt/.npz/.safetensors, or DIR with one .pt per layer, a CSV of
-      per-channel statistics and a summary. Ctrl+C stops and keeps what was recorded.
-  torchscope-cli probe train MODEL --layer PATH --data DIR|FILE.pt --out PROBE.pt [--state-dict FILE.pt]
-                 [--pool avg|flatten] [--seed N] [--validation 0.25] [--cache DIR|none] [--json]
-      Trains a linear probe on the layer's output for the labelled images in DIR (one subfolder
-      per class) and prints train and validation accuracy. PROBE.pt is TorchScript
-      (torch.jit.load(PROBE.pt)(activations) in Python); --state-dict also writes its tensors.
-  torchscope-cli probe sweep MODEL --layer SPEC [--layer SPEC ...] --data DIR|FILE.pt [--csv FILE]
-      The same probe on every layer SPEC selects: one line per layer (path, validation accuracy).
-  Activations are grabbed once and cached (keyed by the model file's hash, layer, pooling,
-  preprocessing and data) in $XDG_CACHE_HOME/torchscope/activations unless --cache says otherwise.
-  run ... --probe NAME=PROBE.pt[@LAYER] [--probe-only] adds each probe's scores as "probe:NAME";
-  --probe-only stops the forward after the last probed layer and leaves out the model's output.
-  Without MODEL, the bundled demo model (face-api.js's face-expression network) is used.
-
-  --input PATH     an image, a folder of images, or a tensor .pt saved by torch.save (used as
-                   the batch as it is; give one .pt per argument for several-input models)
-  --grab SPEC      PATH (every call's output: PATH, PATH#1, ...), PATH:in0, PATH:in1 (inputs),
-                   PATH:grad (gradient of the --target class score); PATH may be a glob
-                   ("layer3.*") or "type:Conv2d"
-  --truncate PATH  stop after PATH's first call and return its output as "output"
-  --edit SPEC      PATH:zero:C1,C2  PATH:scale:C1,C2:FACTOR  PATH:add:FILE.pt  PATH:replace:FILE.pt
-  --target INDEX   class index whose score (summed over the batch) gradients are taken of; for
-                   segmentation the class's score summed over its pixels; for detection models the
-                   detection's number (0: the highest score); -1: the predicted class
-  --target-box X0,Y0,X1,Y1  segmentation: sum the class's score over this box instead
-  --device D       auto (CUDA when available), cpu, cuda, cuda:N
-  --preprocess P   the input setup: none, imagenet, or a JSON file ({"preprocess": {"resize": 256,
-                   "crop": 224, "grayscale": false, "scale": 1, "channel_order": "RGB", "mean":
-                   [...], "std": [...]}, "labels": [...], "scores": "logits"}, or only the
-                   preprocess object); default: the model's torchscope.json, else imagenet
-  --labels FILE    class names: one per line, or a JSON list
-  --scores E       which element of a tuple, namedtuple or dict output holds the class scores
-                   (index or name; default: the first [N, classes] tensor, "out" of a dict)
-  --ops-library F  load a custom-operator library first (repeatable)
-  --threads N      intra-op CPU threads (default: one per core)
-)";
-}
-
 CliOptions parseCommandLine(int argc, char** argv)
 {
-    CliOptions options;
-    std::vector<std::string> args(argv + 1, argv + argc);
-    if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-        options.command = "help";
-        return options;
-    }
-    options.command = args[0];
-    if (options.command != "inspect" && options.command != "setup" && options.command != "run"
-        && options.command != "record" && options.command != "probe")
-        throw UsageError("unknown command '" + options.command + "'; expected inspect, setup, run, record or probe");
-    size_t first = 1;
-    if (options.command == "probe") {
-        if (args.size() < 2 || (args[1] != "train" && args[1] != "sweep"))
-            throw UsageError("probe needs a subcommand: probe train or probe sweep");
-        options.subcommand = args[1];
-        first = 2;
-    }
+    CliOptions o;
+    std::string box;
+    std::string range;
+    CLI::App app{Overview, "torchscope-cli"};
+    app.require_subcommand(0, 1);
 
-    const std::map<std::string, std::vector<std::string>*> repeated{{"--input", &options.inputs},
-        {"--grab", &options.grabs}, {"--edit", &options.edits}, {"--ops-library", &options.operatorLibraries},
-        {"--layer", &options.layers}, {"--probe", &options.probes}};
-    for (size_t i = first; i < args.size(); ++i) {
-        const std::string& arg = args[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= args.size())
-                throw UsageError(arg + " needs a value");
-            return args[++i];
-        };
-        if (const auto it = repeated.find(arg); it != repeated.end())
-            it->second->push_back(value());
-        else if (arg == "--out" || arg == "-o")
-            options.out = value();
-        else if (arg == "--truncate")
-            options.truncate = value();
-        else if (arg == "--target")
-            options.target = toInteger(arg, value());
-        else if (arg == "--device")
-            options.device = value();
-        else if (arg == "--preprocess")
-            options.preprocess = value();
-        else if (arg == "--labels")
-            options.labels = value();
-        else if (arg == "--scores")
-            options.scores = value();
-        else if (arg == "--target-box")
-            options.targetBox = toBox(arg, value());
-        else if (arg == "--threads")
-            options.threads = static_cast<int>(toInteger(arg, value()));
-        else if (arg == "--reduce")
-            options.reduce = value();
-        else if (arg == "--condition")
-            options.condition = value();
-        else if (arg == "--batch")
-            options.batch = static_cast<int>(toInteger(arg, value()));
-        else if (arg == "--decode-threads")
-            options.decodeThreads = static_cast<int>(toInteger(arg, value()));
-        else if (arg == "--memory-cap")
-            options.memoryCapMiB = toInteger(arg, value());
-        else if (arg == "--bins")
-            options.bins = static_cast<int>(toInteger(arg, value()));
-        else if (arg == "--range")
-            options.range = value();
-        else if (arg == "--topk")
-            options.topK = static_cast<int>(toInteger(arg, value()));
-        else if (arg == "--json")
-            options.json = true;
-        else if (arg == "--data")
-            options.data = value();
-        else if (arg == "--csv")
-            options.csv = value();
-        else if (arg == "--state-dict")
-            options.stateDict = value();
-        else if (arg == "--pool")
-            options.pool = value();
-        else if (arg == "--seed")
-            options.seed = toInteger(arg, value());
-        else if (arg == "--validation")
-            options.validation = toFraction(arg, value());
-        else if (arg == "--cache")
-            options.cache = value();
-        else if (arg == "--probe-only")
-            options.probeOnly = true;
-        else if (!arg.empty() && arg[0] == '-')
-            throw UsageError("unknown option '" + arg + "'");
-        else if (options.model.empty())
-            options.model = arg;
-        else
-            throw UsageError("unexpected argument '" + arg + "'");
+    CLI::App* inspect = app.add_subcommand("inspect", "print the module tree (and output shapes with --input)");
+    addModelOptions(inspect, o);
+    repeatable(inspect, "--input", o.inputs, "image, folder or tensor .pt for a dry run that adds output shapes");
+    inspect->add_flag("--json", o.json, "print JSON");
+
+    CLI::App* setup = app.add_subcommand("setup", "print the input setup and what the model says about its input");
+    addModelOptions(setup, o, "What the model says: the first convolution's channels, the last layer's outputs, "
+                              "input sizes that run.\n--out writes a copy of the model with the setup stored in it.\n");
+    setup->add_option("--out,-o", o.out, "COPY.pt: the model with the setup as its torchscope.json");
+
+    CLI::App* run = app.add_subcommand("run", "run the model on inputs and write what it grabbed");
+    addModelOptions(run, o, "Writes FILE.pt (one dictionary for torch.load), FILE.npz (numpy.load) or FILE.safetensors.\n");
+    repeatable(run, "--input", o.inputs,
+        "an image, a folder of images, or a tensor .pt saved by torch.save (the batch as it is; one .pt "
+        "per argument for several-input models)")
+        ->required();
+    run->add_option("--out,-o", o.out, "FILE.pt, FILE.npz or FILE.safetensors")->required();
+    repeatable(run, "--grab", o.grabs, "what to record (repeatable; see below)");
+    repeatable(run, "--edit", o.edits, "change an activation during the run (repeatable; see below)");
+    run->add_option("--truncate", o.truncate, "stop after PATH's first call and return its output as \"output\"");
+    addTarget(run, o, box);
+    repeatable(run, "--probe", o.probes, "NAME=PROBE.pt[@LAYER]: add the probe's scores as \"probe:NAME\"");
+    run->add_flag("--probe-only", o.probeOnly, "stop after the last probed layer; leave out the model's output");
+
+    CLI::App* record = app.add_subcommand("record", "stream many images through the model and fold what the grabs take");
+    addModelOptions(record, o,
+        "Streams image folders (one subfolder per class gives true labels) or a tensor file through the model.\n"
+        "Writes FILE.pt/.npz/.safetensors, or DIR with one .pt per layer, a CSV of per-channel statistics\n"
+        "and a summary. Ctrl+C stops and keeps what was recorded.\n");
+    repeatable(record, "--input", o.inputs,
+        "image folders and images, or one tensor .pt ([N, ...] or {\"samples\", \"labels\", \"classes\"})")
+        ->required();
+    repeatable(record, "--grab", o.grabs, "what to record (repeatable; see below)")->required();
+    record->add_option("--out,-o", o.out, "DIR or FILE.pt/.npz/.safetensors")->required();
+    addTarget(record, o, box);
+    record->add_option("--reduce", o.reduce, "how samples are folded")
+        ->check(CLI::IsMember({"none", "sum", "mean", "max", "min", "stats"}))
+        ->capture_default_str();
+    record->add_option("--condition", o.condition, "which samples count: all, true:L,.., predicted:L,.., correct, wrong")
+        ->capture_default_str();
+    record->add_option("--batch", o.batch, "samples per forward pass")->check(CLI::Range(1, 65536))->capture_default_str();
+    record->add_option("--memory-cap", o.memoryCapMiB, "MiB kept by --reduce none")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+        ->capture_default_str();
+    record->add_option("--bins", o.bins, "histogram bins")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+    record->add_option("--range", range, "LO:HI: the histogram's range (default: from the first batch)");
+    record->add_option("--topk", o.topK, "samples kept per channel as the most activating")
+        ->check(CLI::Range(0, 100000))
+        ->capture_default_str();
+    record->add_option("--decode-threads", o.decodeThreads, "image decoding threads; 0: automatic")
+        ->check(CLI::Range(0, 1024))
+        ->capture_default_str();
+
+    CLI::App* probe = app.add_subcommand("probe", "train linear probes on layer outputs (probe train, probe sweep)");
+    probe->require_subcommand(1);
+    CLI::App* train = probe->add_subcommand("train", "train a linear probe on one layer's output");
+    CLI::App* sweep = probe->add_subcommand("sweep", "the same probe on every layer the --layer specs select");
+    for (CLI::App* command : {train, sweep}) {
+        addModelOptions(command, o,
+            command == train ? "Prints train and validation accuracy. PROBE.pt is TorchScript: "
+                               "torch.jit.load(PROBE.pt)(activations).\n"
+                             : "Prints one line per layer: path, validation accuracy.\n");
+        auto* layer = repeatable(command, "--layer", o.layers, "layer path (sweep: specs, globs allowed; repeatable)")
+                          ->required();
+        if (command == train)
+            layer->expected(1);
+        command->add_option("--data", o.data, "DIR (one subfolder per class) or FILE.pt {\"samples\", \"labels\"}")
+            ->required();
+        command->add_option("--pool", o.pool, "how maps become features")
+            ->check(CLI::IsMember({"avg", "flatten"}))
+            ->capture_default_str();
+        command->add_option("--seed", o.seed, "the random seed of the split and the training")->capture_default_str();
+        command->add_option("--validation", o.validation, "the share of samples held out")
+            ->check(OpenFraction)
+            ->capture_default_str();
+        command->add_option("--cache", o.cache,
+            "DIR for cached activations, or none; default: $XDG_CACHE_HOME/torchscope/activations");
+        command->add_option("--batch", o.batch, "samples per forward pass")->check(CLI::Range(1, 65536))->capture_default_str();
+        command->add_flag("--json", o.json, "print JSON");
     }
-    if (options.model.empty())
-        options.model = bundledDemoModel();
-    if (options.command == "run" || options.command == "record") {
-        if (options.inputs.empty())
-            throw UsageError(options.command + " needs at least one --input");
-        if (options.out.empty())
-            throw UsageError(
-                options.command + " needs --out " + (options.command == "run" ? "FILE.pt" : "DIR or FILE"));
+    train->add_option("--out,-o", o.out, "PROBE.pt")->required();
+    train->add_option("--state-dict", o.stateDict, "FILE.pt: the probe's tensors as well");
+    sweep->add_option("--csv", o.csv, "FILE.csv: the sweep's table");
+
+    CLI::App* help = app.add_subcommand("help", "Print this help");
+
+    CLI::App* failed = &app;
+    try {
+        app.parse(argc, argv);
+        for (CLI::App* command : {inspect, setup, run, record, probe, train, sweep})
+            if (command->parsed())
+                failed = command;
+        if (argc < 2 || help->parsed()) {
+            o.command = "help";
+            o.helpText = app.help();
+            return o;
+        }
+        if (!box.empty())
+            o.targetBox = toBox("--target-box", box);
+        if (!range.empty())
+            o.range = toRange("--range", range);
+    } catch (const CLI::CallForHelp&) {
+        for (CLI::App* command : {inspect, setup, run, record, probe, train, sweep})
+            if (command->parsed())
+                failed = command;
+        o.command = "help";
+        o.helpText = app.help(); // the help of the command asked about, named with its parents
+        return o;
+    } catch (const CLI::ParseError& e) {
+        for (CLI::App* command : {inspect, setup, run, record, probe, train, sweep})
+            if (command->parsed())
+                failed = command;
+        if (failed == probe)
+            throw UsageError("probe needs a subcommand: probe train or probe sweep\nRun 'torchscope-cli probe --help' "
+                             "for the subcommands.");
+        if (failed == &app && dynamic_cast<const CLI::ExtrasError*>(&e))
+            throw UsageError("unknown command '" + std::string(argv[1])
+                + "'; expected inspect, setup, run, record or probe\nRun 'torchscope-cli --help' for the commands.");
+        const std::string name = failed == &app ? "" : (failed->get_parent() == probe ? "probe " : "") + failed->get_name();
+        throw UsageError((name.empty() ? "" : name + ": ") + e.what() + "\nRun 'torchscope-cli "
+            + (name.empty() ? "" : name + " ") + "--help' for the options.");
     }
-    if (options.command == "record" && options.grabs.empty())
-        throw UsageError("record needs at least one --grab");
-    if (options.command == "probe") {
-        if (options.layers.empty())
-            throw UsageError("probe " + options.subcommand + " needs --layer");
-        if (options.subcommand == "train" && options.layers.size() != 1)
-            throw UsageError("probe train takes one --layer (probe sweep takes several)");
-        if (options.data.empty())
-            throw UsageError("probe " + options.subcommand + " needs --data DIR (one subfolder per class) or FILE.pt");
-        if (options.subcommand == "train" && options.out.empty())
-            throw UsageError("probe train needs --out PROBE.pt");
+    if (o.command.empty()) {
+        for (CLI::App* command : {inspect, setup, run, record})
+            if (command->parsed())
+                o.command = command->get_name();
+        if (probe->parsed()) {
+            o.command = "probe";
+            o.subcommand = train->parsed() ? "train" : "sweep";
+        }
     }
-    return options;
+    if (o.model.empty())
+        o.model = bundledDemoModel();
+    return o;
 }
 
 } // namespace torchscope::cli

@@ -5,6 +5,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace torchscope::cli {
@@ -15,6 +16,7 @@ struct UsageError : std::runtime_error {
 
 struct CliOptions {
     std::string command; // "inspect", "setup", "run", "record", "probe", "help"
+    std::string helpText; // for "help": the help of the command asked about
     std::string subcommand; // probe: "train", "sweep"
     std::string model;
     bool json = false;
@@ -38,7 +40,7 @@ struct CliOptions {
     int decodeThreads = 0; // 0: automatic
     int64_t memoryCapMiB = 2048;
     int bins = 64;
-    std::optional<std::string> range; // LO:HI
+    std::optional<std::pair<double, double>> range; // --range LO:HI, LO < HI
     int topK = 9;
     // probe
     std::vector<std::string> layers;
@@ -54,8 +56,8 @@ struct CliOptions {
     bool probeOnly = false;
 };
 
+// CLI11 does the parsing: per-command options, ranges and choices checked, --help per command.
 CliOptions parseCommandLine(int argc, char** argv); // throws UsageError
-std::string usage();
 std::string bundledDemoModel();
 
 } // namespace torchscope::cli

@@ -49,7 +49,7 @@ ForwardInputs loadForwardInputs(
     }
     return {forwardInputsFromBatch(model, loadImageBatch(images, preprocessing)), images};
 #else
-    throw Error("this TorchScope was built without OpenCV (TORCHSCOPE_HEADLESS), so it reads no images; "
+    throw Error("this TorchScope was built without OpenCV (TORCHSCOPE_IMAGING=OFF), so it reads no images; "
                 "give a tensor saved with torch.save as --input");
 #endif
 }

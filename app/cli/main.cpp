@@ -1,5 +1,5 @@
 // torchscope-cli: inspect a TorchScript model's module tree, or run it while grabbing, editing
-// and truncating (see usage()). Errors go to stderr with exit code 1 (2 for usage errors).
+// and truncating ('torchscope-cli --help'). Errors go to stderr with exit code 1 (2 for usage errors).
 #include "cli_options.h"
 #include "commands.h"
 #include "common/error.h"
@@ -17,7 +17,7 @@ int main(int argc, char** argv)
     try {
         const CliOptions options = parseCommandLine(argc, argv);
         if (options.command == "help") {
-            std::cout << usage();
+            std::cout << options.helpText;
             return 0;
         }
         if (options.command == "inspect")
@@ -28,7 +28,7 @@ int main(int argc, char** argv)
             return runProbe(options);
         return options.command == "record" ? runRecord(options) : runModel(options);
     } catch (const UsageError& e) {
-        std::cerr << "torchscope-cli: " << e.what() << "\n\n" << usage();
+        std::cerr << "torchscope-cli: " << e.what() << '\n';
         return 2;
     } catch (const torchscope::Error& e) {
         std::cerr << "torchscope-cli: error: " << e.what() << '\n';

@@ -57,7 +57,7 @@ ProbeSamples loadSamples(const Model& model, const CliOptions& options)
         return folderSamples(ImageFolder::scan(options.data, setup.labels), setup.preprocessing, options.batch, threads);
 #else
         throw Error("--data " + options.data + " is a folder of images, and this TorchScope was built without "
-            + "OpenCV (TORCHSCOPE_HEADLESS): give a tensor file {\"samples\": [N, ...], \"labels\": [N]}");
+            + "OpenCV (TORCHSCOPE_IMAGING=OFF): give a tensor file {\"samples\": [N, ...], \"labels\": [N]}");
 #endif
     }
     const LabelledSamples saved = readLabelledSamples(options.data);

@@ -10,6 +10,7 @@
 #include "inputs.h"
 #include "model/model.h"
 #include "open_model.h"
+#include "record/batch_run.h"
 #include "record/labelled_samples.h"
 #include "record/recorder.h"
 
@@ -68,9 +69,17 @@ void writeOutputs(const std::string& out, const Recorder& recorder, const nlohma
 
 int runRecord(const CliOptions& options)
 {
+    const bool tensorStream = options.inputs.size() == 1 && isTensorFile(options.inputs[0]);
 #ifndef TORCHSCOPE_HAVE_IMAGING
-    throw Error("record reads image folders, and this TorchScope was built without OpenCV (TORCHSCOPE_HEADLESS)");
-#else
+    if (!tensorStream)
+        throw Error("record reads image folders only when built with OpenCV, and this TorchScope was built "
+                    "without it (TORCHSCOPE_IMAGING=OFF); give one tensor file: --input FILE.pt with [N, ...] "
+                    "rows or {\"samples\": [N, ...], \"labels\": [N]}");
+#endif
+    for (const auto& input : options.inputs)
+        if (isTensorFile(input) && !tensorStream)
+            throw Error("record takes one tensor file on its own, or image folders and images: '" + input
+                + "' is a tensor file among other inputs");
     auto model = openModel(options);
     RecorderConfig config;
     for (const auto& grab : options.grabs)
@@ -81,12 +90,7 @@ int runRecord(const CliOptions& options)
     config.histogramBins = options.bins;
     config.topK = options.topK;
     config.targetClass = options.target;
-    if (options.range) {
-        const auto parts = split(*options.range, ':');
-        if (parts.size() != 2)
-            throw Error("--range expects LO:HI, got '" + *options.range + "'");
-        config.histogramRange = std::make_pair(std::stod(parts[0]), std::stod(parts[1]));
-    }
+    config.histogramRange = options.range;
 
     const ModelSetup setup = chooseSetup(*model, options);
     config.scores = setup.scores;
@@ -98,36 +102,47 @@ int runRecord(const CliOptions& options)
         return !interrupted;
     };
 
-    ImageFolder folder;
     FolderRunSummary summary;
-    if (options.inputs.size() == 1 && isTensorFile(options.inputs[0])) {
+    nlohmann::json classes = nlohmann::json::array();
+    nlohmann::json classLabels = nlohmann::json::array();
+    std::string labelSource;
+    if (tensorStream) {
         // A tensor saved with torch.save: [N, ...] rows, or {"samples": [N, ...], "labels": [N]}.
         const LabelledSamples saved = readLabelledSamples(options.inputs[0]);
         summary = recordTensor(engine, recorder, saved.samples, saved.labels, options.batch, progress);
-    }
-    for (const auto& input : options.inputs) {
-        if (isTensorFile(input))
-            continue;
-        const ImageFolder part = std::filesystem::is_directory(input) ? ImageFolder::scan(input, setup.labels)
-                                                                      : ImageFolder::fromFiles({input});
-        if (folder.classes.empty()) {
-            folder.classes = part.classes;
-            folder.classLabels = part.classLabels;
-            folder.labelSource = part.labelSource;
+        classes = saved.classes;
+        if (!saved.classes.empty()) {
+            for (size_t i = 0; i < saved.classes.size(); ++i)
+                classLabels.push_back(i);
+            labelSource = "the tensor file's classes";
         }
-        folder.images.insert(folder.images.end(), part.images.begin(), part.images.end());
     }
-
-    if (!folder.images.empty()) {
+#ifdef TORCHSCOPE_HAVE_IMAGING
+    else {
+        ImageFolder folder;
+        for (const auto& input : options.inputs) {
+            const ImageFolder part = std::filesystem::is_directory(input) ? ImageFolder::scan(input, setup.labels)
+                                                                          : ImageFolder::fromFiles({input});
+            if (folder.classes.empty()) {
+                folder.classes = part.classes;
+                folder.classLabels = part.classLabels;
+                folder.labelSource = part.labelSource;
+            }
+            folder.images.insert(folder.images.end(), part.images.begin(), part.images.end());
+        }
+        if (folder.images.empty())
+            throw Error("nothing to record: the inputs hold no images");
         FolderRunOptions run;
         run.batchSize = options.batch;
         run.decodeThreads = options.decodeThreads > 0
             ? options.decodeThreads
             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
         summary = recordFolder(engine, recorder, folder, setup.preprocessing, run, progress);
-    } else if (summary.images == 0) {
-        throw Error("nothing to record: give image folders, images, or one tensor file with --input");
+        classes = folder.classes;
+        classLabels = folder.classLabels;
+        labelSource = folder.labelSource;
     }
+#endif
     std::cerr << '\n';
     std::signal(SIGINT, SIG_DFL);
 
@@ -140,14 +155,13 @@ int runRecord(const CliOptions& options)
     const nlohmann::json report{{"model", model->path()}, {"reduction", options.reduce},
         {"condition", options.condition}, {"images", summary.images}, {"selected", summary.selected},
         {"samples", samples}, {"seconds", summary.seconds}, {"images_per_second", summary.imagesPerSecond},
-        {"cancelled", summary.cancelled}, {"classes", folder.classes}, {"class_labels", folder.classLabels},
-        {"labels_from", folder.labelSource}, {"failures", failures}, {"warnings", summary.warnings}};
+        {"cancelled", summary.cancelled}, {"classes", classes}, {"class_labels", classLabels},
+        {"labels_from", labelSource}, {"failures", failures}, {"warnings", summary.warnings}};
     writeOutputs(options.out, recorder, report);
     for (const auto& [path, why] : summary.failures)
         std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
     std::cout << report.dump(2) << '\n';
     return 0;
-#endif
 }
 
 } // namespace torchscope::cli

@@ -3,6 +3,10 @@
 #include "common/error.h"
 #include "common/strings.h"
 
+#include <cerrno>
+#include <charconv>
+#include <iterator>
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
 
@@ -12,9 +16,12 @@ namespace {
 int64_t parseInteger(const std::string& text, const std::string& what)
 {
     char* end = nullptr;
+    errno = 0;
     const long long value = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0')
+    if (text.empty() || end != text.c_str() + text.size()) // also refuses an embedded NUL
         throw Error(what + ": '" + text + "' is not an integer");
+    if (errno == ERANGE)
+        throw Error(what + ": '" + text + "' is out of range");
     return value;
 }
 
@@ -22,23 +29,41 @@ double parseNumber(const std::string& text, const std::string& what)
 {
     char* end = nullptr;
     const double value = std::strtod(text.c_str(), &end);
-    if (text.empty() || *end != '\0')
+    if (text.empty() || end != text.c_str() + text.size())
         throw Error(what + ": '" + text + "' is not a number");
+    if (!std::isfinite(value))
+        throw Error(what + ": '" + text + "' is not a finite number");
     return value;
 }
 
+// The shortest text that reads back as the same double: a saved session keeps the factor exactly.
+std::string shortestText(double value)
+{
+    char text[32];
+    const auto end = std::to_chars(std::begin(text), std::end(text), value).ptr;
+    return std::string(text, end);
+}
+
+// "0,5,7" or "0-3,9". No layer has a million channels: a longer list is a typo, not a request.
 std::vector<int64_t> parseChannels(const std::string& text, const std::string& what)
 {
+    constexpr int64_t MostChannels = int64_t{1} << 20;
     std::vector<int64_t> channels;
     for (const auto& part : split(text, ',')) {
         const auto range = split(part, '-');
         if (range.size() == 2) {
             const int64_t first = parseInteger(range[0], what), last = parseInteger(range[1], what);
+            if (first > last)
+                throw Error(what + ": the channel range " + part + " is empty (it must be FIRST-LAST, FIRST <= LAST)");
+            if (last - first >= MostChannels - static_cast<int64_t>(channels.size()))
+                throw Error(what + ": " + part + " names more than " + std::to_string(MostChannels) + " channels");
             for (int64_t c = first; c <= last; ++c)
                 channels.push_back(c);
         } else {
             channels.push_back(parseInteger(part, what));
         }
+        if (static_cast<int64_t>(channels.size()) > MostChannels)
+            throw Error(what + ": more than " + std::to_string(MostChannels) + " channels");
     }
     for (auto c : channels)
         if (c < 0)
@@ -60,7 +85,10 @@ GrabSpec GrabSpec::parse(const std::string& text)
         spec.kind = suffix == "grad" ? CaptureKind::Gradient : CaptureKind::Output;
     else if (startsWith(suffix, "in") && suffix.size() > 2) {
         spec.kind = CaptureKind::Input;
-        spec.inputIndex = static_cast<int>(parseInteger(suffix.substr(2), "grab '" + text + "'"));
+        const int64_t index = parseInteger(suffix.substr(2), "grab '" + text + "'");
+        if (index < 0 || index > 9999)
+            throw Error("grab '" + text + "': input " + std::to_string(index) + " is not an input index (0, 1, ...)");
+        spec.inputIndex = static_cast<int>(index);
     } else {
         throw Error("grab '" + text + "': unknown suffix ':" + suffix
             + "'; use PATH (output), PATH:in0, PATH:in1 ... (inputs) or PATH:grad");
@@ -68,6 +96,8 @@ GrabSpec GrabSpec::parse(const std::string& text)
     spec.selector = text.substr(0, colon);
     if (spec.selector.empty())
         throw Error("grab '" + text + "' names no module");
+    if (spec.selector.find(':', startsWith(spec.selector, "type:") ? 5 : 0) != std::string::npos)
+        throw Error("grab '" + text + "': one suffix at most (PATH, PATH:in0 or PATH:grad); module paths have no ':'");
     return spec;
 }
 
@@ -121,7 +151,7 @@ std::string EditSpec::toString() const
         out << ":zero:" << join(channelText, ",");
         break;
     case EditKind::ScaleChannels:
-        out << ":scale:" << join(channelText, ",") << ':' << factor;
+        out << ":scale:" << join(channelText, ",") << ':' << shortestText(factor);
         break;
     case EditKind::Add:
         out << ":add";

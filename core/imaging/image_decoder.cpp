@@ -5,11 +5,13 @@
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <turbojpeg.h>
 
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 namespace torchscope {
 
@@ -35,24 +37,130 @@ std::vector<std::string> listImages(const std::string& folder)
     return images;
 }
 
+namespace {
+
+// Larger pictures are refused before decoding: as floats they would take gigabytes.
+constexpr int64_t MaxPixels = int64_t{1} << 28;
+
+std::string readFile(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw Error("cannot read image '" + path + "': cannot open it for reading (permissions?)");
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad())
+        throw Error("cannot read image '" + path + "': reading failed");
+    return bytes;
+}
+
+std::string tooLarge(int64_t width, int64_t height)
+{
+    if (width <= 0 || height <= 0)
+        return "its header gives a size of " + std::to_string(width) + " × " + std::to_string(height) + " pixels";
+    if (width > MaxPixels / height) // width * height > MaxPixels, without overflowing
+        return "it is " + std::to_string(width) + " × " + std::to_string(height)
+            + " pixels; TorchScope reads images up to " + std::to_string(MaxPixels >> 20) + " megapixels";
+    return {};
+}
+
+uint32_t bigEndian32(const std::string& bytes, size_t offset)
+{
+    uint32_t value = 0;
+    for (size_t i = 0; i < 4; ++i)
+        value = (value << 8) | static_cast<unsigned char>(bytes[offset + i]);
+    return value;
+}
+
+// OpenCV's libjpeg only warns about a JPEG cut short or damaged and fills the rest with grey.
+// TurboJPEG, told to stop at the first warning, decodes it at 1/8 scale (every coefficient is
+// still read, so truncation and corrupt data are found) to say so.
+std::string jpegProblem(const std::string& bytes)
+{
+    const tjhandle handle = tjInitDecompress();
+    if (!handle)
+        return {};
+    const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+    const auto size = static_cast<unsigned long>(bytes.size());
+    int width = 0, height = 0, subsampling = 0, colourspace = 0;
+    std::string problem;
+    if (tjDecompressHeader3(handle, data, size, &width, &height, &subsampling, &colourspace) != 0) {
+        problem = std::string("its JPEG header cannot be read (") + tjGetErrorStr2(handle) + ")";
+    } else if (problem = tooLarge(width, height); problem.empty()) {
+        const tjscalingfactor eighth{1, 8};
+        const int w = TJSCALED(width, eighth), h = TJSCALED(height, eighth);
+        const bool cmyk = colourspace == TJCS_CMYK || colourspace == TJCS_YCCK;
+        const int format = cmyk ? TJPF_CMYK : TJPF_GRAY;
+        std::vector<unsigned char> small(static_cast<size_t>(w) * h * tjPixelSize[format]);
+        if (tjDecompress2(handle, data, size, small.data(), w, 0, h, format, TJFLAG_STOPONWARNING) != 0)
+            problem = std::string("the JPEG data is damaged or cut short (libjpeg: ") + tjGetErrorStr2(handle)
+                + "); it was probably not fully downloaded or copied";
+    }
+    tjDestroy(handle);
+    return problem;
+}
+
+// A PNG ends with an IEND chunk; libpng reads the rows of one cut short after its image data.
+std::string pngProblem(const std::string& bytes)
+{
+    if (bytes.size() < 24 || bytes.compare(12, 4, "IHDR") != 0)
+        return "its PNG header is missing or cut short";
+    if (std::string problem = tooLarge(bigEndian32(bytes, 16), bigEndian32(bytes, 20)); !problem.empty())
+        return problem;
+    if (bytes.find("IEND", bytes.size() > 64 ? bytes.size() - 64 : 0) == std::string::npos)
+        return "the PNG is cut short (it has no IEND chunk at its end); it was probably not fully downloaded or copied";
+    return {};
+}
+
+// Formats OpenCV's build does not decode, named with what to do.
+std::string unsupportedFormat(const std::string& kind)
+{
+    static const char* unsupported[] = {"a GIF image", "a HEIC image", "an AVIF image", "a Photoshop image (PSD)",
+        "an icon (ICO)", "a JPEG XL or JPEG 2000 image"};
+    if (std::find(std::begin(unsupported), std::end(unsupported), kind) != std::end(unsupported))
+        return "this is " + kind + ", which TorchScope cannot read; convert it to PNG (for example with "
+               "ImageMagick: convert IN OUT.png)";
+    if (kind == "an SVG drawing")
+        return "this is an SVG drawing (vector graphics), which TorchScope cannot read; render it to PNG "
+               "(for example: rsvg-convert -o OUT.png IN.svg)";
+    return {};
+}
+
+} // namespace
+
 DecodedImage decodeImage(const std::string& path)
 {
-    if (!std::filesystem::is_regular_file(path))
+    if (!std::filesystem::exists(path))
         throw Error("cannot read image '" + path + "': no such file");
+    if (!std::filesystem::is_regular_file(path))
+        throw Error("cannot read image '" + path + "': it is not a regular file");
+    return decodeImageBytes(readFile(path), path);
+}
+
+DecodedImage decodeImageBytes(const std::string& bytes, const std::string& path)
+{
+    const std::string start = bytes.substr(0, 64);
+    const std::string kind = describeImageStart(start);
+    std::string problem = unsupportedFormat(kind);
+    if (problem.empty() && kind == "a JPEG image")
+        problem = jpegProblem(bytes);
+    else if (problem.empty() && kind == "a PNG image")
+        problem = pngProblem(bytes);
+    else if (problem.empty() && kind.empty())
+        problem = "this is " + describeFileStart(start) + ", not an image";
+    if (!problem.empty())
+        throw Error("cannot read image '" + path + "': " + problem);
+
     cv::Mat raw;
     try {
-        raw = cv::imread(path, cv::IMREAD_UNCHANGED);
+        const cv::Mat encoded(1, static_cast<int>(bytes.size()), CV_8U, const_cast<char*>(bytes.data()));
+        raw = cv::imdecode(encoded, cv::IMREAD_UNCHANGED);
     } catch (const cv::Exception& e) {
         throw Error("cannot read image '" + path + "': " + e.what());
     }
-    if (raw.empty()) {
-        std::ifstream in(path, std::ios::binary);
-        std::string start(64, '\0');
-        in.read(start.data(), 64);
-        start.resize(static_cast<size_t>(in.gcount()));
-        throw Error("cannot read image '" + path + "': this is " + describeFileStart(start)
-            + ", not an image OpenCV can decode");
-    }
+    if (raw.empty())
+        throw Error("cannot read image '" + path + "': this is " + kind + " that OpenCV cannot decode (damaged?)");
+    if (std::string large = tooLarge(raw.cols, raw.rows); !large.empty())
+        throw Error("cannot read image '" + path + "': " + large);
 
     DecodedImage image;
     image.path = path;

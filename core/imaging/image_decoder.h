@@ -19,7 +19,11 @@ struct DecodedImage {
 
 // PNG, JPEG, BMP, TIFF, WebP, ...; grey, RGB, RGBA; 8 or 16 bit. Throws torchscope::Error saying
 // what the file is when it cannot be decoded.
+// A JPEG or PNG cut short or damaged is refused (OpenCV would fill the rest with grey), and so
+// are formats OpenCV cannot read (GIF, HEIC, SVG ...), by name.
 DecodedImage decodeImage(const std::string& path);
+// The same from the file's bytes; `path` names it in messages.
+DecodedImage decodeImageBytes(const std::string& bytes, const std::string& path);
 
 // An RGB8 copy whose longest side is maxSide, for thumbnails.
 struct Thumbnail {

@@ -20,7 +20,9 @@ CallGraph traceCalls(const torch::jit::Module& root)
     std::set<std::pair<std::string, std::string>> visited;
     std::vector<std::pair<std::string, std::string>> pending{{"", "forward"}};
     while (!pending.empty()) {
-        const auto [path, methodName] = pending.back();
+        // Plain variables, not a structured binding: the lambda below captures them (C++17).
+        const std::string path = pending.back().first;
+        const std::string methodName = pending.back().second;
         pending.pop_back();
         if (!visited.insert({path, methodName}).second)
             continue;

@@ -3,14 +3,17 @@
 #include "common/strings.h"
 
 #include <caffe2/serialize/inline_container.h>
+#include <zip.h>
 #include <caffe2/serialize/versions.h>
 #include <torch/version.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <memory>
 #include <sstream>
 
 namespace torchscope {
@@ -43,13 +46,8 @@ std::string hexStart(const std::string& bytes)
 }
 
 // A zip written by torch.save holds ARCHIVE/data.pkl and tensor records but no code/.
-std::string describeTorchSaveArchive(caffe2::serialize::PyTorchStreamReader& reader)
+std::string describeTorchSave(const std::string& pickle)
 {
-    std::string pickle;
-    if (reader.hasRecord("data.pkl")) {
-        auto [data, size] = reader.getRecord("data.pkl");
-        pickle.assign(static_cast<const char*>(data.get()), size);
-    }
     const std::string advice = "; load it in Python and save it with torch.jit.save(torch.jit.script(model), path)";
     if (pickle.find("collections\nOrderedDict") != std::string::npos
         && pickle.find("torch.nn.modules") == std::string::npos)
@@ -65,18 +63,109 @@ const std::string buildAgainstNewerLibTorch
       "'import torch;print(torch.utils.cmake_prefix_path)')\" scripts/setup.sh (see the README), or save the model "
       "again with PyTorch " TORCH_VERSION;
 
-std::string versionMismatch(const std::string& message)
+// One record of an open archive, or nothing when it is missing or unreadable (at most `limit` bytes).
+std::optional<std::string> zipRecord(zip_t* archive, const std::string& name, zip_uint64_t limit)
 {
-    static const std::regex found(R"(file with version (\d+), but the maximum supported version for reading is (\d+))");
-    std::smatch match;
-    if (!std::regex_search(message, match, found))
-        return {};
-    return "this TorchScript archive has file format version " + match[1].str() + ", but this TorchScope's LibTorch "
-        TORCH_VERSION " reads versions up to " + match[2].str() + ": it was saved by a newer PyTorch; "
-        + buildAgainstNewerLibTorch;
+    zip_stat_t stat;
+    if (zip_stat(archive, name.c_str(), 0, &stat) != 0 || !(stat.valid & ZIP_STAT_SIZE) || stat.size > limit)
+        return std::nullopt;
+    zip_file_t* file = zip_fopen(archive, name.c_str(), 0);
+    if (!file)
+        return std::nullopt;
+    std::string bytes(static_cast<size_t>(stat.size), '\0');
+    const zip_int64_t read = zip_fread(file, bytes.data(), stat.size);
+    zip_fclose(file);
+    if (read < 0 || static_cast<zip_uint64_t>(read) != stat.size)
+        return std::nullopt;
+    return bytes;
+}
+
+// What PyTorchStreamReader would refuse (no version record, a version out of its range) and a
+// zip with no TorchScript code (torch.save), said in words; nothing for a TorchScript archive.
+std::optional<std::string> describeArchive(zip_t* archive)
+{
+    const zip_int64_t count = zip_get_num_entries(archive, 0);
+    const char* first = count > 0 ? zip_get_name(archive, 0, 0) : nullptr;
+    const std::string firstName = first ? first : "";
+    const size_t slash = firstName.find('/');
+    if (slash == std::string::npos || slash == 0)
+        return "this is a zip archive, but not one written by PyTorch (its first entry is '" + firstName
+            + "', not ARCHIVE/...)";
+    const std::string prefix = firstName.substr(0, slash + 1);
+    bool hasCode = false, hasConstants = false;
+    for (zip_int64_t i = 0; i < count; ++i)
+        if (const char* name = zip_get_name(archive, static_cast<zip_uint64_t>(i), 0)) {
+            const std::string record = name;
+            hasCode = hasCode || startsWith(record, prefix + "code/");
+            hasConstants = hasConstants || record == prefix + "constants.pkl";
+        }
+    auto version = zipRecord(archive, prefix + ".data/version", 64);
+    if (!version)
+        version = zipRecord(archive, prefix + "version", 64);
+    if (!version)
+        return "this zip archive has no version record (" + prefix + "version): it was not written by "
+               "torch.jit.save or torch.save, or it is damaged";
+    char* end = nullptr;
+    const long long number = std::strtoll(version->c_str(), &end, 10);
+    if (end == version->c_str())
+        return "this zip archive's version record holds no number: it is damaged";
+    if (number > static_cast<long long>(caffe2::serialize::kMaxSupportedFileFormatVersion))
+        return "this TorchScript archive has file format version " + std::to_string(number)
+            + ", but this TorchScope's LibTorch " TORCH_VERSION " reads versions up to "
+            + std::to_string(caffe2::serialize::kMaxSupportedFileFormatVersion) + ": it was saved by a newer PyTorch; "
+            + buildAgainstNewerLibTorch;
+    if (number < static_cast<long long>(caffe2::serialize::kMinSupportedFileFormatVersion))
+        return "this archive has file format version " + std::to_string(number) + ", older than LibTorch "
+            TORCH_VERSION " reads (" + std::to_string(caffe2::serialize::kMinSupportedFileFormatVersion)
+            + " and later): save it again with a recent PyTorch";
+    if (!hasCode && !hasConstants)
+        return describeTorchSave(zipRecord(archive, prefix + "data.pkl", zip_uint64_t{64} << 20).value_or(""));
+    return std::nullopt;
 }
 
 } // namespace
+
+std::string describeImageStart(const std::string& bytes)
+{
+    const auto at = [&](size_t offset, const char* text) {
+        const size_t length = std::strlen(text);
+        return bytes.size() >= offset + length && bytes.compare(offset, length, text) == 0;
+    };
+    if (at(0, "\x89PNG"))
+        return "a PNG image";
+    if (at(0, "\xff\xd8\xff"))
+        return "a JPEG image";
+    if (at(0, "GIF87a") || at(0, "GIF89a"))
+        return "a GIF image";
+    if (at(0, "BM"))
+        return "a BMP image";
+    if (at(0, "II*") || at(0, "MM\0*"))
+        return "a TIFF image";
+    if (at(0, "RIFF") && at(8, "WEBP"))
+        return "a WebP image";
+    if (at(4, "ftypheic") || at(4, "ftypheix") || at(4, "ftyphevc") || at(4, "ftypmif1") || at(4, "ftypmsf1"))
+        return "a HEIC image";
+    if (at(4, "ftypavif"))
+        return "an AVIF image";
+    if (bytes.size() >= 3 && bytes[0] == 'P' && bytes[1] >= '1' && bytes[1] <= '7' && std::isspace(static_cast<unsigned char>(bytes[2])))
+        return "a PNM image (PBM, PGM or PPM)";
+    if (at(0, "\x76\x2f\x31\x01"))
+        return "an OpenEXR image";
+    if (at(0, "#?RADIANCE") || at(0, "#?RGBE"))
+        return "a Radiance HDR image";
+    if (at(0, "\x59\xa6\x6a\x95"))
+        return "a Sun raster image";
+    if (at(0, "8BPS"))
+        return "a Photoshop image (PSD)";
+    if (at(0, "\0\0\1\0"))
+        return "an icon (ICO)";
+    if (at(0, "\xff\x0a") || at(4, "jP  \r\n"))
+        return "a JPEG XL or JPEG 2000 image";
+    const size_t tag = bytes.find('<');
+    if (tag != std::string::npos && tag < 8 && (bytes.find("<svg", tag) != std::string::npos))
+        return "an SVG drawing";
+    return {};
+}
 
 std::string newerPyTorchAdvice(const std::string& path, const std::string& message)
 {
@@ -101,10 +190,18 @@ std::string describeFileStart(const std::string& bytes)
         return "an empty file (0 bytes)";
     if (startsWith(bytes, "version https://git-lfs"))
         return "a Git LFS pointer (the real file was never fetched: run 'git lfs pull')";
-    if (startsWith(bytes, "\x89PNG"))
-        return "a PNG image";
-    if (startsWith(bytes, "\xff\xd8\xff"))
-        return "a JPEG image";
+    if (const std::string image = describeImageStart(bytes); !image.empty())
+        return image;
+    if (startsWith(bytes, "%PDF-"))
+        return "a PDF document";
+    if (startsWith(bytes, "\x93NUMPY"))
+        return "a NumPy array (.npy)";
+    if (startsWith(bytes, "\x89HDF\r\n"))
+        return "an HDF5 file (Keras .h5?)";
+    if (startsWith(bytes, "PK\x03\x04"))
+        return "a zip archive";
+    if (bytes.size() >= 10 && bytes.compare(8, 2, "{\"") == 0)
+        return "a safetensors file (tensors only, no model code)";
     if (startsWith(bytes, "\x1f\x8b"))
         return "a gzip-compressed file";
     if (startsWith(bytes,
@@ -113,13 +210,13 @@ std::string describeFileStart(const std::string& bytes)
         return "an executable or shared library (ELF)";
     if (bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x80 && bytes[1] >= 2 && bytes[1] <= 5)
         return "a legacy (pre-1.6, non-zip) torch.save pickle, not a TorchScript archive";
-    if (startsWith(bytes, "<!DOCTYPE") || startsWith(bytes, "<html"))
+    if (startsWith(bytes, "<!DOCTYPE html") || startsWith(bytes, "<!doctype html") || startsWith(bytes, "<html"))
         return "an HTML page (a failed download?)";
     if (looksLikeText(bytes)) {
         const std::string firstLine = bytes.substr(0, std::min(bytes.find('\n'), size_t{60}));
         return "a text file (it begins \"" + firstLine + "\")";
     }
-    return "not a zip archive (it begins with bytes " + hexStart(bytes) + ")";
+    return "a file of no kind TorchScope knows (it begins with bytes " + hexStart(bytes) + ")";
 }
 
 std::optional<std::string> diagnoseModelFile(const std::string& path)
@@ -141,21 +238,20 @@ std::optional<std::string> diagnoseModelFile(const std::string& path)
     if (size == 0 || !startsWith(start, "PK\x03\x04"))
         return "this is " + describeFileStart(start) + ", not a TorchScript archive";
 
-    try {
-        caffe2::serialize::PyTorchStreamReader reader(path);
-        const auto records = reader.getAllRecords();
-        const bool hasCode
-            = std::any_of(records.begin(), records.end(), [](const std::string& r) { return startsWith(r, "code/"); });
-        if (!hasCode && !reader.hasRecord("constants.pkl"))
-            return describeTorchSaveArchive(reader);
-    } catch (const c10::Error& e) {
-        if (std::string newer = versionMismatch(e.what_without_backtrace()); !newer.empty())
-            return newer;
-        return "the zip archive is truncated or damaged (" + std::to_string(size)
-            + " bytes; its central directory cannot be read): the file was probably cut short while "
-              "downloading or copying";
+    // Read with libzip, not LibTorch's PyTorchStreamReader: that one leaks its zip reader when it
+    // throws on a damaged archive (LeakSanitizer found it), and libzip's errors say what is wrong.
+    int zipError = 0;
+    zip_t* archive = zip_open(path.c_str(), ZIP_RDONLY, &zipError);
+    if (!archive) {
+        zip_error_t error;
+        zip_error_init_with_code(&error, zipError);
+        const std::string why = zip_error_strerror(&error);
+        zip_error_fini(&error);
+        return "the zip archive is truncated or damaged (" + std::to_string(size) + " bytes; " + why
+            + "): the file was probably cut short while downloading or copying";
     }
-    return std::nullopt;
+    const std::unique_ptr<zip_t, decltype(&zip_discard)> closer(archive, zip_discard);
+    return describeArchive(archive);
 }
 
 } // namespace torchscope

@@ -18,5 +18,7 @@ std::string newerPyTorchAdvice(const std::string& path, const std::string& libto
 
 // Names what a non-archive file is from its first bytes ("a PNG image", "a text file ...").
 std::string describeFileStart(const std::string& bytes);
+// The image format the first bytes announce ("a GIF image"); empty when none.
+std::string describeImageStart(const std::string& bytes);
 
 } // namespace torchscope

@@ -10,6 +10,7 @@
 #include <caffe2/serialize/inline_container.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -20,6 +21,14 @@ using nlohmann::json;
 
 std::string readText(const std::string& path, const std::string& what)
 {
+    // A device or a huge file is no setup or labels list (and /dev/zero would never end).
+    constexpr std::uintmax_t Largest = std::uintmax_t{64} << 20;
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+        throw Error("cannot read " + what + " '" + path + "': it is not a regular file");
+    if (const auto size = std::filesystem::file_size(path, ec); !ec && size > Largest)
+        throw Error("cannot read " + what + " '" + path + "': " + std::to_string(size >> 20)
+            + " MiB is too large for a JSON or text file");
     std::ifstream in(path, std::ios::binary);
     if (!in)
         throw Error("cannot read " + what + " '" + path + "'");

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "imaging/preprocessing.h"
+#include "record/batch_run.h"
 #include "record/image_folder.h"
 
 #include <ATen/core/Tensor.h>
@@ -18,14 +19,6 @@
 #include <vector>
 
 namespace torchscope {
-
-struct ImageBatch {
-    at::Tensor images; // [N, C, H, W], preprocessed
-    std::vector<int64_t> indices; // positions in the folder's image list
-    std::vector<int64_t> labels; // true labels (-1: none)
-    std::vector<std::pair<std::string, std::string>> failures; // path, why: skipped images
-    std::exception_ptr error; // a batch that cannot be formed (images of different sizes)
-};
 
 // Decodes and preprocesses a folder's images into batches on worker threads, a few batches
 // ahead of the consumer, so that the model never waits for the decoder. Batches come out in

@@ -1,105 +1,8 @@
 #include "record/folder_run.h"
 
-#include "common/error.h"
-#include "common/strings.h"
-#include "graph/engine.h"
-#include "graph/model_output.h"
 #include "record/batch_reader.h"
-#include "record/recorder.h"
-
-#include <ATen/ATen.h>
-#include <torch/script.h>
-
-#include <algorithm>
-#include <chrono>
 
 namespace torchscope {
-namespace {
-
-// Which samples of a batch the condition keeps (bool [N]).
-at::Tensor conditionMask(const Condition& condition, const c10::IValue& output, const std::string& scoresElement,
-    const std::vector<int64_t>& labels)
-{
-    const auto n = static_cast<int64_t>(labels.size());
-    if (condition.kind == Condition::Kind::All)
-        return at::ones({n}, at::kBool);
-    const at::Tensor truth = at::tensor(labels, at::kLong);
-    if (condition.needsTrueLabels() && (truth < 0).any().item<bool>())
-        throw Error("this condition needs true labels: give an ImageFolder-style folder (one subfolder per class)");
-    at::Tensor predicted;
-    if (condition.needsPredictions()) {
-        const ScoreOutput scores = findScores(output, scoresElement);
-        if (scores.kind != OutputKind::Classes)
-            throw Error("this condition needs the model's class scores ([batch, classes]); the output is "
-                + scores.described + " (or the run is truncated)");
-        predicted = scores.scores.argmax(1).cpu();
-    }
-    auto inSet = [&](const at::Tensor& classes) {
-        at::Tensor mask = at::zeros({n}, at::kBool);
-        for (int64_t label : condition.labels)
-            mask = mask | (classes == label);
-        return mask;
-    };
-    switch (condition.kind) {
-    case Condition::Kind::TrueLabelIn:
-        return inSet(truth);
-    case Condition::Kind::PredictedIn:
-        return inSet(predicted);
-    case Condition::Kind::Correct:
-        return predicted == truth;
-    case Condition::Kind::Wrong:
-        return predicted != truth;
-    case Condition::Kind::All:
-        break;
-    }
-    return at::ones({n}, at::kBool);
-}
-
-} // namespace
-
-namespace {
-
-// The loop both streams share: `next` yields batches until it returns nothing.
-FolderRunSummary recordBatches(Engine& engine, Recorder& recorder, int64_t total,
-    const std::function<std::optional<ImageBatch>()>& next,
-    const std::function<bool(const FolderRunProgress&)>& progress, const std::function<void()>& stop)
-{
-    Request request;
-    request.grabs = recorder.config().grabs;
-    request.targetClass = recorder.config().targetClass;
-    request.scores = recorder.config().scores;
-    engine.prepare(request);
-
-    const auto start = std::chrono::steady_clock::now();
-    FolderRunSummary summary;
-    FolderRunProgress state{0, total};
-    while (auto batch = next()) {
-        summary.failures.insert(summary.failures.end(), batch->failures.begin(), batch->failures.end());
-        state.imagesDone += static_cast<int64_t>(batch->indices.size() + batch->failures.size());
-        if (batch->images.defined()) {
-            const RunResult result = engine.run(request, forwardInputsFromBatch(engine.model(), batch->images));
-            const at::Tensor mask
-                = conditionMask(recorder.config().condition, result.values.front().second, recorder.config().scores,
-                    batch->labels);
-            recorder.add(result, batch->indices, mask);
-            summary.images += batch->images.size(0);
-            summary.selected += mask.sum().item<int64_t>();
-            for (const auto& w : result.warnings)
-                if (std::find(summary.warnings.begin(), summary.warnings.end(), w) == summary.warnings.end())
-                    summary.warnings.push_back(w);
-        }
-        if (progress && !progress(state)) {
-            summary.cancelled = true;
-            stop();
-            break;
-        }
-    }
-    summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    summary.imagesPerSecond = summary.seconds > 0 ? summary.images / summary.seconds : 0.0;
-    return summary;
-}
-
-} // namespace
 
 FolderRunSummary recordFolder(Engine& engine, Recorder& recorder, const ImageFolder& folder,
     const Preprocessing& preprocessing, const FolderRunOptions& options,
@@ -109,33 +12,6 @@ FolderRunSummary recordFolder(Engine& engine, Recorder& recorder, const ImageFol
     return recordBatches(
         engine, recorder, static_cast<int64_t>(folder.images.size()), [&] { return reader.next(); }, progress,
         [&] { reader.cancel(); });
-}
-
-FolderRunSummary recordTensor(Engine& engine, Recorder& recorder, const at::Tensor& samples,
-    const std::vector<int64_t>& labels, int batchSize, const std::function<bool(const FolderRunProgress&)>& progress)
-{
-    if (samples.dim() < 1 || samples.size(0) == 0)
-        throw Error("a tensor to record needs rows: shape [N, ...], got " + shapeToString(samples.sizes().vec()));
-    if (!labels.empty() && static_cast<int64_t>(labels.size()) != samples.size(0))
-        throw Error(std::to_string(labels.size()) + " labels for " + std::to_string(samples.size(0)) + " samples");
-    const int64_t step = std::max(1, batchSize);
-    int64_t next = 0;
-    return recordBatches(
-        engine, recorder, samples.size(0),
-        [&]() -> std::optional<ImageBatch> {
-            if (next >= samples.size(0))
-                return std::nullopt;
-            ImageBatch batch;
-            const int64_t end = std::min(samples.size(0), next + step);
-            batch.images = samples.slice(0, next, end);
-            for (int64_t i = next; i < end; ++i) {
-                batch.indices.push_back(i);
-                batch.labels.push_back(labels.empty() ? -1 : labels[static_cast<size_t>(i)]);
-            }
-            next = end;
-            return batch;
-        },
-        progress, [] {});
 }
 
 } // namespace torchscope

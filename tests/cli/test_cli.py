@@ -11,7 +11,7 @@ import torch
 
 CLI = os.environ["TORCHSCOPE_CLI"]
 FIXTURES = pathlib.Path(os.environ["TORCHSCOPE_FIXTURES_DIR"])
-HEADLESS = os.environ.get("TORCHSCOPE_HEADLESS", "0") in ("1", "ON", "TRUE", "true")
+HEADLESS = os.environ.get("TORCHSCOPE_IMAGING", "1") not in ("1", "ON", "TRUE", "true")  # built without OpenCV
 # The Fashion-MNIST CNN the probe fixtures were made from (the CLI's default model is the face demo).
 FASHION = pathlib.Path(__file__).resolve().parents[2] / "resources" / "demo" / "fashion_cnn.pt"
 
@@ -238,8 +238,45 @@ class CliErrors(unittest.TestCase):
     def test_usage_errors(self):
         result = cli("run", FIXTURES / "relu_twice.pt")
         self.assertEqual(result.returncode, 2)
-        self.assertIn("run needs at least one --input", result.stderr)
-        self.assertEqual(cli("frobnicate").returncode, 2)
+        self.assertIn("run: --input is required", result.stderr)
+        result = cli("frobnicate")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("unknown command 'frobnicate'", result.stderr)
+
+    def test_numeric_options_are_range_checked(self):
+        model, data = FIXTURES / "relu_twice.pt", FIXTURES / "small_input.pt"
+        record = ("record", model, "--input", data, "--grab", "a", "--out", "/tmp/never_written")
+        cases = [
+            (record + ("--batch", "0"), "--batch: Value 0 not in range 1 to 65536"),
+            (record + ("--range", "5:1"), "--range: LO must be below HI, got '5:1'"),
+            (record + ("--range", "abc"), "--range: expected LO:HI (two numbers), got 'abc'"),
+            (record + ("--range", "0:nan"), "--range: expected a finite number, got 'nan'"),
+            (record + ("--bins", "-1"), "--bins: Value -1 not in range"),
+            (record + ("--reduce", "median"), "--reduce: median not in {none,sum,mean,max,min,stats}"),
+            (("run", model, "--input", data, "--out", "/tmp/x.pt", "--threads", "-3"),
+             "--threads: Value -3 not in range 0 to 4096"),
+            (("run", model, "--input", data, "--out", "/tmp/x.pt", "--target", "-2"), "--target: Value -2 not in range"),
+            (("run", model, "--input", data, "--out", "/tmp/x.pt", "--target-box", "5,5,2,9"),
+             "--target-box: expected 0 <= X0 < X1 and 0 <= Y0 < Y1, got '5,5,2,9'"),
+            (("run", model, "--input", data, "--out", "/tmp/x.pt", "--device", "gpu"),
+             "--device: expected auto, cpu, cuda or cuda:N, got 'gpu'"),
+            (("probe", "train", model, "--layer", "a", "--data", data, "--out", "/tmp/p.pt", "--validation", "1.5"),
+             "--validation: expected a fraction between 0 and 1 (exclusive), got '1.5'"),
+        ]
+        for args, message in cases:
+            with self.subTest(args=args[-2:]):
+                result = cli(*args)
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertIn(message, result.stderr)
+                self.assertNotIn("stod", result.stderr)
+        self.assertFalse(os.path.exists("/tmp/never_written"))
+
+    def test_help_per_command(self):
+        result = cli("record", "--help")
+        self.assertEqual(result.returncode, 0)
+        self.assertIn("Usage: torchscope-cli record", result.stdout)
+        self.assertIn("--batch", result.stdout)
+        self.assertNotIn("--probe-only", result.stdout)  # run's option, not record's
 
     def test_output_folder_missing(self):
         result = cli("run", FIXTURES / "relu_twice.pt", "--input", FIXTURES / "small_input.pt",

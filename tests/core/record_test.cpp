@@ -21,7 +21,8 @@ std::shared_ptr<Model> demoModel()
 }
 
 Recording record(const std::string& reduction, const std::string& condition, int batch = 8,
-    std::function<bool(const FolderRunProgress&)> progress = {}, int64_t memoryCap = int64_t{1} << 30)
+    std::function<bool(const FolderRunProgress&)> progress = {}, int64_t memoryCap = int64_t{1} << 30,
+    std::optional<std::pair<double, double>> histogramRange = std::nullopt)
 {
     auto model = demoModel();
     const ModelSetup card = defaultSetup(*model);
@@ -31,6 +32,7 @@ Recording record(const std::string& reduction, const std::string& condition, int
     config.condition = Condition::parse(condition);
     config.topK = 5;
     config.memoryCapBytes = memoryCap;
+    config.histogramRange = histogramRange;
     Recording r{std::make_unique<Recorder>(config), {}};
     Engine engine(model);
     FolderRunOptions options;
@@ -47,6 +49,25 @@ at::Tensor result(const Recorder& recorder, const std::string& key)
             return value.toTensor();
     ADD_FAILURE() << "no result " << key;
     return {};
+}
+
+TEST(Recording, HistogramMatchesNumPy)
+{
+    const auto expected = loadExpected("labelled_expected.pt");
+    for (const std::string key : {"features.1", "classifier.2"}) {
+        const at::Tensor range = expected.at("histogram/" + key + "/range");
+        const Recording r = record("stats", "all", 7, {}, int64_t{1} << 30,
+            std::make_pair(range[0].item<double>(), range[1].item<double>()));
+        const at::Tensor counts = result(*r.recorder, key + ":histogram").to(at::kLong);
+        const at::Tensor want = expected.at("histogram/" + key + "/counts").to(at::kLong);
+        ASSERT_EQ(counts.numel(), 64) << key;
+        ASSERT_GT(want.sum().item<int64_t>(), 0) << key;
+        EXPECT_TRUE(counts.equal(want)) << key << "\n ours:  " << counts << "\n NumPy: " << want;
+        EXPECT_TRUE(result(*r.recorder, key + ":histogram_outside").equal(expected.at("histogram/" + key + "/outside")))
+            << key;
+        const at::Tensor outside = expected.at("histogram/" + key + "/outside");
+        EXPECT_GT(outside[0].item<int64_t>() + outside[1].item<int64_t>(), 0) << "the range should cut some off";
+    }
 }
 
 class Reductions : public ::testing::TestWithParam<std::pair<const char*, const char*>> { };

@@ -1,5 +1,7 @@
 #include "test_support.h"
 
+#include <utility>
+
 #include "export/pt_export.h"
 
 #include <nlohmann/json.hpp>
@@ -52,17 +54,54 @@ std::vector<std::string> loadNames(const std::string& name)
     return nlohmann::json::parse(in).get<std::vector<std::string>>();
 }
 
+namespace {
+
+// Names NaN and infinities in either tensor: a comparison must never pass over them.
+std::string nonFinite(const at::Tensor& actual, const at::Tensor& expected)
+{
+    std::string problems;
+    for (const auto& [name, t] : {std::pair{"actual", actual}, std::pair{"expected", expected}}) {
+        if (!t.is_floating_point() || t.numel() == 0)
+            continue;
+        const at::Tensor values = t.cpu();
+        const int64_t nans = values.isnan().sum().item<int64_t>();
+        const int64_t infinities = values.isinf().sum().item<int64_t>();
+        if (nans || infinities)
+            problems += std::string(problems.empty() ? "" : ", ") + name + " has " + std::to_string(nans) + " NaN and "
+                + std::to_string(infinities) + " infinite values";
+    }
+    return problems;
+}
+
+} // namespace
+
 ::testing::AssertionResult tensorsClose(
     const std::string& label, const at::Tensor& actual, const at::Tensor& expected, double tolerance)
 {
     if (actual.sizes() != expected.sizes())
         return ::testing::AssertionFailure()
             << label << ": shape " << actual.sizes() << " != expected " << expected.sizes();
-    const double diff = (actual.cpu().to(at::kDouble) - expected.to(at::kDouble)).abs().max().item<double>();
+    if (const std::string problems = nonFinite(actual, expected); !problems.empty())
+        return ::testing::AssertionFailure() << label << ": " << problems;
+    if (actual.numel() == 0)
+        return ::testing::AssertionSuccess();
+    const double diff = (actual.cpu().to(at::kDouble) - expected.cpu().to(at::kDouble)).abs().max().item<double>();
     std::cout << "  " << label << " " << actual.sizes() << " max abs diff " << diff << '\n';
-    if (!(diff <= tolerance)) // a NaN anywhere fails too
+    if (!(diff <= tolerance)) // NaN-safe: a NaN difference fails too
         return ::testing::AssertionFailure() << label << ": max abs diff " << diff << " > " << tolerance;
     return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult tensorsCloseRelative(
+    const std::string& label, const at::Tensor& actual, const at::Tensor& expected, double relative)
+{
+    if (const std::string problems = nonFinite(actual, expected); !problems.empty())
+        return ::testing::AssertionFailure() << label << ": " << problems;
+    const double scale = expected.numel() ? expected.abs().max().item<double>() : 0.0;
+    if (expected.numel() && !(scale > 0.0))
+        return ::testing::AssertionFailure() << label << ": the expected values are all zero; compare them exactly";
+    std::cout << "  " << label << ": values up to " << scale << '\n';
+    return tensorsClose(label, actual, expected, relative * scale);
 }
 
 } // namespace torchscope::test

@@ -21,9 +21,14 @@ at::Tensor loadTensor(const std::string& name);
 
 std::shared_ptr<Model> loadModel(const std::string& name);
 
-// Compares and prints the max abs difference, so the log shows how close every value was.
+// Compares and prints the max abs difference, so the log shows how close every value was. Fails
+// on a NaN or an infinity in either tensor, whatever the tolerance.
 ::testing::AssertionResult tensorsClose(
     const std::string& label, const at::Tensor& actual, const at::Tensor& expected, double tolerance = 0.0);
+// The same with a tolerance of `relative` times the largest expected magnitude: for gradients and
+// scores far from 1. Expected values that are all zero fail (compare those exactly).
+::testing::AssertionResult tensorsCloseRelative(
+    const std::string& label, const at::Tensor& actual, const at::Tensor& expected, double relative);
 
 // For networks whose activations grow large (random-weight detectors): tolerance scaled by the
 // expected values' magnitude.

@@ -204,9 +204,9 @@ private Q_SLOTS:
         QCOMPARE(window.activationView()->shownKey(), QString("stem"));
         QVERIFY(window.statisticsPanel()->findChild<QLabel*>()->text().contains("stem"));
         // A session saved now names the new model and its layer.
-        const QJsonObject session = document->toJson();
-        QCOMPARE(session.value("model").toString(), QFileInfo(test::fixture("never_called.pt")).absoluteFilePath());
-        QCOMPARE(session.value("selected_layer").toString(), QString("stem"));
+        const SessionFile session = document->toSession();
+        QCOMPARE(QString::fromStdString(session.model), QFileInfo(test::fixture("never_called.pt")).absoluteFilePath());
+        QCOMPARE(QString::fromStdString(session.selectedLayer), QString("stem"));
         QVERIFY(!window.logDock()->text().isEmpty());
     }
 

@@ -1,0 +1,35 @@
+#pragma once
+
+#include "graph/request.h"
+#include "model/model_setup.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace torchscope {
+
+// A saved workbench session (*.torchscope.json): the model and everything the researcher set on
+// it. Parsed here, without Qt, so that the command line, the window and the fuzzer read it alike.
+struct SessionFile {
+    static constexpr int Version = 2;
+
+    std::string model; // path of the .pt
+    std::string device; // "" : the window's choice
+    std::vector<std::string> grabs; // grab specs, as the tree ticks them
+    std::string truncate; // "" : none
+    std::vector<EditSpec> edits;
+    std::optional<ModelSetup> setup; // none: the model's own (a version-1 "preprocess" spec is resolved)
+    int64_t target = -1; // gradient target class; -1: the predicted class
+    std::string selectedLayer;
+    std::vector<std::string> images;
+    int64_t selectedImage = 0;
+
+    // Throws torchscope::Error naming the field that is wrong and what it holds. `base` is the
+    // setup that fields the session's setup leaves out come from.
+    static SessionFile parse(const std::string& text, const ModelSetup& base);
+    std::string toJson() const; // indented
+};
+
+} // namespace torchscope
