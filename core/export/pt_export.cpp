@@ -5,6 +5,7 @@
 #include "model/file_diagnosis.h"
 
 #include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/version.h>
 
 #include <filesystem>
 #include <fstream>
@@ -67,6 +68,10 @@ c10::IValue readTorchSaveFile(const std::string& path)
         const std::string message = e.what_without_backtrace();
         if (message.find("constants.pkl") != std::string::npos || message.find("code/") != std::string::npos)
             throw Error("cannot read tensor file '" + path + "': it looks like a TorchScript model, not a tensor");
+        if (message.find("Unknown opcode for unpickling at 0x73") != std::string::npos) // SETITEM
+            throw Error("cannot read tensor file '" + path + "': LibTorch " TORCH_VERSION " cannot read a dict with a "
+                "single entry saved by torch.save (Python pickles it with an opcode LibTorch lacks); save the tensor "
+                "itself, or a dict of two or more entries");
         throw Error("cannot read tensor file '" + path + "': " + message.substr(0, message.find('\n')));
     }
 }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <string_view>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -127,39 +128,39 @@ std::optional<std::string> describeArchive(zip_t* archive)
 
 std::string describeImageStart(const std::string& bytes)
 {
-    const auto at = [&](size_t offset, const char* text) {
-        const size_t length = std::strlen(text);
-        return bytes.size() >= offset + length && bytes.compare(offset, length, text) == 0;
+    using namespace std::string_view_literals; // "\0" inside a magic number: lengths must not stop there
+    const auto at = [&](size_t offset, std::string_view magic) {
+        return bytes.size() >= offset + magic.size() && std::string_view(bytes).substr(offset, magic.size()) == magic;
     };
-    if (at(0, "\x89PNG"))
+    if (at(0, "\x89PNG"sv))
         return "a PNG image";
-    if (at(0, "\xff\xd8\xff"))
+    if (at(0, "\xff\xd8\xff"sv))
         return "a JPEG image";
-    if (at(0, "GIF87a") || at(0, "GIF89a"))
+    if (at(0, "GIF87a"sv) || at(0, "GIF89a"sv))
         return "a GIF image";
-    if (at(0, "BM"))
+    if (at(0, "BM"sv))
         return "a BMP image";
-    if (at(0, "II*") || at(0, "MM\0*"))
+    if (at(0, "II*"sv) || at(0, "MM\0*"sv))
         return "a TIFF image";
-    if (at(0, "RIFF") && at(8, "WEBP"))
+    if (at(0, "RIFF"sv) && at(8, "WEBP"sv))
         return "a WebP image";
-    if (at(4, "ftypheic") || at(4, "ftypheix") || at(4, "ftyphevc") || at(4, "ftypmif1") || at(4, "ftypmsf1"))
+    if (at(4, "ftypheic"sv) || at(4, "ftypheix"sv) || at(4, "ftyphevc"sv) || at(4, "ftypmif1"sv) || at(4, "ftypmsf1"sv))
         return "a HEIC image";
-    if (at(4, "ftypavif"))
+    if (at(4, "ftypavif"sv))
         return "an AVIF image";
     if (bytes.size() >= 3 && bytes[0] == 'P' && bytes[1] >= '1' && bytes[1] <= '7' && std::isspace(static_cast<unsigned char>(bytes[2])))
         return "a PNM image (PBM, PGM or PPM)";
-    if (at(0, "\x76\x2f\x31\x01"))
+    if (at(0, "\x76\x2f\x31\x01"sv))
         return "an OpenEXR image";
-    if (at(0, "#?RADIANCE") || at(0, "#?RGBE"))
+    if (at(0, "#?RADIANCE"sv) || at(0, "#?RGBE"sv))
         return "a Radiance HDR image";
-    if (at(0, "\x59\xa6\x6a\x95"))
+    if (at(0, "\x59\xa6\x6a\x95"sv))
         return "a Sun raster image";
-    if (at(0, "8BPS"))
+    if (at(0, "8BPS"sv))
         return "a Photoshop image (PSD)";
-    if (at(0, "\0\0\1\0"))
+    if (at(0, "\0\0\1\0"sv))
         return "an icon (ICO)";
-    if (at(0, "\xff\x0a") || at(4, "jP  \r\n"))
+    if (at(0, "\xff\x0a"sv) || at(4, "jP  \r\n"sv))
         return "a JPEG XL or JPEG 2000 image";
     const size_t tag = bytes.find('<');
     if (tag != std::string::npos && tag < 8 && (bytes.find("<svg", tag) != std::string::npos))

@@ -3,7 +3,7 @@
 // side in one run, alternating case by case. Prints JSON.
 //
 //   torchscope-bench-engine MODEL_scripted.pt STATE_DICT.pt ARCH PYTHON WORKER.py
-//                           [--batch 8] [--size 224] [--threads 2] [--repeats 15]
+//                           [--batch 8] [--size 224] [--threads 2] [--repeats 15] [--device cpu|cuda]
 #include "graph/engine.h"
 #include "graph/instrumenter.h"
 #include "model/model.h"
@@ -11,6 +11,7 @@
 
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
+#include <torch/cuda.h>
 #include <torch/script.h>
 
 #include <algorithm>
@@ -64,9 +65,10 @@ int main(int argc, char** argv)
     const int size = std::stoi(option(args, "--size", "224"));
     const int threads = std::stoi(option(args, "--threads", "2"));
     const int repeats = std::stoi(option(args, "--repeats", "15"));
+    const std::string device = option(args, "--device", "cpu");
     if (args.size() != 5) {
         std::cerr << "usage: torchscope-bench-engine MODEL.pt STATE_DICT.pt ARCH PYTHON WORKER.py "
-                     "[--batch 8] [--size 224] [--threads 2] [--repeats 15]\n";
+                     "[--batch 8] [--size 224] [--threads 2] [--repeats 15] [--device cpu|cuda]\n";
         return 2;
     }
     const std::string modelPath = args[0], weights = args[1], arch = args[2], python = args[3], worker = args[4];
@@ -74,12 +76,23 @@ int main(int argc, char** argv)
 
     try {
         at::set_num_threads(threads);
-        auto model = Model::load(modelPath);
+        LoadOptions load;
+        load.device = device;
+        auto model = Model::load(modelPath, load);
         Engine engine(model);
         torch::manual_seed(0);
-        const at::Tensor input = torch::randn({batch, 3, size, size});
-        PythonWorker py(
-            {python, worker, arch, weights, std::to_string(batch), std::to_string(size), std::to_string(threads)});
+        const at::Device on(model->device());
+        const at::Tensor input = torch::randn({batch, 3, size, size}).to(on);
+        PythonWorker py({python, worker, arch, weights, std::to_string(batch), std::to_string(size),
+            std::to_string(threads), device});
+        // CUDA runs asynchronously: every measured call ends with its kernels.
+        const auto synced = [&](std::function<void()> body) {
+            return [body, cuda = on.is_cuda()] {
+                body();
+                if (cuda)
+                    torch::cuda::synchronize();
+            };
+        };
 
         Request grab;
         for (const auto& b : blocks)
@@ -89,12 +102,12 @@ int main(int argc, char** argv)
             truncations[b].truncateAt = b;
 
         torch::NoGradGuard noGrad;
-        auto plain = [&] { model->module().forward({input}); };
+        auto plain = synced([&] { model->module().forward({input}); });
         std::map<std::string, std::function<void()>> ours{
-            {"plain", plain}, {"grab", [&] { engine.run(grab, {input}); }}};
+            {"plain", plain}, {"grab", synced([&] { engine.run(grab, {input}); })}};
         std::map<std::string, std::string> python{{"plain", "plain"}, {"grab", "hooks layer1,layer2,layer3,layer4"}};
         for (const auto& b : blocks) {
-            ours["truncate " + b] = [&, b] { engine.run(truncations[b], {input}); };
+            ours["truncate " + b] = synced([&, b] { engine.run(truncations[b], {input}); });
             python["truncate " + b] = "truncate " + b;
         }
 
@@ -159,6 +172,7 @@ int main(int argc, char** argv)
             {"batch", batch},
             {"size", size},
             {"threads", threads},
+            {"device", model->device()},
             {"repeats", repeats},
             {"statistic", "median"},
             {"plain_forward_seconds", full},

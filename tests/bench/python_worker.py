@@ -26,18 +26,22 @@ class Truncated(Exception):
 
 def main():
     arch, weights, batch, size, threads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+    device = torch.device(sys.argv[6] if len(sys.argv) > 6 else "cpu")
     torch.set_num_threads(threads)
     model = getattr(torchvision.models, arch)(weights=None)
     model.load_state_dict(torch.load(weights))
-    model.eval()
+    model.eval().to(device)
     modules = dict(model.named_modules())
     torch.manual_seed(0)
-    x = torch.randn(batch, 3, size, size)
+    x = torch.randn(batch, 3, size, size).to(device)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
 
     def timed(run):
+        sync()
         start = time.perf_counter()
         with torch.no_grad():
             run()
+        sync()  # CUDA runs asynchronously: the time is the kernels', not their launch's
         return time.perf_counter() - start
 
     def with_hooks(paths):

@@ -20,21 +20,111 @@ def cli(*args):
     return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=300)
 
 
+SAFETENSORS_DTYPES = {"BOOL": "?", "U8": "u1", "I8": "i1", "I16": "<i2", "U16": "<u2", "F16": "<f2", "BF16": None,
+                      "I32": "<i4", "U32": "<u4", "F32": "<f4", "I64": "<i8", "U64": "<u8", "F64": "<f8"}
+
+
 def read_safetensors(path):
-    """The safetensors layout, read with the standard library and NumPy only."""
+    """A safetensors file read with the standard library and NumPy, checking every rule of the format
+    (github.com/huggingface/safetensors, "Format"): an 8-byte little-endian header size, a JSON object
+    that starts with '{' and is padded with spaces only, "__metadata__" a map of strings, each tensor
+    a known dtype, a shape of non-negative integers and data_offsets [begin, end] relative to the
+    byte buffer, of exactly prod(shape) * itemsize bytes, the offsets in order without gaps or
+    overlaps and covering the whole buffer."""
     import numpy as np
     data = pathlib.Path(path).read_bytes()
+
+    def require(condition, message):
+        if not condition:
+            raise AssertionError(f"{path}: not a valid safetensors file: {message}")
+
+    require(len(data) >= 8, "shorter than its 8-byte header size")
     size = int.from_bytes(data[:8], "little")
-    header = json.loads(data[8:8 + size])
-    header.pop("__metadata__", None)
-    dtypes = {"F32": np.float32, "F64": np.float64, "I64": np.int64, "I32": np.int32, "U8": np.uint8}
+    require(8 + size <= len(data), f"header size {size} runs past the end ({len(data)} bytes)")
+    raw = data[8:8 + size]
+    require(raw[:1] == b"{", "the header does not start with '{'")
+    text = raw.decode("utf-8")
+    require(text.rstrip(" ") == text.rstrip(), "the header is padded with something other than spaces")
+    pairs = json.loads(text, object_pairs_hook=lambda items: items)
+    keys = [k for k, _ in pairs]
+    require(len(keys) == len(set(keys)), "duplicate keys")
+    header = dict(pairs)
+    metadata = header.pop("__metadata__", {})
+    metadata = dict(metadata) if isinstance(metadata, list) else metadata
+    require(all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()),
+            "__metadata__ must map strings to strings")
     body = data[8 + size:]
-    return {key: np.frombuffer(body[info["data_offsets"][0]:info["data_offsets"][1]], dtype=dtypes[info["dtype"]])
-            .reshape(info["shape"]) for key, info in header.items()}
+    arrays, spans = {}, []
+    for key, info in header.items():
+        info = dict(info)
+        require(set(info) == {"dtype", "shape", "data_offsets"}, f"{key}: fields {sorted(info)}")
+        require(info["dtype"] in SAFETENSORS_DTYPES, f"{key}: unknown dtype {info['dtype']}")
+        shape = info["shape"]
+        require(all(isinstance(d, int) and d >= 0 for d in shape), f"{key}: bad shape {shape}")
+        begin, end = info["data_offsets"]
+        require(0 <= begin <= end <= len(body), f"{key}: offsets {begin}, {end} outside the {len(body)}-byte buffer")
+        itemsize = 2 if info["dtype"] == "BF16" else np.dtype(SAFETENSORS_DTYPES[info["dtype"]]).itemsize
+        require(end - begin == int(np.prod(shape, dtype=np.int64)) * itemsize,
+                f"{key}: {end - begin} bytes for shape {shape} of {info['dtype']}")
+        spans.append((begin, end, key))
+        chunk = body[begin:end]
+        if info["dtype"] == "BF16":
+            arrays[key] = (np.frombuffer(chunk, "<u2").astype(np.uint32) << 16).view(np.float32).reshape(shape)
+        else:
+            arrays[key] = np.frombuffer(chunk, SAFETENSORS_DTYPES[info["dtype"]]).reshape(shape)
+        arrays[key + "/dtype"] = info["dtype"]
+    position = 0
+    for begin, end, key in sorted(spans):
+        require(begin == position, f"{key}: starts at {begin}, expected {position} (a gap or an overlap)")
+        position = end
+    require(position == len(body), f"the tensors cover {position} of the buffer's {len(body)} bytes")
+    return arrays
 
 
 def max_diff(a, b):
-    return (a - b).abs().max().item()
+    """The largest absolute difference; NaN or infinity in either fails (max() would skip a NaN)."""
+    a, b = torch.as_tensor(a).double(), torch.as_tensor(b).double()
+    if a.shape != b.shape:
+        raise AssertionError(f"shapes differ: {tuple(a.shape)} and {tuple(b.shape)}")
+    if not (torch.isfinite(a).all() and torch.isfinite(b).all()):
+        raise AssertionError(f"non-finite values: {int((~torch.isfinite(a)).sum())} in the result, "
+                             f"{int((~torch.isfinite(b)).sum())} expected")
+    return (a - b).abs().max().item() if a.numel() else 0.0
+
+
+def tolerance(key, expected, relative=1e-5):
+    """Gradients are far below 1: compare them relative to their own scale, activations absolutely."""
+    return relative * torch.as_tensor(expected).abs().max().item() if key.endswith(":grad") else relative
+
+
+class Helpers(unittest.TestCase):
+    def test_max_diff_fails_on_nan_and_infinity(self):
+        nan = float("nan")
+        self.assertEqual(max_diff(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5])), 0.5)
+        # Python's max() over [0.1, nan] is 0.1: the old helper's hole.
+        self.assertEqual(max([0.1, nan]), 0.1)
+        for bad in ([1.0, nan], [float("inf"), 2.0]):
+            with self.assertRaises(AssertionError):
+                max_diff(torch.tensor(bad), torch.tensor([1.0, 2.0]))
+            with self.assertRaises(AssertionError):
+                max_diff(torch.tensor([1.0, 2.0]), torch.tensor(bad))
+
+    def test_the_safetensors_reader_is_strict(self):
+        import struct
+        good = b'{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}'
+        good += b" " * (-len(good) % 8)
+        body = struct.pack("<2f", 1.0, 2.0)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = pathlib.Path(tmp) / "t.safetensors"
+            path.write_bytes(struct.pack("<Q", len(good)) + good + body)
+            self.assertEqual(read_safetensors(path)["a"].tolist(), [1.0, 2.0])
+            for header, data in ((good, body + b"\0"),  # buffer not covered
+                                 (good.replace(b"[0,8]", b"[0,4]"), body[:4]),  # too few bytes for the shape
+                                 (good.replace(b'"F32"', b'"F33"'), body),  # unknown dtype
+                                 (good.replace(b"{", b" {", 1), body)):  # does not start with '{'
+                path.write_bytes(struct.pack("<Q", len(header)) + header + data)
+                with self.assertRaises(AssertionError):
+                    read_safetensors(path)
 
 
 class CliRun(unittest.TestCase):
@@ -59,7 +149,7 @@ class CliRun(unittest.TestCase):
         for key in got:
             diff = max_diff(got[key], self.expected[key])
             print(f"{key}: max abs diff {diff}")
-            self.assertLess(diff, 1e-5, key)
+            self.assertLessEqual(diff, tolerance(key, self.expected[key]), key)
 
     def test_glob_and_type_selectors(self):
         got = self.run_ok("run", FIXTURES / "resnet18_traced.pt", "--input", FIXTURES / "resnet18_input.pt",
@@ -67,7 +157,36 @@ class CliRun(unittest.TestCase):
         self.assertIn("layer4.1.conv2", got)
         self.assertIn("bn1", got)
         self.assertIn("layer1.0.bn2", got)
-        self.assertLess(max(max_diff(v, self.expected[k]) for k, v in got.items()), 1e-5)
+        for key, value in got.items():
+            self.assertLess(max_diff(value, self.expected[key]), 1e-5, key)
+        # Exactly what the globs select: layer4's 2 blocks and their 13 submodules, and every
+        # BatchNorm2d (20 in ResNet-18), the output besides.
+        model = torch.jit.load(str(FIXTURES / "resnet18_traced.pt"))
+        modules = dict(model.named_modules())
+        want = {n for n in modules if n.startswith("layer4.")}
+        want |= {n for n, m in modules.items() if m.original_name == "BatchNorm2d"}
+        self.assertEqual(len([n for n in want if n.startswith("layer4.")]), 15)
+        self.assertEqual(len([n for n, m in modules.items() if m.original_name == "BatchNorm2d"]), 20)
+        self.assertEqual({k.split("#")[0] for k in got} - {"output"}, want)
+
+    def test_safetensors_every_dtype_strictly(self):
+        out = pathlib.Path(self.tmp.name) / "dtypes.safetensors"
+        expected = torch.load(FIXTURES / "every_dtype_expected.pt")
+        result = cli("run", FIXTURES / "every_dtype.pt", "--input", FIXTURES / "every_dtype_input.pt",
+                     "--out", out, "--grab", "casts.*")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        arrays = read_safetensors(out)
+        written = {"casts.f64": "F64", "casts.f16": "F16", "casts.bf16": "F32", "casts.i64": "I64",
+                   "casts.i32": "I32", "casts.i16": "I16", "casts.i8": "I8", "casts.u8": "U8", "casts.b": "BOOL",
+                   "output": "F32"}
+        for key, dtype in written.items():
+            with self.subTest(key):
+                self.assertEqual(arrays[key + "/dtype"], dtype)
+                want = expected[key]
+                got = torch.from_numpy(arrays[key].copy())
+                self.assertEqual(tuple(got.shape), tuple(want.shape))
+                # Every value exact: bfloat16 widens to float32 without rounding.
+                self.assertTrue(torch.equal(got, want.float() if key == "casts.bf16" else want), key)
 
     def test_npz_and_safetensors_read_back_by_numpy(self):
         import numpy as np
@@ -78,11 +197,12 @@ class CliRun(unittest.TestCase):
                              "--out", out, "--grab", "layer1.0.relu", "--grab", "layer3:grad", "--target", "3")
                 self.assertEqual(result.returncode, 0, result.stderr)
                 arrays = np.load(out) if suffix == ".npz" else read_safetensors(out)
-                self.assertEqual(set(arrays.keys()), {"output", "layer1.0.relu", "layer1.0.relu#1", "layer3:grad"})
-                for key in arrays.keys():
-                    diff = np.abs(arrays[key] - self.expected[key].numpy()).max()
+                keys = {k for k in arrays.keys() if not k.endswith("/dtype")}
+                self.assertEqual(keys, {"output", "layer1.0.relu", "layer1.0.relu#1", "layer3:grad"})
+                for key in keys:
+                    diff = max_diff(arrays[key], self.expected[key])
                     print(f"{suffix} {key}: max abs diff {diff}")
-                    self.assertLess(diff, 1e-5)
+                    self.assertLessEqual(diff, tolerance(key, self.expected[key]), key)
 
     def test_truncate_returns_the_layer_output(self):
         got = self.run_ok("run", FIXTURES / "resnet18_scripted.pt", "--input", FIXTURES / "resnet18_input.pt",
@@ -178,7 +298,7 @@ class CliRecord(unittest.TestCase):
         self.record(out, "--reduce", "mean", "--condition", "true:0,9")
         arrays = np.load(out)
         want = self.expected["true:0,9/features.1/mean"].numpy()
-        self.assertLess(np.abs(arrays["features.1"] - want).max(), 1e-5)
+        self.assertLess(max_diff(arrays["features.1"], want), 1e-5)
         self.assertEqual(int(arrays["features.1:samples"]), 24)
 
     def test_a_tensor_stream_with_labels(self):
@@ -193,8 +313,8 @@ class CliRecord(unittest.TestCase):
 
     def test_memory_cap_fails_cleanly(self):
         out = pathlib.Path(self.tmp.name) / "all.pt"
-        result = cli("record", self.DEMO, "--input", FIXTURES / "labelled", "--grab", "features.0", "--reduce", "none",
-                     "--memory-cap", "0", "--out", out)
+        result = cli("record", self.DEMO, "--input", FIXTURES / "labelled", "--grab", "features.0", "--grab",
+                     "features.1", "--reduce", "none", "--memory-cap", "1", "--out", out)  # 36 images take 1.3 MiB
         self.assertNotEqual(result.returncode, 0)
         self.assertIn("memory cap", result.stderr)
         self.assertFalse(out.exists())
@@ -283,6 +403,121 @@ class CliErrors(unittest.TestCase):
                      "--out", "/nonexistent/out.pt")
         self.assertNotEqual(result.returncode, 0)
         self.assertIn("does not exist", result.stderr)
+
+
+class CliBadInput(unittest.TestCase):
+    """Input a new user gets wrong: each gets a message naming the file and what it is, never a
+    silent substitute."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = pathlib.Path(self.tmp.name)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_on(self, image):
+        return cli("run", FASHION, "--input", image, "--out", self.dir / "out.pt")
+
+    @unittest.skipIf(HEADLESS, "built without OpenCV")
+    def test_a_truncated_jpeg_or_png_is_refused(self):
+        for name in ("rgb.jpg", "rgb.png"):
+            with self.subTest(name):
+                data = (FIXTURES / "images" / name).read_bytes()
+                cut = self.dir / f"cut_{name}"
+                cut.write_bytes(data[: len(data) * 2 // 3])
+                result = self.run_on(cut)
+                self.assertEqual(result.returncode, 1, result.stderr)
+                self.assertIn(f"cannot read image '{cut}'", result.stderr)
+                self.assertIn("cut short", result.stderr)
+                self.assertFalse((self.dir / "out.pt").exists())
+
+    @unittest.skipIf(HEADLESS, "built without OpenCV")
+    def test_a_damaged_jpeg_is_refused(self):
+        data = bytearray((FIXTURES / "images" / "rgb.jpg").read_bytes())
+        start = data.index(b"\xff\xda")  # the scan: overwrite entropy-coded data in its middle
+        middle = start + (len(data) - start) // 2
+        data[middle:middle + 64] = b"\xff\xd0" * 32  # restart markers where none belong
+        bad = self.dir / "damaged.jpg"
+        bad.write_bytes(bytes(data))
+        result = self.run_on(bad)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("damaged or cut short", result.stderr)
+
+    @unittest.skipIf(HEADLESS, "built without OpenCV")
+    def test_formats_it_cannot_read_are_named(self):
+        from PIL import Image
+        gif = self.dir / "anim.gif"
+        Image.new("RGB", (8, 8), (200, 10, 10)).save(gif)
+        files = {gif: "a GIF image, which TorchScope cannot read; convert it to PNG",
+                 self.dir / "photo.heic": "a HEIC image, which TorchScope cannot read",
+                 self.dir / "drawing.svg": "an SVG drawing (vector graphics)",
+                 self.dir / "paper.pdf": "a PDF document, not an image"}
+        (self.dir / "photo.heic").write_bytes(b"\0\0\0\x18ftypheic\0\0\0\0mif1heic" + bytes(64))
+        (self.dir / "drawing.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"/>')
+        (self.dir / "paper.pdf").write_bytes(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n")
+        for path, message in files.items():
+            with self.subTest(path.name):
+                result = self.run_on(path)
+                self.assertEqual(result.returncode, 1, result.stderr)
+                self.assertIn(path.name, result.stderr)
+                self.assertIn(message, result.stderr)
+
+    def test_a_gif_given_as_the_model_is_named(self):
+        gif = self.dir / "model.pt"
+        gif.write_bytes(b"GIF89a" + bytes(64))
+        result = cli("inspect", gif)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("this is a GIF image, not a TorchScript archive", result.stderr)
+
+    def test_run_takes_the_samples_of_a_record_file(self):
+        saved = torch.load(FIXTURES / "labelled_inputs.pt")
+        result = cli("run", FASHION, "--input", FIXTURES / "labelled_inputs.pt", "--out", self.dir / "out.pt",
+                     "--grab", "features.1")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("run takes its samples", result.stderr)
+        got = torch.load(self.dir / "out.pt")
+        self.assertEqual(got["output"].shape[0], saved["samples"].shape[0])
+        with torch.no_grad():
+            want = torch.jit.load(str(FASHION))(saved["samples"])
+        self.assertLess(max_diff(got["output"], want), 1e-5)
+
+    def test_a_dict_without_samples_says_what_run_takes(self):
+        weird = self.dir / "weird.pt"
+        torch.save({"images": torch.zeros(2, 1, 28, 28), "names": ["a", "b"]}, weird)
+        result = cli("run", FASHION, "--input", weird, "--out", self.dir / "out.pt")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("holds a dict (keys: images, names), not a tensor", result.stderr)
+        self.assertIn("the model's forward takes Tensor", result.stderr)
+        self.assertNotIn("GenericDict", result.stderr)
+
+    def test_a_dict_of_one_entry_is_explained(self):
+        # LibTorch 1.13's unpickler lacks SETITEM, which Python uses for a dict of one entry.
+        single = self.dir / "single.pt"
+        torch.save({"samples": torch.zeros(2, 1, 28, 28)}, single)
+        result = cli("run", FASHION, "--input", single, "--out", self.dir / "out.pt")
+        if result.returncode != 0:
+            self.assertIn("a dict with a single entry", result.stderr)
+
+    def test_a_bad_samples_file_names_the_field(self):
+        bad = self.dir / "bad.pt"
+        torch.save({"samples": torch.zeros(2, 1, 28, 28), "labels": [1, 2]}, bad)
+        result = cli("record", FASHION, "--input", bad, "--grab", "features.1", "--out", self.dir / "stats")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("\"labels\" must be a tensor of integer labels [N]", result.stderr)
+
+    def test_record_of_a_tensor_stream(self):
+        # Needs no OpenCV: the headless build records tensor files too.
+        out = self.dir / "stats.pt"
+        result = cli("record", FASHION, "--input", FIXTURES / "labelled_inputs.pt", "--grab", "features.1",
+                     "--out", out, "--condition", "true:0,9", "--batch", "5")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        saved = torch.load(FIXTURES / "labelled_inputs.pt")
+        expected = torch.load(FIXTURES / "labelled_expected.pt")
+        got = torch.load(out)
+        self.assertEqual(json.loads(result.stdout)["selected"], int(((saved["labels"] == 0) | (saved["labels"] == 9)).sum()))
+        want = expected["true:0,9/features.1/stats:mean"]
+        self.assertLess(max_diff(got["features.1:mean"], want), 1e-5 * want.abs().max().item())
 
 
 class CliInspect(unittest.TestCase):

@@ -3,6 +3,9 @@
 
 #include "imaging/preprocessing.h"
 #include "model/model_setup.h"
+#include "record/batch_run.h"
+#include "record/labelled_samples.h"
+#include "record/recorder.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/cuda.h>
@@ -175,6 +178,38 @@ TEST(Device, RunsOnCudaWhenPresent)
     EXPECT_TRUE(tensorsCloseRelative("layer3 (cuda)", result.tensor("layer3"), expected.at("layer3"), 1e-4));
     EXPECT_TRUE(
         tensorsCloseRelative("layer3:grad (cuda)", result.tensor("layer3:grad"), expected.at("layer3:grad"), 1e-4));
+}
+
+TEST(Device, RecorderStatisticsOnCudaMatchTheCpu)
+{
+    if (!torch::cuda::is_available())
+        GTEST_SKIP() << "no CUDA device here";
+    at::globalContext().setAllowTF32CuDNN(false);
+    at::globalContext().setAllowTF32CuBLAS(false);
+    const LabelledSamples saved = readLabelledSamples(fixture("labelled_inputs.pt"));
+    std::map<std::string, std::unique_ptr<Recorder>> recorders;
+    for (const std::string device : {"cpu", "cuda"}) {
+        LoadOptions options;
+        options.device = device;
+        Engine engine(Model::load(std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt", options));
+        RecorderConfig config;
+        config.grabs = {GrabSpec::parse("features.1"), GrabSpec::parse("classifier.2")};
+        config.histogramRange = std::make_pair(-1.0, 8.0);
+        auto& recorder = *recorders.emplace(device, std::make_unique<Recorder>(config)).first->second;
+        recordTensor(engine, recorder, saved.samples, saved.labels, 7);
+    }
+    const auto cpu = recorders.at("cpu")->results(), cuda = recorders.at("cuda")->results();
+    ASSERT_EQ(cpu.size(), cuda.size());
+    for (size_t i = 0; i < cpu.size(); ++i) {
+        const auto& [key, value] = cpu[i];
+        const at::Tensor want = value.toTensor().to(at::kDouble), got = cuda[i].second.toTensor().cpu().to(at::kDouble);
+        if (key.find(":histogram") != std::string::npos && key.find("range") == std::string::npos) {
+            // Bins computed in float on the GPU: a value on an edge may fall either side.
+            EXPECT_LE((got - want).abs().sum().item<double>(), 1e-4 * want.sum().item<double>() + 2) << key;
+        } else if (key.find("top_samples") == std::string::npos && want.abs().max().item<double>() > 0) {
+            EXPECT_TRUE(tensorsCloseRelative(key + " (cuda)", got, want, 1e-5));
+        }
+    }
 }
 
 } // namespace

@@ -24,8 +24,8 @@ TEST(TestSupport, NaNAndInfinityFailEveryComparison)
 
 TEST(TestSupport, RelativeToleranceFollowsTheValuesScale)
 {
-    // Gradients of 1e-3: an absolute 1e-5 would let a 1 % error through; 1e-5 relative does not.
-    const at::Tensor expected = at::tensor({1e-3, -2e-3, 5e-4}, at::kDouble);
+    // Gradients of 1e-4: an absolute 1e-5 would let a 1 % error through; 1e-5 relative does not.
+    const at::Tensor expected = at::tensor({1e-4, -2e-4, 5e-5}, at::kDouble);
     EXPECT_TRUE(tensorsCloseRelative("tiny error", expected * (1 + 1e-7), expected, 1e-5));
     EXPECT_FALSE(tensorsCloseRelative("1 % error", expected * 1.01, expected, 1e-5));
     EXPECT_TRUE(tensorsClose("1 % error, absolute", expected * 1.01, expected, 1e-5)); // what it used to pass
