@@ -96,7 +96,8 @@ TEST(ForwardSchema, TensorListAndDefaults)
 {
     EXPECT_EQ(loadModel("resnet18_scripted.pt")->forwardSignature(), "forward(x: Tensor)");
     EXPECT_EQ(loadModel("two_inputs.pt")->forwardSignature(), "forward(a: Tensor, b: Tensor)");
-    const auto& args = loadModel("maskrcnn_scripted.pt")->forwardArguments();
+    const auto model = loadModel("maskrcnn_scripted.pt"); // a reference into it must not outlive it
+    const auto& args = model->forwardArguments();
     ASSERT_EQ(args.size(), 2u);
     EXPECT_EQ(args[0].type, "List[Tensor]");
     EXPECT_TRUE(args[1].hasDefault);

@@ -10,7 +10,32 @@
 #include <fstream>
 #include <iostream>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define TORCHSCOPE_HAVE_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TORCHSCOPE_HAVE_LSAN 1
+#endif
+#endif
+#ifdef TORCHSCOPE_HAVE_LSAN
+#include <sanitizer/lsan_interface.h>
+#endif
+
 namespace torchscope::test {
+
+LibTorchLeaksIgnored::LibTorchLeaksIgnored()
+{
+#ifdef TORCHSCOPE_HAVE_LSAN
+    __lsan_disable();
+#endif
+}
+
+LibTorchLeaksIgnored::~LibTorchLeaksIgnored()
+{
+#ifdef TORCHSCOPE_HAVE_LSAN
+    __lsan_enable();
+#endif
+}
 
 std::string fixture(const std::string& name)
 {

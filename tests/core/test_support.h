@@ -41,6 +41,15 @@ double scaledTolerance(const at::Tensor& expected, double relative);
 // Names of a JSON list of strings written by the fixture script.
 std::vector<std::string> loadNames(const std::string& name);
 
+// While alive, LeakSanitizer ignores what is allocated: for LibTorch calls that leak inside
+// LibTorch (a TorchScript import that fails part-way keeps its half-built graphs), not ours.
+struct LibTorchLeaksIgnored {
+    LibTorchLeaksIgnored();
+    ~LibTorchLeaksIgnored();
+    LibTorchLeaksIgnored(const LibTorchLeaksIgnored&) = delete;
+    LibTorchLeaksIgnored& operator=(const LibTorchLeaksIgnored&) = delete;
+};
+
 // Runs `body` and returns the torchscope::Error message it throws ("" when it throws nothing).
 template <typename F> std::string errorOf(F&& body)
 {
