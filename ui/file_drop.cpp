@@ -1,6 +1,10 @@
 #include "file_drop.h"
 
+#include "model/file_diagnosis.h"
+
 #include <QDirIterator>
+#include <QFile>
+#include <QObject>
 #include <QFileInfo>
 #include <QMimeData>
 #include <QUrl>
@@ -41,6 +45,21 @@ DroppedFiles classifyFiles(const QStringList& paths)
         }
     }
     return files;
+}
+
+QString whyRefused(const QString& path)
+{
+    const QFileInfo info(path);
+    if (!info.exists())
+        return QObject::tr("no such file or folder");
+    if (info.isDir())
+        return QObject::tr("the folder holds no images (.png, .jpg, .bmp, .tif, .webp, .pgm, .ppm)");
+    QFile file(path);
+    const std::string start = file.open(QIODevice::ReadOnly) ? file.read(64).toStdString() : std::string();
+    if (const std::string image = describeImageStart(start); !image.empty())
+        return QObject::tr("this is %1, which TorchScope cannot read; convert it to PNG").arg(QString::fromStdString(image));
+    return QObject::tr("this is %1, not a model (.pt), an image, a folder of images or a session (.torchscope.json)")
+        .arg(QString::fromStdString(describeFileStart(start)));
 }
 
 QStringList localFiles(const QMimeData* mime)

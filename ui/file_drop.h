@@ -18,6 +18,8 @@ bool isImageFileName(const QString& path);
 DroppedFiles classifyFiles(const QStringList& paths);
 // Whether a drag carries anything TorchScope opens (so the cursor tells the truth).
 bool acceptsDrop(const QMimeData* mime);
+// Why classifyFiles refused a path, naming what the file is ("this is a GIF image, which ...").
+QString whyRefused(const QString& path);
 QStringList localFiles(const QMimeData* mime);
 
 } // namespace torchscope

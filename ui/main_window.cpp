@@ -315,8 +315,11 @@ void MainWindow::openFiles(const QStringList& paths)
     if (paths.isEmpty())
         return;
     const DroppedFiles files = classifyFiles(paths);
-    for (const auto& refused : files.refused)
-        log_->append(tr("Ignored %1: not a model, an image, a folder of images or a session").arg(refused));
+    for (const auto& refused : files.refused) {
+        const QString message = tr("Ignored %1: %2").arg(QFileInfo(refused).fileName(), whyRefused(refused));
+        log_->append(message);
+        statusBar()->showMessage(message, 8000);
+    }
     if (!files.sessions.isEmpty())
         if (const QString error = openSession(files.sessions.first()); !error.isEmpty())
             reportError(tr("Error Opening Session"), error);

@@ -18,6 +18,7 @@
 #include <ATen/ATen.h>
 
 #include <QComboBox>
+#include <QFile>
 #include <QLineEdit>
 #include <QListWidget>
 #include <QMimeData>
@@ -97,6 +98,16 @@ private Q_SLOTS:
         QApplication::sendEvent(&window, &drop);
         QCOMPARE(window.document()->images().size(), 3);
         QVERIFY(waitForRun(window));
+        // A file it cannot open, given with others, is named for what it is, not skipped in silence.
+        QTemporaryDir dir;
+        QFile gif(dir.filePath("anim.gif"));
+        QVERIFY(gif.open(QIODevice::WriteOnly));
+        gif.write(QByteArray("GIF89a") + QByteArray(32, '\0'));
+        gif.close();
+        window.openFiles({gif.fileName()});
+        QVERIFY2(window.logDock()->text().contains("Ignored anim.gif: this is a GIF image, which TorchScope cannot read"),
+            qPrintable(window.logDock()->text()));
+        QCOMPARE(window.document()->images().size(), 3);
 
         ModuleTreeModel* tree = window.treePanel()->model();
         QVERIFY(tree->setData(tree->indexOfPath("features.1"), Qt::Checked, Qt::CheckStateRole));
