@@ -84,7 +84,8 @@ std::string jpegProblem(const std::string& bytes)
     int width = 0, height = 0, subsampling = 0, colourspace = 0;
     std::string problem;
     if (tjDecompressHeader3(handle, data, size, &width, &height, &subsampling, &colourspace) != 0) {
-        problem = std::string("its JPEG header cannot be read (") + tjGetErrorStr2(handle) + ")";
+        problem = std::string("its JPEG header cannot be read (libjpeg: ") + tjGetErrorStr2(handle)
+            + "): the file is damaged or cut short";
     } else if (problem = tooLarge(width, height); problem.empty()) {
         const tjscalingfactor eighth{1, 8};
         const int w = TJSCALED(width, eighth), h = TJSCALED(height, eighth);
