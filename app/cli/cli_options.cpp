@@ -252,12 +252,8 @@ CliOptions parseCommandLine(int argc, char** argv)
 
     CLI::App* help = app.add_subcommand("help", "Print this help");
 
-    CLI::App* failed = &app;
     try {
         app.parse(argc, argv);
-        for (CLI::App* command : {inspect, setup, run, record, probe, train, sweep})
-            if (command->parsed())
-                failed = command;
         if (argc < 2 || help->parsed()) {
             o.command = "help";
             o.helpText = app.help();
@@ -268,13 +264,11 @@ CliOptions parseCommandLine(int argc, char** argv)
         if (!range.empty())
             o.range = toRange("--range", range);
     } catch (const CLI::CallForHelp&) {
-        for (CLI::App* command : {inspect, setup, run, record, probe, train, sweep})
-            if (command->parsed())
-                failed = command;
         o.command = "help";
         o.helpText = app.help(); // the help of the command asked about, named with its parents
         return o;
     } catch (const CLI::ParseError& e) {
+        CLI::App* failed = &app; // the deepest command the parser entered
         for (CLI::App* command : {inspect, setup, run, record, probe, train, sweep})
             if (command->parsed())
                 failed = command;
