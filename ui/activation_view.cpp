@@ -1,6 +1,7 @@
 #include "activation_view.h"
 
 #include "channel_grid.h"
+#include "color_bar.h"
 #include "common/strings.h"
 #include "document.h"
 #include "imaging/channel_maps.h"
@@ -17,6 +18,7 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStackedWidget>
+#include <QToolBar>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -43,10 +45,13 @@ ActivationView::ActivationView(Document* document, QWidget* parent)
     , header_(new QLabel)
     , stack_(new QStackedWidget)
     , grid_(new ChannelGrid)
+    , colorBar_(new ColorBar)
     , overlayLabel_(new QLabel)
     , plot_(new QCustomPlot)
+    , heatScale_(new QCPColorScale(plot_))
 {
-    keys_->setMinimumContentsLength(24);
+    keys_->setMinimumContentsLength(20);
+    keys_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     keys_->setToolTip(tr("Grabbed value to show (tick layers in the module tree)"));
     zoom_->setRange(1, 32);
     zoom_->setValue(4);
@@ -68,32 +73,45 @@ ActivationView::ActivationView(Document* document, QWidget* parent)
     // The picture must not claim space from the grid: it is scaled into whatever it gets.
     overlayLabel_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Ignored);
 
-    auto* controls = new QHBoxLayout;
-    controls->addWidget(new QLabel(tr("Value:")));
-    controls->addWidget(keys_, 1);
-    controls->addWidget(new QLabel(tr("Zoom:")));
+    // A tool bar: in a narrow window what does not fit goes behind its » button.
+    auto* controls = new QToolBar;
+    controls->setIconSize(QSize(16, 16));
+    controls->addWidget(new QLabel(tr("Value: ")));
+    controls->addWidget(keys_);
+    controls->addSeparator();
+    controls->addWidget(new QLabel(tr("Zoom: ")));
     controls->addWidget(zoom_);
-    controls->addWidget(new QLabel(tr("Contrast:")));
+    controls->addWidget(new QLabel(tr(" Contrast: ")));
     controls->addWidget(contrast_);
-    controls->addWidget(new QLabel(tr("Colours:")));
+    controls->addWidget(new QLabel(tr(" Colours: ")));
     controls->addWidget(colorMap_);
-    controls->addWidget(new QLabel(tr("Overlay:")));
+    controls->addWidget(new QLabel(tr(" Overlay: ")));
     controls->addWidget(alpha_);
 
     auto* scroll = new QScrollArea;
     scroll->setWidget(grid_);
     scroll->setWidgetResizable(true);
+    // The colour bar sits between the grid and the overlay: it is the scale of both (per channel:
+    // the picked channel's).
+    auto* overlayColumn = new QWidget;
+    auto* overlayLayout = new QHBoxLayout(overlayColumn);
+    overlayLayout->setContentsMargins(0, 0, 0, 0);
+    overlayLayout->addWidget(colorBar_);
+    overlayLayout->addWidget(overlayLabel_, 1);
     auto* spatial = new QSplitter;
     spatial->addWidget(scroll);
-    spatial->addWidget(overlayLabel_);
+    spatial->addWidget(overlayColumn);
     spatial->setStretchFactor(0, 3);
     spatial->setStretchFactor(1, 2);
     spatial->setSizes({600, 400});
+    spatial->setChildrenCollapsible(false);
+    heatScale_->axis()->setLabel(tr("value"));
+    plot_->plotLayout()->take(heatScale_); // in the layout only while a heat map is shown
     stack_->addWidget(spatial);
     stack_->addWidget(plot_);
 
     auto* layout = new QVBoxLayout(this);
-    layout->addLayout(controls);
+    layout->addWidget(controls);
     layout->addWidget(header_);
     layout->addWidget(stack_, 1);
 
@@ -107,7 +125,13 @@ ActivationView::ActivationView(Document* document, QWidget* parent)
         connect(box, &QComboBox::currentIndexChanged, this, &ActivationView::refresh);
     connect(zoom_, &QSpinBox::valueChanged, grid_, &ChannelGrid::setZoom);
     connect(alpha_, &QSlider::valueChanged, this, &ActivationView::updateOverlay);
-    connect(grid_, &ChannelGrid::channelPicked, this, &ActivationView::pickChannel);
+    connect(grid_, &ChannelGrid::channelPicked, document_, &Document::setSelectedChannel);
+    connect(document_, &Document::channelSelected, this, [this](int channel) {
+        if (channel >= 0 && channel < grid_->channelCount() && channel != channel_) {
+            grid_->setSelectedChannel(channel);
+            pickChannel(channel);
+        }
+    });
 }
 
 int ActivationView::channelCount() const
@@ -156,6 +180,7 @@ void ActivationView::refresh()
         header_->setText(document_->grabs().isEmpty() ? tr("Tick a layer in the module tree to see its activations.")
                                                       : tr("No value for this image yet."));
         grid_->setMaps({}, Contrast::PerChannel, ColorMap::Viridis);
+        colorBar_->clearScale();
         overlay_ = QImage();
         overlayLabel_->clear();
         return;
@@ -197,9 +222,7 @@ void ActivationView::refresh()
 void ActivationView::showSpatial(const FloatTensor& value)
 {
     stack_->setCurrentIndex(0);
-    const auto contrast = shownKey_.endsWith(":grad") && contrast_->currentIndex() == 0
-        ? Contrast::Symmetric
-        : Contrast(contrast_->currentData().toInt());
+    const Contrast contrast = shownContrast();
     const MapLayout layout = mapLayout(value.shape);
     if (shownKey_ != zoomedKey_) {
         // A new layer: tiles of about 64 screen pixels; the spin box changes it from there.
@@ -224,7 +247,30 @@ void ActivationView::showSpatial(const FloatTensor& value)
     grid_->setMaps(value, contrast, ColorMap(colorMap_->currentData().toInt()));
     channel_ = std::clamp(channel_, 0, std::max(0, grid_->channelCount() - 1));
     grid_->setSelectedChannel(channel_);
+    document_->setSelectedChannel(channel_);
     updateOverlay();
+}
+
+Contrast ActivationView::shownContrast() const
+{
+    // Gradients are signed: "per channel" shows them around zero on one scale.
+    if (shownKey_.endsWith(":grad") && contrast_->currentIndex() == 0)
+        return Contrast::Symmetric;
+    return Contrast(contrast_->currentData().toInt());
+}
+
+void ActivationView::updateColorBar()
+{
+    const ChannelRange range = grid_->channelRange(channel_);
+    const auto map = ColorMap(colorMap_->currentData().toInt());
+    if (grid_->channelCount() == 0) {
+        colorBar_->clearScale();
+        return;
+    }
+    const bool own = shownContrast() == Contrast::PerChannel;
+    colorBar_->setScale(range.low, range.high, map,
+        own ? tr("channel %1%2").arg(channel_).arg(range.constant ? tr(" (constant)") : QString())
+            : tr("all channels"));
 }
 
 void ActivationView::showPlot(const FloatTensor& value)
@@ -232,6 +278,9 @@ void ActivationView::showPlot(const FloatTensor& value)
     stack_->setCurrentIndex(1);
     plot_->clearPlottables();
     plot_->clearItems();
+    if (plot_->plotLayout()->hasElement(0, 1))
+        plot_->plotLayout()->take(heatScale_);
+    plot_->plotLayout()->simplify();
     const MapLayout layout = mapLayout(value.shape);
     if (layout.height == 1 || value.shape.size() <= 1) { // a vector: one bar per feature
         auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
@@ -251,6 +300,8 @@ void ActivationView::showPlot(const FloatTensor& value)
         for (int64_t y = 0; y < layout.height; ++y)
             for (int64_t x = 0; x < layout.width; ++x)
                 map->data()->setCell(int(x), int(y), value.values[static_cast<size_t>(y * layout.width + x)]);
+        plot_->plotLayout()->addElement(0, 1, heatScale_);
+        map->setColorScale(heatScale_);
         map->setGradient(QCPColorGradient::gpThermal);
         map->rescaleDataRange();
         plot_->xAxis->setLabel(tr("feature"));
@@ -264,11 +315,13 @@ void ActivationView::showPlot(const FloatTensor& value)
 void ActivationView::pickChannel(int channel)
 {
     channel_ = channel;
+    grid_->setSelectedChannel(channel);
     updateOverlay();
 }
 
 void ActivationView::updateOverlay()
 {
+    updateColorBar();
     const ImageResult* result = document_->selectedResult();
     if (!result || shownKey_.isEmpty() || isPlotShown() || result->picture.empty())
         return;
@@ -276,11 +329,14 @@ void ActivationView::updateOverlay()
     const MapLayout layout = mapLayout(value.shape);
     if (channel_ >= layout.channels)
         return;
-    // One channel, scaled over its own range, upsampled and blended over the picture.
-    FloatTensor one{{1, layout.height, layout.width},
-        std::vector<float>(value.values.begin() + channel_ * layout.height * layout.width,
-            value.values.begin() + (channel_ + 1) * layout.height * layout.width)};
-    const auto map = normalizeChannels(one, shownKey_.endsWith(":grad") ? Contrast::Symmetric : Contrast::PerChannel);
+    // One channel on the grid's scale for it (the colour bar's), upsampled and blended over the picture.
+    const ChannelRange range = grid_->channelRange(channel_);
+    const float span = range.high - range.low;
+    const float zero = shownContrast() == Contrast::Symmetric ? 0.5f : 0.f;
+    std::vector<float> map(static_cast<size_t>(layout.height * layout.width));
+    const float* values = value.values.data() + channel_ * layout.height * layout.width;
+    for (size_t i = 0; i < map.size(); ++i)
+        map[i] = span > 0 ? std::clamp((values[i] - range.low) / span, 0.f, 1.f) : zero;
     overlay_ = torchscope::overlayImage(result->picture, map.data(), layout.width, layout.height,
         ColorMap(colorMap_->currentData().toInt()), alpha_->value() / 100.f);
     const QSize room = overlayLabel_->size().boundedTo(QSize(512, 512)).expandedTo(QSize(160, 160));

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "common/float_tensor.h"
+#include "imaging/channel_maps.h"
 
 #include <QImage>
 #include <QWidget>
@@ -9,6 +10,7 @@
 #include <vector>
 
 class QComboBox;
+class QCPColorScale;
 class QCustomPlot;
 class QLabel;
 class QSlider;
@@ -18,6 +20,7 @@ class QStackedWidget;
 namespace torchscope {
 
 class ChannelGrid;
+class ColorBar;
 class Document;
 
 // The selected grabbed value for the selected image: spatial outputs as a grid of channel maps
@@ -36,6 +39,9 @@ public:
     QImage overlayImage() const { return overlay_; }
     bool isPlotShown() const;
     QCustomPlot* plot() const { return plot_; }
+    ColorBar* colorBar() const { return colorBar_; }
+    ChannelGrid* grid() const { return grid_; }
+    int pickedChannel() const { return channel_; }
 
 public Q_SLOTS:
     void refresh();
@@ -46,6 +52,8 @@ private:
     void showSpatial(const FloatTensor& value);
     void showPlot(const FloatTensor& value);
     void updateOverlay();
+    void updateColorBar();
+    Contrast shownContrast() const;
 
     Document* document_;
     QComboBox* keys_;
@@ -56,8 +64,10 @@ private:
     QLabel* header_;
     QStackedWidget* stack_;
     ChannelGrid* grid_;
+    ColorBar* colorBar_;
     QLabel* overlayLabel_;
     QCustomPlot* plot_;
+    QCPColorScale* heatScale_;
     QString shownKey_;
     QString zoomedKey_;
     std::vector<int64_t> shownShape_;

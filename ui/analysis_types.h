@@ -72,6 +72,9 @@ struct AttributionSnapshot {
     FloatTensor picture; // [H, W, 3] in [0, 1]: the input as decoded
     FloatTensor gradCam; // [H, W] in [0, 1], at the model input's size
     FloatTensor saliency; // [H, W] in [0, 1]
+    // The values that 0 and 1 of the maps above stand for (their colour bars).
+    std::pair<double, double> gradCamRange;
+    std::pair<double, double> saliencyRange;
 };
 using AttributionSnapshotPtr = std::shared_ptr<const AttributionSnapshot>;
 

@@ -36,6 +36,11 @@ FloatTensor mapOf(const at::Tensor& map)
     return toFloatTensor(normalizeMap(map.to(at::kCPU, at::kFloat)).contiguous());
 }
 
+std::pair<double, double> rangeOf(const at::Tensor& map)
+{
+    return {map.min().item<double>(), map.max().item<double>()};
+}
+
 } // namespace
 
 void RunWorker::trainProbes(const ProbeRequest& request)
@@ -161,6 +166,8 @@ void RunWorker::attribute(const AttributionRequest& request)
         snapshot->picture = pictureOf(input, request.setup.preprocessing);
         snapshot->gradCam = mapOf(a.gradCamUpsampled[0]);
         snapshot->saliency = mapOf(a.saliency[0]);
+        snapshot->gradCamRange = rangeOf(a.gradCamUpsampled[0]);
+        snapshot->saliencyRange = rangeOf(a.saliency[0]);
         Q_EMIT attributionFinished(snapshot);
     } catch (const std::exception& e) {
         Q_EMIT attributionFailed(tr("Error Computing Grad-CAM"), QString::fromStdString(e.what()));

@@ -1,5 +1,6 @@
 #include "attribution_view.h"
 
+#include "color_bar.h"
 #include "document.h"
 #include "overlay_image.h"
 #include "run_controller.h"
@@ -17,6 +18,7 @@
 #include <QSaveFile>
 #include <QSlider>
 #include <QSpinBox>
+#include <QToolBar>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -33,6 +35,7 @@ AttributionView::AttributionView(Document* document, RunController* controller, 
     , alpha_(new QSlider(Qt::Horizontal))
     , header_(new QLabel(tr("Select an image and a layer with spatial maps.")))
     , picture_(new QLabel)
+    , colorBar_(new ColorBar)
     , clearRegion_(new QPushButton(tr("Clear Region")))
     , band_(nullptr)
 {
@@ -54,26 +57,31 @@ AttributionView::AttributionView(Document* document, RunController* controller, 
     picture_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Ignored);
     header_->setWordWrap(true);
 
-    auto* controls = new QHBoxLayout;
-    controls->addWidget(new QLabel(tr("Layer:")));
-    controls->addWidget(layer_, 1);
-    controls->addWidget(new QLabel(tr("Class:")));
+    // A tool bar: in a narrow window what does not fit goes behind its » button.
+    auto* controls = new QToolBar;
+    controls->addWidget(new QLabel(tr("Layer: ")));
+    controls->addWidget(layer_);
+    controls->addWidget(new QLabel(tr(" Class: ")));
     controls->addWidget(target_);
     controls->addWidget(mode_);
-    controls->addWidget(new QLabel(tr("Opacity:")));
-    controls->addWidget(alpha_);
     controls->addWidget(computeButton);
-    controls->addWidget(clearRegion_);
+    controls->addSeparator();
+    controls->addWidget(new QLabel(tr("Opacity: ")));
+    controls->addWidget(alpha_);
+    clearRegionAction_ = controls->addWidget(clearRegion_);
+    clearRegionAction_->setVisible(false);
     controls->addWidget(exportButton);
     clearRegion_->setToolTip(tr("Segmentation: explain the class over its own pixels again"));
-    clearRegion_->hide();
     band_ = new QRubberBand(QRubberBand::Rectangle, picture_);
     picture_->installEventFilter(this);
     connect(clearRegion_, &QPushButton::clicked, this, [this] { setRegion({}); });
     auto* layout = new QVBoxLayout(this);
-    layout->addLayout(controls);
+    layout->addWidget(controls);
     layout->addWidget(header_);
-    layout->addWidget(picture_, 1);
+    auto* pictureRow = new QHBoxLayout;
+    pictureRow->addWidget(picture_, 1);
+    pictureRow->addWidget(colorBar_);
+    layout->addLayout(pictureRow, 1);
 
     connect(computeButton, &QPushButton::clicked, this, &AttributionView::compute);
     connect(mode_, &QComboBox::currentIndexChanged, this, &AttributionView::redraw);
@@ -91,6 +99,7 @@ AttributionView::AttributionView(Document* document, RunController* controller, 
         result_.reset();
         image_ = QImage();
         picture_->clear();
+        colorBar_->clearScale();
         region_.clear();
         target_->setValue(-1);
         layer_->clearEditText();
@@ -187,8 +196,10 @@ void AttributionView::redraw()
     const FloatTensor& map = saliency ? result_->saliency : result_->gradCam;
     if (map.shape.size() != 2)
         return;
-    image_ = overlayImage(result_->picture, map.values.data(), map.shape[1], map.shape[0],
-        saliency ? ColorMap::Magma : ColorMap::Viridis, alpha_->value() / 100.f);
+    const ColorMap colors = saliency ? ColorMap::Magma : ColorMap::Viridis;
+    image_ = overlayImage(result_->picture, map.values.data(), map.shape[1], map.shape[0], colors, alpha_->value() / 100.f);
+    const auto [low, high] = saliency ? result_->saliencyRange : result_->gradCamRange;
+    colorBar_->setScale(low, high, colors, saliency ? tr("|∂ score / ∂ input|") : tr("Grad-CAM"));
     const QString what = saliency ? tr("Saliency (|∂ score / ∂ input|)")
                                   : tr("Grad-CAM of %1").arg(QString::fromStdString(result_->layer));
     QString header = tr("%1 for %2 on %3")
@@ -202,7 +213,7 @@ void AttributionView::redraw()
     target_->setToolTip(result_->outputKind == OutputKind::Detection
             ? tr("The detection whose score is explained (0: the highest score)")
             : tr("The class whose score is explained"));
-    clearRegion_->setVisible(!region_.empty());
+    clearRegionAction_->setVisible(!region_.empty());
     if (!region_.empty()) {
         QPainter painter(&image_);
         painter.setPen(QPen(Qt::white, 1, Qt::DashLine));
@@ -217,7 +228,7 @@ void AttributionView::setRegion(const QRect& box)
     region_.clear();
     if (!box.isEmpty())
         region_ = {box.left(), box.top(), box.right() + 1, box.bottom() + 1};
-    clearRegion_->setVisible(!region_.empty());
+    clearRegionAction_->setVisible(!region_.empty());
     if (result_)
         compute();
 }

@@ -5,6 +5,7 @@
 #include <QImage>
 #include <QWidget>
 
+class QAction;
 class QComboBox;
 class QLabel;
 class QPushButton;
@@ -14,6 +15,7 @@ class QSpinBox;
 
 namespace torchscope {
 
+class ColorBar;
 class Document;
 class RunController;
 
@@ -30,6 +32,7 @@ public:
     void setShowSaliency(bool saliency);
     void compute();
     QImage image() const { return image_; }
+    ColorBar* colorBar() const { return colorBar_; }
     AttributionSnapshotPtr lastResult() const { return result_; }
     QString savePng(const QString& path) const; // error or ""
     // Segmentation: explain the class summed over this box (model-input pixels) instead of over its
@@ -58,7 +61,9 @@ private:
     QSlider* alpha_;
     QLabel* header_;
     QLabel* picture_;
+    ColorBar* colorBar_;
     QPushButton* clearRegion_;
+    QAction* clearRegionAction_ = nullptr; // its place in the tool bar: shown while a region is set
     QRubberBand* band_;
     QPoint dragStart_;
     AttributionSnapshotPtr result_;

@@ -1,7 +1,9 @@
 #include "channel_grid.h"
 
 #include <QMouseEvent>
+#include <QHelpEvent>
 #include <QPainter>
+#include <QToolTip>
 
 #include <algorithm>
 #include <array>
@@ -18,7 +20,8 @@ ChannelGrid::ChannelGrid(QWidget* parent)
 void ChannelGrid::setMaps(const FloatTensor& maps, Contrast contrast, ColorMap colorMap)
 {
     layout_ = mapLayout(maps.shape);
-    normalized_ = normalizeChannels(maps, contrast);
+    maps_ = maps;
+    normalized_ = normalizeChannelMaps(maps, contrast);
     colorMap_ = colorMap;
     if (selected_ >= layout_.channels)
         selected_ = -1;
@@ -45,7 +48,7 @@ int ChannelGrid::columns() const
 
 void ChannelGrid::render()
 {
-    if (normalized_.empty() || layout_.channels == 0) {
+    if (normalized_.values.empty() || layout_.channels == 0) {
         image_ = QImage();
         updateGeometry();
         update();
@@ -70,7 +73,7 @@ void ChannelGrid::render()
             const int channel = row * cols + col;
             if (channel >= layout_.channels)
                 break;
-            const float* map = normalized_.data() + (static_cast<size_t>(channel) * h + my) * w;
+            const float* map = normalized_.values.data() + (static_cast<size_t>(channel) * h + my) * w;
             uchar* out = line + 3 * col * tileW;
             for (int x = 0; x < w * zoom_; ++x) {
                 const auto& rgb = lut[static_cast<size_t>(std::clamp(map[x / zoom_], 0.f, 1.f) * 255.f + 0.5f)];
@@ -85,25 +88,101 @@ void ChannelGrid::render()
     update();
 }
 
+ChannelRange ChannelGrid::channelRange(int channel) const
+{
+    if (channel < 0 || channel >= static_cast<int>(normalized_.channels.size()))
+        return {};
+    return normalized_.channels[static_cast<size_t>(channel)];
+}
+
+int ChannelGrid::channelAt(const QPoint& position, int* y, int* x) const
+{
+    if (image_.isNull() || position.x() < 0 || position.y() < 0)
+        return -1;
+    const int tw = static_cast<int>(layout_.width) * zoom_ + Gap, th = static_cast<int>(layout_.height) * zoom_ + Gap;
+    const int column = position.x() / tw, row = position.y() / th;
+    const int channel = row * columns() + column;
+    const int inX = (position.x() % tw) / zoom_, inY = (position.y() % th) / zoom_;
+    if (column >= columns() || channel >= layout_.channels || inX >= layout_.width || inY >= layout_.height)
+        return -1;
+    if (y)
+        *y = inY;
+    if (x)
+        *x = inX;
+    return channel;
+}
+
+QString ChannelGrid::describeAt(const QPoint& position) const
+{
+    int y = 0, x = 0;
+    const int channel = channelAt(position, &y, &x);
+    if (channel < 0)
+        return {};
+    const size_t index = (static_cast<size_t>(channel) * layout_.height + y) * layout_.width + x;
+    const ChannelRange range = channelRange(channel);
+    QString text = tr("channel %1 at (%2, %3): %4").arg(channel).arg(y).arg(x).arg(maps_.values[index], 0, 'g', 5);
+    text += range.constant ? tr(" (constant channel)")
+                           : tr(" (scale %1 … %2)").arg(range.low, 0, 'g', 4).arg(range.high, 0, 'g', 4);
+    return text;
+}
+
+bool ChannelGrid::event(QEvent* event)
+{
+    if (event->type() == QEvent::ToolTip) {
+        const auto* help = static_cast<QHelpEvent*>(event);
+        const QString text = describeAt(help->pos());
+        if (text.isEmpty())
+            QToolTip::hideText();
+        else
+            QToolTip::showText(help->globalPos(), text, this);
+        return true;
+    }
+    return QWidget::event(event);
+}
+
 void ChannelGrid::paintEvent(QPaintEvent*)
 {
     QPainter painter(this);
     painter.drawImage(0, 0, image_);
-    if (selected_ >= 0 && !image_.isNull()) {
-        const int cols = columns();
-        const int tw = static_cast<int>(layout_.width) * zoom_, th = static_cast<int>(layout_.height) * zoom_;
+    if (image_.isNull())
+        return;
+    const int cols = columns();
+    const int tw = static_cast<int>(layout_.width) * zoom_, th = static_cast<int>(layout_.height) * zoom_;
+    const auto tile = [&](int channel) { return QRect((channel % cols) * (tw + Gap), (channel / cols) * (th + Gap), tw, th); };
+    // Constant channels: crossed out, so "no contrast" does not read as "uniform activation".
+    painter.setPen(QPen(QColor(255, 255, 255, 150), 1, Qt::DashLine));
+    for (int c = 0; c < layout_.channels; ++c) {
+        if (!normalized_.channels[static_cast<size_t>(c)].constant || tw < 8 || th < 8)
+            continue;
+        const QRect r = tile(c);
+        painter.drawLine(r.topLeft(), r.bottomRight());
+        painter.drawLine(r.bottomLeft(), r.topRight());
+    }
+    // Channel numbers where a tile has room for them.
+    QFont font = painter.font();
+    font.setPointSizeF(std::max(6.0, font.pointSizeF() * 0.75));
+    painter.setFont(font);
+    const QFontMetrics metrics(font);
+    if (tw >= metrics.horizontalAdvance("0000") + 4 && th >= 2 * metrics.height()) {
+        for (int c = 0; c < layout_.channels; ++c) {
+            const QRect r = tile(c);
+            const QString number = QString::number(c);
+            const QRect label(r.left(), r.top(), metrics.horizontalAdvance(number) + 4, metrics.height());
+            painter.fillRect(label, QColor(0, 0, 0, 140));
+            painter.setPen(Qt::white);
+            painter.drawText(label, Qt::AlignCenter, number);
+        }
+    }
+    if (selected_ >= 0 && selected_ < layout_.channels) {
         painter.setPen(QPen(palette().color(QPalette::Highlight), 2));
-        painter.drawRect((selected_ % cols) * (tw + Gap), (selected_ / cols) * (th + Gap), tw, th);
+        painter.drawRect(tile(selected_));
     }
 }
 
 void ChannelGrid::mousePressEvent(QMouseEvent* event)
 {
-    if (image_.isNull())
-        return;
-    const int tw = static_cast<int>(layout_.width) * zoom_ + Gap, th = static_cast<int>(layout_.height) * zoom_ + Gap;
-    const int channel = (event->pos().y() / th) * columns() + event->pos().x() / tw;
-    if (event->pos().x() / tw < columns() && channel < layout_.channels) {
+    const int channel = channelAt(event->pos());
+    if (channel >= 0) {
         setSelectedChannel(channel);
         Q_EMIT channelPicked(channel);
     }

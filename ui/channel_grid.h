@@ -8,8 +8,9 @@
 
 namespace torchscope {
 
-// A layer's channel maps for one image as a grid of small pictures. Click a tile to pick its
-// channel. Draws only: the scaling to [0, 1] is core's normalizeChannels().
+// A layer's channel maps for one image as a grid of small pictures, each numbered (when tiles are
+// large enough) and marked when constant; hovering shows the value under the pointer. Click a
+// tile to pick its channel. Draws only: the scaling to [0, 1] is core's normalizeChannelMaps().
 class ChannelGrid : public QWidget {
     Q_OBJECT
 public:
@@ -20,6 +21,10 @@ public:
     void setSelectedChannel(int channel);
 
     int channelCount() const { return static_cast<int>(layout_.channels); }
+    // The values drawn at the bottom and top of the colour map for a channel.
+    ChannelRange channelRange(int channel) const;
+    // "channel 12 at (3, 5): 0.731 (channel 0 … 2.4)", or "" off the tiles.
+    QString describeAt(const QPoint& position) const;
     QSize mapSize() const { return QSize(static_cast<int>(layout_.width), static_cast<int>(layout_.height)); }
     const QImage& image() const { return image_; }
     QSize sizeHint() const override { return image_.size(); }
@@ -30,13 +35,16 @@ Q_SIGNALS:
 protected:
     void paintEvent(QPaintEvent* event) override;
     void mousePressEvent(QMouseEvent* event) override;
+    bool event(QEvent* event) override; // tool tips
     void resizeEvent(QResizeEvent* event) override;
 
 private:
     void render();
     int columns() const;
+    int channelAt(const QPoint& position, int* y = nullptr, int* x = nullptr) const;
 
-    std::vector<float> normalized_;
+    FloatTensor maps_;
+    NormalizedMaps normalized_;
     MapLayout layout_;
     ColorMap colorMap_ = ColorMap::Viridis;
     int zoom_ = 4;

@@ -164,6 +164,14 @@ void Document::setSelectedImage(int index)
     Q_EMIT selectionChanged();
 }
 
+void Document::setSelectedChannel(int channel)
+{
+    if (channel == selectedChannel_)
+        return;
+    selectedChannel_ = channel;
+    Q_EMIT channelSelected(channel);
+}
+
 void Document::setSnapshot(const RunSnapshotPtr& snapshot)
 {
     snapshot_ = snapshot;

@@ -63,6 +63,9 @@ public:
     void setSelectedKey(const QString& key);
     int selectedImage() const { return selectedImage_; }
     void setSelectedImage(int index);
+    // The channel picked in any view (grid, statistics plots, recorders): the others follow.
+    int selectedChannel() const { return selectedChannel_; }
+    void setSelectedChannel(int channel);
 
     RunSnapshotPtr snapshot() const { return snapshot_; }
     void setSnapshot(const RunSnapshotPtr& snapshot);
@@ -87,6 +90,7 @@ Q_SIGNALS:
     void setupChanged();
     void imagesChanged();
     void selectionChanged();
+    void channelSelected(int channel);
     void resultsChanged();
     void probesChanged();
 
@@ -102,6 +106,7 @@ private:
     QString setupSource_;
     QString selectedKey_;
     int selectedImage_ = 0;
+    int selectedChannel_ = -1;
     RunSnapshotPtr snapshot_;
     QMap<QString, double> probeAccuracies_;
     QString bestProbeLayer_;

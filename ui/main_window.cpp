@@ -29,6 +29,7 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QProgressBar>
+#include <QResizeEvent>
 #include <QSaveFile>
 #include <QScrollArea>
 #include <QSettings>
@@ -39,6 +40,12 @@
 #include <QToolButton>
 
 namespace torchscope {
+namespace {
+
+// Versioned: the dock layout of 0.x (Recorders and Probes as docks) is not restored.
+const char* const stateKey = "window/state-v2";
+
+} // namespace
 
 MainWindow::MainWindow(QWidget* parent)
     : QMainWindow(parent)
@@ -59,9 +66,12 @@ MainWindow::MainWindow(QWidget* parent)
     , central_(new QTabWidget)
 {
     setAcceptDrops(true);
+    // The order is CentralTab's.
     central_->addTab(activations_, tr("Activations"));
     central_->addTab(attribution_, tr("Grad-CAM / Saliency"));
     central_->addTab(patching_, tr("Patching / Ablation"));
+    central_->addTab(recorders_, tr("Recorders"));
+    central_->addTab(probes_, tr("Probes"));
     central_->setDocumentMode(true);
     setCentralWidget(central_);
     createDocks();
@@ -141,11 +151,13 @@ MainWindow::MainWindow(QWidget* parent)
                                                                : tr("truncated at %1").arg(document_->truncation()));
     });
 
+    setMinimumSize(880, 560);
+    defaultState_ = saveState();
     QSettings settings;
-    restoreGeometry(settings.value("window/geometry").toByteArray());
-    restoreState(settings.value("window/state").toByteArray());
     if (!settings.contains("window/geometry"))
         resize(1400, 900);
+    restoreGeometry(settings.value("window/geometry").toByteArray());
+    restoreState(settings.value(stateKey).toByteArray());
     updateTitle();
 }
 
@@ -160,25 +172,33 @@ void MainWindow::createDocks()
         addDockWidget(area, d);
         return d;
     };
-    dock(tr("Modules"), "ModulesDock", tree_, Qt::LeftDockWidgetArea);
-    dock(tr("Predictions"), "PredictionsDock", predictions_, Qt::RightDockWidgetArea);
+    auto* modules = dock(tr("Modules"), "ModulesDock", tree_, Qt::LeftDockWidgetArea);
+    auto* predictions = dock(tr("Predictions"), "PredictionsDock", predictions_, Qt::RightDockWidgetArea);
     auto* statistics = dock(tr("Statistics"), "StatisticsDock", statistics_, Qt::RightDockWidgetArea);
-    // In a scroll area: the panel's form must not set the minimum height of the docks beside it.
-    auto* recordersScroll = new QScrollArea;
-    recordersScroll->setWidget(recorders_);
-    recordersScroll->setWidgetResizable(true);
-    auto* recorders = dock(tr("Recorders"), "RecordersDock", recordersScroll, Qt::RightDockWidgetArea);
-    tabifyDockWidget(statistics, recorders);
-    auto* probesScroll = new QScrollArea;
-    probesScroll->setWidget(probes_);
-    probesScroll->setWidgetResizable(true);
-    auto* probes = dock(tr("Probes"), "ProbesDock", probesScroll, Qt::RightDockWidgetArea);
-    tabifyDockWidget(recorders, probes);
-    statistics->raise();
     auto* strip = dock(tr("Images"), "ImagesDock", images_, Qt::BottomDockWidgetArea);
     addDockWidget(Qt::BottomDockWidgetArea, log_);
     tabifyDockWidget(strip, log_);
     strip->raise();
+    // The corners go to the side docks, so the image strip spans the centre only.
+    setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
+    setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
+    resizeDocks({modules, predictions}, {280, 330}, Qt::Horizontal);
+    resizeDocks({predictions, statistics, strip}, {260, 420, 170}, Qt::Vertical);
+}
+
+void MainWindow::resetLayout()
+{
+    restoreState(defaultState_);
+    for (QDockWidget* dock : findChildren<QDockWidget*>())
+        dock->show();
+    if (auto* modules = findChild<QDockWidget*>("ModulesDock")) {
+        auto* predictions = findChild<QDockWidget*>("PredictionsDock");
+        auto* statistics = findChild<QDockWidget*>("StatisticsDock");
+        auto* strip = findChild<QDockWidget*>("ImagesDock");
+        const int side = std::max(240, width() / 5);
+        resizeDocks({modules, predictions}, {side, side + 40}, Qt::Horizontal);
+        resizeDocks({predictions, statistics, strip}, {height() / 3, height() / 2, height() / 5}, Qt::Vertical);
+    }
 }
 
 void MainWindow::createMenus()
@@ -233,6 +253,15 @@ void MainWindow::createMenus()
     QMenu* view = menuBar()->addMenu(tr("&View"));
     for (QDockWidget* dock : findChildren<QDockWidget*>())
         view->addAction(dock->toggleViewAction());
+    view->addSeparator();
+    const QStringList tabs{tr("&Activations"), tr("&Grad-CAM / Saliency"), tr("&Patching / Ablation"),
+        tr("&Recorders"), tr("Pro&bes")};
+    for (int i = 0; i < tabs.size(); ++i) {
+        QAction* show = view->addAction(tabs[i], this, [this, i] { central_->setCurrentIndex(i); });
+        show->setShortcut(QKeySequence(Qt::ALT | Qt::Key(Qt::Key_1 + i)));
+    }
+    view->addSeparator();
+    view->addAction(tr("Reset &Layout"), this, &MainWindow::resetLayout);
 }
 
 void MainWindow::createToolBar()
@@ -299,9 +328,9 @@ void MainWindow::setInteractive(bool interactive)
     setup_->setInteractive(interactive);
 }
 
-void MainWindow::showCentralTab(int index)
+void MainWindow::showCentralTab(CentralTab tab)
 {
-    central_->setCurrentIndex(index);
+    central_->setCurrentIndex(static_cast<int>(tab));
 }
 
 void MainWindow::openModel(const QString& path)
@@ -399,11 +428,40 @@ void MainWindow::dropEvent(QDropEvent* event)
     event->acceptProposedAction();
 }
 
+void MainWindow::resizeEvent(QResizeEvent* event)
+{
+    // Docks keep their share of the window as it shrinks or grows (QMainWindow would give every
+    // change to the centre, crushing the docks at a small size and never giving them room back).
+    const QSize before = event->oldSize();
+    QMainWindow::resizeEvent(event);
+    if (!before.isValid() || before.width() <= 0 || before.height() <= 0)
+        return;
+    const double sx = double(width()) / before.width(), sy = double(height()) / before.height();
+    QList<QDockWidget*> across, down;
+    QList<int> widths, heights;
+    for (QDockWidget* dock : findChildren<QDockWidget*>()) {
+        if (!dock->isVisible() || dock->isFloating())
+            continue;
+        const Qt::DockWidgetArea area = dockWidgetArea(dock);
+        if (area == Qt::LeftDockWidgetArea || area == Qt::RightDockWidgetArea) {
+            across << dock;
+            widths << std::max(1, int(dock->width() * sx));
+        } else if (area == Qt::BottomDockWidgetArea || area == Qt::TopDockWidgetArea) {
+            down << dock;
+            heights << std::max(1, int(dock->height() * sy));
+        }
+    }
+    if (sx != 1.0 && !across.isEmpty())
+        resizeDocks(across, widths, Qt::Horizontal);
+    if (sy != 1.0 && !down.isEmpty())
+        resizeDocks(down, heights, Qt::Vertical);
+}
+
 void MainWindow::closeEvent(QCloseEvent* event)
 {
     QSettings settings;
     settings.setValue("window/geometry", saveGeometry());
-    settings.setValue("window/state", saveState());
+    settings.setValue(stateKey, saveState());
     QMainWindow::closeEvent(event);
 }
 

@@ -50,8 +50,8 @@ public:
     AttributionView* attributionView() const { return attribution_; }
     PatchingView* patchingView() const { return patching_; }
     SetupActions* setupActions() const { return setup_; }
-    // Shows a tab of the central area: 0 activations, 1 Grad-CAM, 2 patching.
-    void showCentralTab(int index);
+    enum class CentralTab { Activations, Attribution, Patching, Recorders, Probes };
+    void showCentralTab(CentralTab tab);
 
     // Errors are shown in a message box unless the window is not interactive (tests, screenshots);
     // they always go to the log.
@@ -73,12 +73,14 @@ protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
     void closeEvent(QCloseEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
     void createMenus();
     void createToolBar();
     void createStatusBar();
     void createDocks();
+    void resetLayout();
     void rememberRecent(const QString& path);
     void fillRecentMenu();
     void updateTitle();
@@ -106,6 +108,7 @@ private:
     QProgressBar* progress_ = nullptr;
     QToolButton* cancel_ = nullptr;
     bool interactive_ = true;
+    QByteArray defaultState_; // the docks as first laid out, for View > Reset Layout
 };
 
 } // namespace torchscope

@@ -16,7 +16,9 @@
 #include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSpinBox>
+#include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -50,9 +52,9 @@ ProbesPanel::ProbesPanel(Document* document, RunController* controller, QWidget*
     , cancelButton_(new QPushButton(tr("Cancel")))
     , progress_(new QProgressBar)
     , summary_(new QLabel(tr("Choose a folder with one subfolder per class.")))
-    , sweepPlot_(makePlot(200))
+    , sweepPlot_(makePlot(120))
     , layerChoice_(new QComboBox)
-    , lossPlot_(makePlot(150))
+    , lossPlot_(makePlot(90))
     , confusion_(new QTableWidget)
     , scores_(new QTableWidget)
 {
@@ -89,9 +91,18 @@ ProbesPanel::ProbesPanel(Document* document, RunController* controller, QWidget*
     sweepPlot_->yAxis->setLabel(tr("validation accuracy"));
     lossPlot_->xAxis->setLabel(tr("epoch"));
     lossPlot_->yAxis->setLabel(tr("loss"));
-    lossPlot_->legend->setVisible(true);
+    for (QCustomPlot* plot : {sweepPlot_, lossPlot_}) {
+        // The legend in a row of its own under the plot: it never covers a bar or a curve.
+        auto* legendRow = new QCPLayoutGrid;
+        plot->plotLayout()->addElement(1, 0, legendRow);
+        legendRow->setMargins(QMargins(5, 0, 5, 5));
+        legendRow->addElement(0, 0, plot->legend);
+        plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+        plot->legend->setBorderPen(Qt::NoPen);
+        plot->plotLayout()->setRowStretchFactor(1, 0.001);
+        plot->legend->setVisible(false); // until there is something in it
+    }
     confusion_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    confusion_->setMaximumHeight(120);
     scores_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     scores_->hide();
 
@@ -105,18 +116,45 @@ ProbesPanel::ProbesPanel(Document* document, RunController* controller, QWidget*
     files->addWidget(exportModule);
     files->addWidget(exportState);
     files->addWidget(import);
+    auto* note = new QLabel(tr("Probes are trained on activations of the model as loaded: the module tree's "
+                               "edits and truncation point do not apply to them."));
+    note->setWordWrap(true);
+    note->setEnabled(false);
 
+    auto* setupColumn = new QWidget;
+    auto* setupLayout = new QVBoxLayout(setupColumn);
+    setupLayout->addLayout(form);
+    setupLayout->addLayout(buttons);
+    setupLayout->addLayout(running);
+    setupLayout->addWidget(summary_);
+    setupLayout->addLayout(files);
+    setupLayout->addWidget(note);
+    setupLayout->addWidget(scores_, 1);
+    setupLayout->addStretch(0);
+    auto* setupScroll = new QScrollArea;
+    setupScroll->setWidget(setupColumn);
+    setupScroll->setWidgetResizable(true);
+    setupScroll->setFrameShape(QFrame::NoFrame);
+
+    auto* confusionTitle = new QLabel(tr("Confusion on the validation images: <b>rows: true class</b>, "
+                                         "<b>columns: predicted class</b>"));
+    confusionTitle->setWordWrap(true);
+    auto* resultsColumn = new QWidget;
+    auto* resultsLayout = new QVBoxLayout(resultsColumn);
+    resultsLayout->addWidget(sweepPlot_, 3);
+    resultsLayout->addWidget(layerChoice_);
+    resultsLayout->addWidget(lossPlot_, 2);
+    resultsLayout->addWidget(confusionTitle);
+    resultsLayout->addWidget(confusion_, 2);
+    auto* splitter = new QSplitter(Qt::Horizontal);
+    splitter->addWidget(setupScroll);
+    splitter->addWidget(resultsColumn);
+    splitter->setStretchFactor(1, 1);
+    splitter->setSizes({360, 800});
+    splitter->setChildrenCollapsible(false);
     auto* layout = new QVBoxLayout(this);
-    layout->addLayout(form);
-    layout->addLayout(buttons);
-    layout->addLayout(running);
-    layout->addWidget(summary_);
-    layout->addWidget(sweepPlot_, 2);
-    layout->addWidget(layerChoice_);
-    layout->addWidget(lossPlot_, 1);
-    layout->addWidget(confusion_);
-    layout->addLayout(files);
-    layout->addWidget(scores_);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(splitter);
 
     connect(trainButton_, &QPushButton::clicked, this, [this] {
         const QString layer = selectedLayer();
@@ -146,6 +184,7 @@ ProbesPanel::ProbesPanel(Document* document, RunController* controller, QWidget*
         summary_->clear();
         for (QCustomPlot* plot : {sweepPlot_, lossPlot_}) {
             plot->clearPlottables();
+            plot->legend->setVisible(false);
             plot->replot();
         }
         const QSignalBlocker block(layerChoice_);
@@ -290,7 +329,6 @@ void ProbesPanel::showResult(const ProbeSnapshotPtr& snapshot)
     sweepPlot_->xAxis->setRange(-0.6, static_cast<double>(snapshot->layers.size()) - 0.4);
     sweepPlot_->yAxis->setRange(std::max(0.0, chance - 0.1), 1.02);
     sweepPlot_->legend->setVisible(true);
-    sweepPlot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
     sweepPlot_->replot(QCustomPlot::rpQueuedReplot);
     document_->setProbeResults(
         accuracies, snapshot->layers.size() > 1 ? QString::fromStdString(best.layer) : document_->bestProbeLayer());
@@ -322,6 +360,7 @@ void ProbesPanel::showLayer(int index)
         for (size_t e = 0; e < curves[static_cast<size_t>(c)]->size(); ++e)
             graph->addData(static_cast<double>(e + 1), (*curves[static_cast<size_t>(c)])[e]);
     }
+    lossPlot_->legend->setVisible(true);
     lossPlot_->rescaleAxes();
     lossPlot_->replot(QCustomPlot::rpQueuedReplot);
 
@@ -331,16 +370,24 @@ void ProbesPanel::showLayer(int index)
     QStringList classNames;
     for (const auto& c : result_->classNames)
         classNames << QString::fromStdString(c);
-    confusion_->setVerticalHeaderLabels(classNames);
-    confusion_->setHorizontalHeaderLabels(classNames);
+    QStringList trueNames, predictedNames;
+    for (const auto& name : classNames) {
+        trueNames << tr("true: %1").arg(name);
+        predictedNames << tr("pred.: %1").arg(name);
+    }
+    confusion_->setVerticalHeaderLabels(trueNames);
+    confusion_->setHorizontalHeaderLabels(predictedNames);
     confusion_->setToolTip(tr("Validation images: rows are the true class, columns the predicted one"));
     for (int r = 0; r < k; ++r)
         for (int c = 0; c < k; ++c) {
             auto* item
                 = new QTableWidgetItem(QString::number(l.confusion[static_cast<size_t>(r)][static_cast<size_t>(c)]));
             item->setTextAlignment(Qt::AlignCenter);
+            item->setToolTip(tr("true %1, predicted %2").arg(classNames.value(r), classNames.value(c)));
             if (r == c)
                 item->setBackground(QColor(200, 230, 200));
+            else if (l.confusion[static_cast<size_t>(r)][static_cast<size_t>(c)] > 0)
+                item->setBackground(QColor(245, 210, 200));
             confusion_->setItem(r, c, item);
         }
 }

@@ -5,6 +5,7 @@
 #include "statistics_plots.h"
 
 #include <QComboBox>
+#include <QDesktopServices>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -15,8 +16,11 @@
 #include <QListWidget>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSpinBox>
+#include <QSplitter>
 #include <QStyle>
+#include <QUrl>
 #include <QVBoxLayout>
 
 namespace torchscope {
@@ -39,6 +43,7 @@ RecordersPanel::RecordersPanel(Document* document, RunController* controller, QW
     , channel_(new QSpinBox)
     , plots_(new StatisticsPlots)
     , topImages_(new QListWidget)
+    , edits_(new QLabel)
 {
     folder_->setPlaceholderText(tr("a folder of images; one subfolder per class gives true labels"));
     grabs_->setPlaceholderText(tr("the ticked layers, or specs: layer3.* type:Conv2d fc:grad"));
@@ -53,10 +58,11 @@ RecordersPanel::RecordersPanel(Document* document, RunController* controller, QW
     export_->setEnabled(false);
     summary_->setWordWrap(true);
     topImages_->setViewMode(QListView::IconMode);
-    topImages_->setIconSize(QSize(64, 64));
-    topImages_->setMaximumHeight(110);
-    topImages_->setFlow(QListView::LeftToRight);
-    topImages_->setWrapping(false);
+    topImages_->setIconSize(QSize(96, 96));
+    topImages_->setResizeMode(QListView::Adjust);
+    topImages_->setMovement(QListView::Static);
+    topImages_->setWordWrap(true);
+    topImages_->setToolTip(tr("Double-click an image to open it"));
 
     auto* browse = new QPushButton(tr("Browse…"));
     auto* folderRow = new QHBoxLayout;
@@ -71,20 +77,42 @@ RecordersPanel::RecordersPanel(Document* document, RunController* controller, QW
     auto* buttons = new QHBoxLayout;
     buttons->addWidget(start_);
     buttons->addWidget(cancel_);
-    buttons->addWidget(progress_, 1);
     buttons->addWidget(export_);
+    auto* setupColumn = new QWidget;
+    auto* setupLayout = new QVBoxLayout(setupColumn);
+    setupLayout->addLayout(form);
+    setupLayout->addLayout(buttons);
+    setupLayout->addWidget(progress_);
+    setupLayout->addWidget(summary_);
+    edits_->setWordWrap(true);
+    setupLayout->addWidget(edits_);
+    setupLayout->addStretch(1);
+
     auto* browseRow = new QHBoxLayout;
     browseRow->addWidget(new QLabel(tr("Layer:")));
     browseRow->addWidget(layer_, 1);
     browseRow->addWidget(channel_);
+    auto* resultsColumn = new QWidget;
+    auto* resultsLayout = new QVBoxLayout(resultsColumn);
+    resultsLayout->addLayout(browseRow);
+    resultsLayout->addWidget(plots_, 3);
+    resultsLayout->addWidget(new QLabel(tr("Images with the highest mean activation of the channel:")));
+    resultsLayout->addWidget(topImages_, 2);
+
+    auto* setupScroll = new QScrollArea;
+    setupScroll->setWidget(setupColumn);
+    setupScroll->setWidgetResizable(true);
+    setupScroll->setFrameShape(QFrame::NoFrame);
+    auto* splitter = new QSplitter(Qt::Horizontal);
+    splitter->addWidget(setupScroll);
+    splitter->addWidget(resultsColumn);
+    splitter->setStretchFactor(0, 0);
+    splitter->setStretchFactor(1, 1);
+    splitter->setSizes({360, 800});
+    splitter->setChildrenCollapsible(false);
     auto* layout = new QVBoxLayout(this);
-    layout->addLayout(form);
-    layout->addLayout(buttons);
-    layout->addWidget(summary_);
-    layout->addLayout(browseRow);
-    layout->addWidget(plots_, 1);
-    layout->addWidget(new QLabel(tr("Images with the highest mean activation of the channel:")));
-    layout->addWidget(topImages_);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(splitter);
 
     connect(browse, &QPushButton::clicked, this, [this] {
         const QString folder = QFileDialog::getExistingDirectory(this, tr("Folder to Record"));
@@ -120,6 +148,31 @@ RecordersPanel::RecordersPanel(Document* document, RunController* controller, QW
         progress_->setValue(0);
     });
     connect(channel_, &QSpinBox::valueChanged, this, &RecordersPanel::showTopImages);
+    connect(plots_, &StatisticsPlots::channelClicked, channel_, &QSpinBox::setValue);
+    connect(channel_, &QSpinBox::valueChanged, plots_, &StatisticsPlots::markChannel);
+    connect(channel_, &QSpinBox::valueChanged, document_, &Document::setSelectedChannel);
+    connect(document_, &Document::channelSelected, this, [this](int channel) {
+        if (channel >= 0 && channel <= channel_->maximum())
+            channel_->setValue(channel);
+    });
+    connect(topImages_, &QListWidget::itemActivated, this, [](QListWidgetItem* item) {
+        QDesktopServices::openUrl(QUrl::fromLocalFile(item->data(Qt::UserRole).toString()));
+    });
+    connect(document_, &Document::requestChanged, this, &RecordersPanel::showEdits);
+    showEdits();
+}
+
+void RecordersPanel::showEdits()
+{
+    QStringList edits;
+    for (const auto& edit : document_->edits())
+        edits << QString::fromStdString(edit.toString());
+    edits_->setText(edits.isEmpty()
+            ? tr("No edits: recordings see the model as loaded. Edits made in the module tree (zeroed or "
+                 "scaled channels) apply to recordings too; the truncation point does not.")
+            : tr("Every image is recorded with the module tree's edits: %1. (The truncation point does not "
+                 "apply.)")
+                  .arg(edits.join(", ")));
 }
 
 void RecordersPanel::start()
@@ -143,6 +196,7 @@ void RecordersPanel::start()
         request.batchSize = batch_->value();
         request.setup = document_->setup();
         request.targetClass = document_->targetClass();
+        request.edits = document_->edits();
     } catch (const std::exception& e) {
         summary_->setText(tr("Cannot start: %1").arg(QString::fromStdString(e.what())));
         return;
@@ -177,6 +231,12 @@ void RecordersPanel::showRecording(const RecordSnapshotPtr& snapshot)
         text += tr("; labels from %1").arg(QString::fromStdString(snapshot->labelSource));
     if (!snapshot->failures.empty())
         text += tr("; %1 unreadable image(s) skipped").arg(snapshot->failures.size());
+    if (!snapshot->edits.empty()) {
+        QStringList edits;
+        for (const auto& edit : snapshot->edits)
+            edits << QString::fromStdString(edit);
+        text += tr("; with the edits %1").arg(edits.join(", "));
+    }
     if (snapshot->cancelled)
         text += tr(" — cancelled: what was recorded so far is kept");
     summary_->setText(text);
@@ -199,6 +259,7 @@ void RecordersPanel::showLayer()
     }
     channel_->setRange(0, std::max(0, int(it->second.channelMean.size()) - 1));
     plots_->show(it->second);
+    plots_->markChannel(channel_->value());
     showTopImages();
 }
 
@@ -210,15 +271,22 @@ void RecordersPanel::showTopImages()
     const auto it = snapshot_->topSamples.find(layer_->currentText().toStdString());
     if (it == snapshot_->topSamples.end() || channel_->value() >= int(it->second.size()))
         return;
-    for (int64_t position : it->second[static_cast<size_t>(channel_->value())]) {
-        const QString path = QString::fromStdString(snapshot_->imagePaths.at(static_cast<size_t>(position)));
+    for (const TopSample& top : it->second[static_cast<size_t>(channel_->value())]) {
+        const QString path = QString::fromStdString(snapshot_->imagePaths.at(static_cast<size_t>(top.sample)));
         QImageReader reader(path);
-        reader.setScaledSize(QSize(64, 64));
+        reader.setAutoTransform(true);
+        const QSize size = reader.size();
+        if (size.isValid())
+            reader.setScaledSize(size.scaled(96, 96, Qt::KeepAspectRatio));
         const QImage image = reader.read();
         auto* item = new QListWidgetItem(
             image.isNull() ? style()->standardIcon(QStyle::SP_FileIcon) : QIcon(QPixmap::fromImage(image)),
-            QFileInfo(path).fileName(), topImages_);
-        item->setToolTip(path);
+            QString("%1\n%2").arg(QString::number(top.value, 'g', 4), QFileInfo(path).fileName()), topImages_);
+        item->setData(Qt::UserRole, path);
+        item->setToolTip(tr("%1\nsample %2, mean activation %3\nDouble-click to open")
+                             .arg(path)
+                             .arg(top.sample)
+                             .arg(top.value, 0, 'g', 6));
     }
 }
 

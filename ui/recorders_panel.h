@@ -44,6 +44,7 @@ private:
     void showRecording(const RecordSnapshotPtr& snapshot);
     void showLayer();
     void showTopImages();
+    void showEdits();
 
     Document* document_;
     RunController* controller_;
@@ -61,6 +62,7 @@ private:
     QSpinBox* channel_;
     StatisticsPlots* plots_;
     QListWidget* topImages_;
+    QLabel* edits_;
     RecordSnapshotPtr snapshot_;
 };
 

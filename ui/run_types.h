@@ -71,6 +71,7 @@ struct RecordRequest {
     int batchSize = 16;
     ModelSetup setup; // its labels name class folders: folders named like them get their indices
     int64_t targetClass = -1;
+    std::vector<EditSpec> edits; // the module tree's zero and scale edits, applied to every batch
 };
 
 struct RecordSnapshot {
@@ -80,10 +81,11 @@ struct RecordSnapshot {
     double seconds = 0.0;
     double imagesPerSecond = 0.0;
     std::string labelSource;
+    std::vector<std::string> edits; // applied to every batch, as text
     std::vector<std::string> imagePaths; // dataset order: top-k samples index into it
     std::map<std::string, int64_t> samples;
     std::map<std::string, LayerStatistics> statistics;
-    std::map<std::string, std::vector<std::vector<int64_t>>> topSamples; // key -> channel -> positions
+    std::map<std::string, std::vector<std::vector<TopSample>>> topSamples; // key -> channel -> best first
     std::vector<std::pair<std::string, std::string>> failures;
 };
 

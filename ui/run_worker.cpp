@@ -14,6 +14,7 @@
 #include "model/model_setup.h"
 #include "record/folder_run.h"
 #include "record/recorder.h"
+#include "record/recording_files.h"
 #include "record/tensor_statistics.h"
 
 #include <ATen/Parallel.h>
@@ -244,6 +245,7 @@ void RunWorker::record(const RecordRequest& request)
         config.condition = Condition::parse(request.condition);
         config.targetClass = request.targetClass;
         config.scores = request.setup.scores;
+        config.edits = request.edits;
         const ImageFolder folder = ImageFolder::scan(request.folder, request.setup.labels);
         auto recorder = std::make_unique<Recorder>(config);
         FolderRunOptions options;
@@ -261,6 +263,8 @@ void RunWorker::record(const RecordRequest& request)
         snapshot->seconds = summary.seconds;
         snapshot->imagesPerSecond = summary.imagesPerSecond;
         snapshot->labelSource = folder.labelSource;
+        for (const auto& edit : request.edits)
+            snapshot->edits.push_back(edit.toString());
         for (const auto& image : folder.images)
             snapshot->imagePaths.push_back(image.path);
         for (const auto& key : recorder->keys())
@@ -268,6 +272,14 @@ void RunWorker::record(const RecordRequest& request)
         snapshot->statistics = recorder->statistics();
         snapshot->topSamples = recorder->topSamples();
         snapshot->failures = summary.failures;
+        RecordingSource source;
+        source.model = state_->model->path();
+        source.condition = request.condition;
+        source.imageFiles = snapshot->imagePaths;
+        source.classes = folder.classes;
+        source.classLabels = folder.classLabels;
+        source.labelSource = folder.labelSource;
+        state_->recordingSummary = recordingSummary(*recorder, summary, source);
         state_->recording = std::move(recorder);
         Q_EMIT recordFinished(snapshot);
     } catch (const std::exception& e) {
@@ -306,7 +318,8 @@ void RunWorker::exportRecording(const QString& path)
         if (!state_->recording)
             throw Error("nothing has been recorded yet: start a folder run in the Recorders panel");
         QStringList leftOut;
-        for (const auto& key : writeTensors(path.toStdString(), state_->recording->results()))
+        const RecordingFiles files = writeRecording(path.toStdString(), *state_->recording, state_->recordingSummary);
+        for (const auto& key : files.leftOut)
             leftOut << QString::fromStdString(key);
         Q_EMIT exported(path, leftOut);
     } catch (const std::exception& e) {

@@ -27,6 +27,7 @@ struct RunWorker::State {
     bool dryRunDone = false;
     std::vector<std::pair<std::string, std::vector<at::Tensor>>> recorded; // last run, per key, per image
     std::unique_ptr<Recorder> recording; // the last folder recording, for export
+    std::string recordingSummary; // its summary JSON (image files in sample order), exported beside it
     std::map<std::string, LinearProbe> probes; // the last trained probe per layer, for export
     std::shared_ptr<ActivationCache> activationCache; // across trainings of this model
 };

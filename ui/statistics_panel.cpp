@@ -20,6 +20,8 @@ StatisticsPanel::StatisticsPanel(Document* document, QWidget* parent)
     layout->addWidget(plots_, 1);
     connect(document_, &Document::resultsChanged, this, &StatisticsPanel::refresh);
     connect(document_, &Document::selectionChanged, this, &StatisticsPanel::refresh);
+    connect(plots_, &StatisticsPlots::channelClicked, document_, &Document::setSelectedChannel);
+    connect(document_, &Document::channelSelected, plots_, &StatisticsPlots::markChannel);
     refresh();
 }
 
@@ -47,6 +49,7 @@ void StatisticsPanel::refresh()
                           .arg(s.mean, 0, 'g', 4)
                           .arg(100.0 * s.zeroFraction, 0, 'f', 1));
     plots_->show(s);
+    plots_->markChannel(document_->selectedChannel());
 }
 
 } // namespace torchscope

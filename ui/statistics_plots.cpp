@@ -4,7 +4,10 @@
 #include "qcustomplot_include.h"
 #include "record/layer_statistics.h"
 
+#include <QToolTip>
+
 #include <algorithm>
+#include <cmath>
 
 namespace torchscope {
 
@@ -19,6 +22,78 @@ StatisticsPlots::StatisticsPlots(QWidget* parent)
     addTab(channels_, tr("Channel mean ± std"));
     addTab(sparsity_, tr("Zeros per channel"));
     addTab(sorted_, tr("Channels by mean"));
+    for (QCustomPlot* plot : {channels_, sparsity_, sorted_}) {
+        plot->setMouseTracking(true);
+        connect(plot, &QCustomPlot::mouseMove, this, [this, plot](QMouseEvent* event) { hover(plot, event); });
+        connect(plot, &QCustomPlot::mousePress, this, [this, plot](QMouseEvent* event) {
+            const int channel = channelAt(plot, event->position());
+            if (channel >= 0) {
+                markChannel(channel);
+                Q_EMIT channelClicked(channel);
+            }
+        });
+    }
+}
+
+int StatisticsPlots::channelAt(QCustomPlot* plot, const QPointF& position) const
+{
+    const auto count = static_cast<long>(shown_.channelMean.size());
+    if (count == 0 || !plot->axisRect()->rect().contains(position.toPoint()))
+        return -1;
+    const long x = std::lround(plot->xAxis->pixelToCoord(position.x()));
+    if (x < 0 || x >= count)
+        return -1;
+    return static_cast<int>(plot == sorted_ ? order_[static_cast<size_t>(x)] : static_cast<size_t>(x));
+}
+
+void StatisticsPlots::hover(QCustomPlot* plot, QMouseEvent* event)
+{
+    const int channel = channelAt(plot, event->position());
+    if (channel < 0) {
+        QToolTip::hideText();
+        return;
+    }
+    const auto c = static_cast<size_t>(channel);
+    QToolTip::showText(event->globalPosition().toPoint(),
+        tr("channel %1\nmean %2 ± %3\nmin %4, max %5\nzeros %6 %\nclick to pick it in every view")
+            .arg(channel)
+            .arg(shown_.channelMean[c], 0, 'g', 5)
+            .arg(shown_.channelStd[c], 0, 'g', 4)
+            .arg(shown_.channelMin[c], 0, 'g', 4)
+            .arg(shown_.channelMax[c], 0, 'g', 4)
+            .arg(100.0 * shown_.channelZeroFraction[c], 0, 'f', 1),
+        plot);
+}
+
+void StatisticsPlots::markChannel(int channel)
+{
+    marked_ = channel;
+    drawMarks();
+}
+
+void StatisticsPlots::drawMarks()
+{
+    for (QCustomPlot* plot : {channels_, sparsity_, sorted_}) {
+        plot->clearItems();
+        if (marked_ < 0 || marked_ >= static_cast<int>(shown_.channelMean.size()))
+            continue;
+        double x = marked_;
+        if (plot == sorted_)
+            x = double(std::find(order_.begin(), order_.end(), static_cast<size_t>(marked_)) - order_.begin());
+        auto* line = new QCPItemStraightLine(plot);
+        line->point1->setCoords(x, 0);
+        line->point2->setCoords(x, 1);
+        line->setPen(QPen(QColor(220, 50, 32), 1.5, Qt::DashLine));
+        auto* label = new QCPItemText(plot);
+        label->position->setTypeX(QCPItemPosition::ptPlotCoords);
+        label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        label->position->setCoords(x, 0.02);
+        label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+        label->setPadding(QMargins(4, 0, 0, 0));
+        label->setColor(QColor(220, 50, 32));
+        label->setText(tr("channel %1").arg(marked_));
+        plot->replot(QCustomPlot::rpQueuedReplot);
+    }
 }
 
 QCustomPlot* StatisticsPlots::currentPlot() const
@@ -28,8 +103,11 @@ QCustomPlot* StatisticsPlots::currentPlot() const
 
 void StatisticsPlots::clear()
 {
+    shown_ = {};
+    order_.clear();
     for (QCustomPlot* plot : {histogram_, channels_, sparsity_, sorted_}) {
         plot->clearPlottables();
+        plot->clearItems();
         plot->replot(QCustomPlot::rpQueuedReplot);
     }
 }
@@ -37,6 +115,7 @@ void StatisticsPlots::clear()
 void StatisticsPlots::show(const LayerStatistics& s)
 {
     clear();
+    shown_ = s;
     const double binWidth = (s.histogramMax - s.histogramMin) / std::max<size_t>(1, s.histogram.size());
     QVector<double> x, y;
     for (size_t i = 0; i < s.histogram.size(); ++i) {
@@ -77,10 +156,11 @@ void StatisticsPlots::show(const LayerStatistics& s)
     sparsity_->yAxis->setLabel(tr("fraction of zeros"));
 
     // Channels ranked by their mean; tick labels name the channels.
-    std::vector<size_t> order(s.channelMean.size());
+    std::vector<size_t>& order = order_;
+    order.resize(s.channelMean.size());
     for (size_t i = 0; i < order.size(); ++i)
         order[i] = i;
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s.channelMean[a] > s.channelMean[b]; });
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s.channelMean[a] > s.channelMean[b]; });
     QVector<double> rank, ranked;
     QVector<QString> names;
     for (size_t i = 0; i < order.size(); ++i) {
@@ -90,19 +170,32 @@ void StatisticsPlots::show(const LayerStatistics& s)
     }
     auto* sortedBars = new QCPBars(sorted_->xAxis, sorted_->yAxis);
     sortedBars->setData(rank, ranked);
-    if (order.size() <= 64) {
+    // Channel numbers as tick labels while they fit (turned upright past 16, every n-th past 48);
+    // beyond that the axis counts ranks and hovering names the channel.
+    if (order.size() <= 192) {
         QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-        ticker->addTicks(rank, names);
+        const int every = order.size() <= 48 ? 1 : int((order.size() + 47) / 48);
+        for (int i = 0; i < rank.size(); i += every)
+            ticker->addTick(rank[i], names[i]);
         sorted_->xAxis->setTicker(ticker);
+        sorted_->xAxis->setTickLabelRotation(order.size() > 16 ? 90 : 0);
+        sorted_->xAxis->setLabel(tr("channel (sorted by mean)"));
+    } else {
+        sorted_->xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+        sorted_->xAxis->setTickLabelRotation(0);
+        sorted_->xAxis->setLabel(tr("rank of the channel's mean (hover for the channel)"));
     }
-    sorted_->xAxis->setLabel(tr("channel (sorted by mean)"));
     sorted_->yAxis->setLabel(tr("mean"));
 
     for (QCustomPlot* plot : {histogram_, channels_, sparsity_, sorted_}) {
         plot->rescaleAxes();
         plot->replot(QCustomPlot::rpQueuedReplot);
     }
+    // Bars at 0 and C-1 are drawn whole, not cut in half by the axis ends.
+    for (QCustomPlot* plot : {channels_, sparsity_, sorted_})
+        plot->xAxis->setRange(-0.6, std::max<double>(0.6, double(s.channelMean.size()) - 0.4));
     sparsity_->yAxis->setRange(0, 1);
+    drawMarks();
 }
 
 QString StatisticsPlots::saveCurrentPlot(const QString& path) const

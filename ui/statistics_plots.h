@@ -1,16 +1,19 @@
 #pragma once
 
+#include "record/layer_statistics.h"
+
 #include <QTabWidget>
 
 class QCustomPlot;
+class QMouseEvent;
 
 namespace torchscope {
-
-struct LayerStatistics;
 
 // Draws one layer's statistics: histogram of values, per-channel mean with a ±std band,
 // fraction of zeros per channel, and channel means sorted. Drawing only: the numbers come from
 // core (LayerStatistics). Replots are queued, so each plot draws in an event of its own.
+// Hovering a per-channel plot shows the channel's numbers; clicking picks the channel
+// (channelClicked); markChannel() draws the picked channel in every plot.
 class StatisticsPlots : public QTabWidget {
     Q_OBJECT
 public:
@@ -27,11 +30,27 @@ public:
     // Writes the plot on show to .png or .pdf (by extension), atomically. Returns an error or "".
     QString saveCurrentPlot(const QString& path) const;
 
+    // The channel under a position of a per-channel plot (-1: none), for clicks and hovering.
+    int channelAt(QCustomPlot* plot, const QPointF& position) const;
+    int markedChannel() const { return marked_; }
+
+public Q_SLOTS:
+    void markChannel(int channel);
+
+Q_SIGNALS:
+    void channelClicked(int channel);
+
 private:
+    void hover(QCustomPlot* plot, QMouseEvent* event);
+    void drawMarks();
+
     QCustomPlot* histogram_;
     QCustomPlot* channels_;
     QCustomPlot* sparsity_;
     QCustomPlot* sorted_;
+    LayerStatistics shown_;
+    std::vector<size_t> order_; // channels by mean, highest first (the sorted plot's x)
+    int marked_ = -1;
 };
 
 } // namespace torchscope

@@ -1,11 +1,6 @@
 #include "record_command.h"
 
 #include "common/error.h"
-#include "common/strings.h"
-#include "export/atomic_file.h"
-#include "export/pt_export.h"
-#include "export/tensor_formats.h"
-#include "export/write_tensors.h"
 #include "graph/engine.h"
 #include "inputs.h"
 #include "model/model.h"
@@ -13,12 +8,11 @@
 #include "record/batch_run.h"
 #include "record/labelled_samples.h"
 #include "record/recorder.h"
+#include "record/recording_files.h"
 
 #ifdef TORCHSCOPE_HAVE_IMAGING
 #include "record/folder_run.h"
 #endif
-
-#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <csignal>
@@ -30,40 +24,6 @@ namespace torchscope::cli {
 namespace {
 
 std::atomic_bool interrupted{false};
-
-// A file name for a key: "layer1.0.relu#1:grad" -> "layer1.0.relu_1_grad".
-std::string fileNameFor(const std::string& key)
-{
-    std::string name = key;
-    for (auto& c : name)
-        if (c == ':' || c == '#' || c == '/')
-            c = '_';
-    return name;
-}
-
-void writeOutputs(const std::string& out, const Recorder& recorder, const nlohmann::json& summary)
-{
-    const NamedValues results = recorder.results();
-    const std::string csv = recorder.channelCsv();
-    if (tensorFormatForPath(out)) {
-        writeTensors(out, results);
-        if (recorder.config().reduction == Reduction::Stats)
-            writeFileAtomically(std::filesystem::path(out).replace_extension(".csv").string(), csv);
-        return;
-    }
-    // A folder: one .pt per recorded key (as torchfunc saves one file per layer).
-    std::filesystem::create_directories(out);
-    for (const auto& key : recorder.keys()) {
-        NamedValues mine;
-        for (const auto& [name, value] : results)
-            if (name == key || startsWith(name, key + ":"))
-                mine.emplace_back(name, value);
-        writePtDictionary((std::filesystem::path(out) / (fileNameFor(key) + ".pt")).string(), mine);
-    }
-    if (recorder.config().reduction == Reduction::Stats)
-        writeFileAtomically((std::filesystem::path(out) / "statistics.csv").string(), csv);
-    writeFileAtomically((std::filesystem::path(out) / "summary.json").string(), summary.dump(2) + "\n");
-}
 
 } // namespace
 
@@ -91,6 +51,8 @@ int runRecord(const CliOptions& options)
     config.topK = options.topK;
     config.targetClass = options.target;
     config.histogramRange = options.range;
+    for (const auto& edit : options.edits)
+        config.edits.push_back(EditSpec::parse(edit));
 
     const ModelSetup setup = chooseSetup(*model, options);
     config.scores = setup.scores;
@@ -103,18 +65,18 @@ int runRecord(const CliOptions& options)
     };
 
     FolderRunSummary summary;
-    nlohmann::json classes = nlohmann::json::array();
-    nlohmann::json classLabels = nlohmann::json::array();
-    std::string labelSource;
+    RecordingSource source;
+    source.model = model->path();
+    source.condition = options.condition;
     if (tensorStream) {
         // A tensor saved with torch.save: [N, ...] rows, or {"samples": [N, ...], "labels": [N]}.
         const LabelledSamples saved = readLabelledSamples(options.inputs[0]);
         summary = recordTensor(engine, recorder, saved.samples, saved.labels, options.batch, progress);
-        classes = saved.classes;
+        source.classes = saved.classes;
         if (!saved.classes.empty()) {
             for (size_t i = 0; i < saved.classes.size(); ++i)
-                classLabels.push_back(i);
-            labelSource = "the tensor file's classes";
+                source.classLabels.push_back(static_cast<int64_t>(i));
+            source.labelSource = "the tensor file's classes";
         }
     }
 #ifdef TORCHSCOPE_HAVE_IMAGING
@@ -138,29 +100,21 @@ int runRecord(const CliOptions& options)
             ? options.decodeThreads
             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
         summary = recordFolder(engine, recorder, folder, setup.preprocessing, run, progress);
-        classes = folder.classes;
-        classLabels = folder.classLabels;
-        labelSource = folder.labelSource;
+        source.classes = folder.classes;
+        source.classLabels = folder.classLabels;
+        source.labelSource = folder.labelSource;
+        for (const auto& image : folder.images)
+            source.imageFiles.push_back(image.path);
     }
 #endif
     std::cerr << '\n';
     std::signal(SIGINT, SIG_DFL);
 
-    nlohmann::json samples;
-    for (const auto& key : recorder.keys())
-        samples[key] = recorder.samples(key);
-    nlohmann::json failures = nlohmann::json::array();
-    for (const auto& [path, why] : summary.failures)
-        failures.push_back({{"path", path}, {"error", why}});
-    const nlohmann::json report{{"model", model->path()}, {"reduction", options.reduce},
-        {"condition", options.condition}, {"images", summary.images}, {"selected", summary.selected},
-        {"samples", samples}, {"seconds", summary.seconds}, {"images_per_second", summary.imagesPerSecond},
-        {"cancelled", summary.cancelled}, {"classes", classes}, {"class_labels", classLabels},
-        {"labels_from", labelSource}, {"failures", failures}, {"warnings", summary.warnings}};
-    writeOutputs(options.out, recorder, report);
+    const std::string report = recordingSummary(recorder, summary, source);
+    writeRecording(options.out, recorder, report);
     for (const auto& [path, why] : summary.failures)
         std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
-    std::cout << report.dump(2) << '\n';
+    std::cout << report;
     return 0;
 }
 

@@ -13,8 +13,6 @@
 #include "run_controller.h"
 #include "setup_actions.h"
 
-#include <QDockWidget>
-
 #include <QApplication>
 #include <QTimer>
 
@@ -72,8 +70,7 @@ int main(int argc, char** argv)
             torchscope::ModuleTreeModel* tree = window.treePanel()->model();
             for (const auto& layer : options.sweep)
                 tree->setData(tree->indexOfPath(layer), Qt::Checked, Qt::CheckStateRole);
-            if (auto* dock = window.findChild<QDockWidget*>("ProbesDock"))
-                dock->raise();
+            window.showCentralTab(torchscope::MainWindow::CentralTab::Probes);
             window.probesPanel()->train(options.sweep);
         });
         QObject::connect(probes, &torchscope::ProbesPanel::finished, &window, [&options, probes] {
@@ -91,7 +88,7 @@ int main(int argc, char** argv)
             if (!window.document()->snapshot())
                 return;
             once->deleteLater();
-            window.showCentralTab(1);
+            window.showCentralTab(torchscope::MainWindow::CentralTab::Attribution);
             window.attributionView()->setLayer(options.gradCam);
             window.attributionView()->compute();
         });

@@ -54,9 +54,10 @@ FloatTensor classTokens(const FloatTensor& tokens, const TokenLayout& layout)
     return {{layout.extraTokens, layout.features}, std::vector<float>(tokens.values.begin(), end)};
 }
 
-std::vector<float> normalizeChannels(const FloatTensor& maps, Contrast contrast)
+NormalizedMaps normalizeChannelMaps(const FloatTensor& maps, Contrast contrast)
 {
-    std::vector<float> out(maps.values.size(), 0.0f);
+    NormalizedMaps out;
+    out.values.assign(maps.values.size(), 0.0f);
     if (maps.values.empty())
         return out;
     const MapLayout layout = mapLayout(maps.shape);
@@ -76,17 +77,30 @@ std::vector<float> normalizeChannels(const FloatTensor& maps, Contrast contrast)
         sharedLo = -m;
         sharedHi = m;
     }
+    out.channels.resize(channels);
     for (size_t c = 0; c < channels; ++c) {
-        auto [lo, hi]
-            = contrast == Contrast::PerChannel ? range(c * size, (c + 1) * size) : std::make_pair(sharedLo, sharedHi);
-        // A constant map shows as its place in the shared range; on its own, an all-zero map (a
-        // channel that never fires) at the bottom of the scale, any other constant mid-scale.
-        const float span = hi - lo;
-        const float constant = lo == 0.f ? 0.f : 0.5f;
+        const auto [ownLo, ownHi] = range(c * size, (c + 1) * size);
+        ChannelRange& r = out.channels[c];
+        r.constant = ownLo == ownHi;
+        if (contrast == Contrast::PerChannel) {
+            r.low = std::min(ownLo, 0.f);
+            r.high = std::max(ownHi, 0.f);
+        } else {
+            r.low = sharedLo;
+            r.high = sharedHi;
+        }
+        const float span = r.high - r.low;
+        // Only all zeros have no span: drawn where zero sits (the middle of a symmetric scale).
+        const float zero = contrast == Contrast::Symmetric ? 0.5f : 0.f;
         for (size_t i = c * size; i < (c + 1) * size; ++i)
-            out[i] = span > 0 ? (maps.values[i] - lo) / span : constant;
+            out.values[i] = span > 0 ? std::clamp((maps.values[i] - r.low) / span, 0.f, 1.f) : zero;
     }
     return out;
+}
+
+std::vector<float> normalizeChannels(const FloatTensor& maps, Contrast contrast)
+{
+    return normalizeChannelMaps(maps, contrast).values;
 }
 
 std::vector<uint8_t> overlayMap(const std::vector<uint8_t>& image, int imageWidth, int imageHeight, const float* map,

@@ -9,14 +9,28 @@
 namespace torchscope {
 
 enum class Contrast {
-    PerChannel, // each channel stretched over its own min..max
+    PerChannel, // each channel over its own range, widened to take in zero: zero is always zero
     Shared, // one min..max for all channels, so channels compare
     Symmetric // one range -m..m centred on zero (gradients, signed maps)
 };
 
+struct ChannelRange {
+    float low = 0.f; // the value drawn at 0
+    float high = 0.f; // the value drawn at 1
+    bool constant = false; // every value of the channel is the same: no contrast to show
+};
+
+struct NormalizedMaps {
+    std::vector<float> values; // scaled to [0, 1], in the layout of the input
+    std::vector<ChannelRange> channels;
+};
+
 // A layer's output for one image viewed as channel maps: [C, H, W] (or [C] vectors as C maps
-// of 1x1, [T, F] as one map). Returns the values scaled to [0, 1] in the same layout.
-std::vector<float> normalizeChannels(const FloatTensor& maps, Contrast contrast);
+// of 1x1, [T, F] as one map), scaled to [0, 1] with each channel's range. A range of zero width
+// (a constant channel under per-channel contrast, e.g. all zero) draws its value where it sits
+// against zero: 0 at the bottom, a positive constant at the top, and marks the channel constant.
+NormalizedMaps normalizeChannelMaps(const FloatTensor& maps, Contrast contrast);
+std::vector<float> normalizeChannels(const FloatTensor& maps, Contrast contrast); // the values only
 
 // Number of channels and map size of an output for one image: [C,H,W] -> (C,H,W), [F] -> (F,1,1),
 // [T,F] -> (1,T,F).

@@ -64,6 +64,11 @@ FolderRunSummary recordBatches(Engine& engine, Recorder& recorder, int64_t total
     request.grabs = recorder.config().grabs;
     request.targetClass = recorder.config().targetClass;
     request.scores = recorder.config().scores;
+    request.edits = recorder.config().edits;
+    for (const auto& edit : request.edits)
+        if (edit.takesTensor())
+            throw Error("a recording applies zero and scale edits only; " + edit.path
+                + " adds or replaces a tensor, which fits one input, not a folder (use run)");
     engine.prepare(request);
 
     const auto start = std::chrono::steady_clock::now();

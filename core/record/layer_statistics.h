@@ -25,4 +25,10 @@ struct LayerStatistics {
     double histogramMax = 0.0;
 };
 
+// One of a channel's most activating samples: its position in the dataset and its mean activation.
+struct TopSample {
+    int64_t sample = 0;
+    double value = 0.0;
+};
+
 } // namespace torchscope

@@ -184,16 +184,23 @@ std::map<std::string, LayerStatistics> Recorder::statistics() const
     return all;
 }
 
-std::map<std::string, std::vector<std::vector<int64_t>>> Recorder::topSamples() const
+std::map<std::string, std::vector<std::vector<TopSample>>> Recorder::topSamples() const
 {
-    std::map<std::string, std::vector<std::vector<int64_t>>> all;
+    std::map<std::string, std::vector<std::vector<TopSample>>> all;
     if (config_.reduction != Reduction::Stats)
         return all;
     for (const auto& key : order_) {
-        const at::Tensor top = layers_.at(key)->topSamples.t().contiguous().cpu(); // [C, k]
+        const Layer& layer = *layers_.at(key);
+        const at::Tensor ids = layer.topSamples.t().contiguous().cpu(); // [C, k]
+        const at::Tensor values = layer.topValues.t().to(at::kDouble).contiguous().cpu();
         auto& channels = all[key];
-        for (int64_t c = 0; c < top.size(0); ++c)
-            channels.emplace_back(top[c].data_ptr<int64_t>(), top[c].data_ptr<int64_t>() + top.size(1));
+        for (int64_t c = 0; c < ids.size(0); ++c) {
+            auto& top = channels.emplace_back();
+            const int64_t* id = ids[c].data_ptr<int64_t>();
+            const double* value = values[c].data_ptr<double>();
+            for (int64_t k = 0; k < ids.size(1); ++k)
+                top.push_back({id[k], value[k]});
+        }
     }
     return all;
 }

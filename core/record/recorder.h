@@ -35,9 +35,8 @@ public:
     NamedValues results() const;
     // Per-channel statistics of Reduction::Stats, as plain values.
     std::map<std::string, LayerStatistics> statistics() const;
-    // For Reduction::Stats: per key, per channel, the dataset positions of the top-k samples
-    // (highest mean activation first).
-    std::map<std::string, std::vector<std::vector<int64_t>>> topSamples() const;
+    // For Reduction::Stats: per key, per channel, the top-k samples (highest mean activation first).
+    std::map<std::string, std::vector<std::vector<TopSample>>> topSamples() const;
     // One line per layer and channel: layer,channel,samples,mean,std,min,max,zero_fraction.
     std::string channelCsv() const;
 

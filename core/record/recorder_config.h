@@ -46,6 +46,9 @@ struct RecorderConfig {
     int topK = 9;
     std::optional<int64_t> targetClass; // for :grad grabs
     std::string scores; // the output element with the class scores ("" finds it)
+    // Applied to every batch (a recording of an ablated model): zero and scale only, since add
+    // and replace carry one tensor for one input.
+    std::vector<EditSpec> edits;
 };
 
 } // namespace torchscope

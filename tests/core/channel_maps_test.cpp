@@ -7,18 +7,41 @@ namespace {
 
 TEST(ChannelMaps, ContrastModes)
 {
-    // Two 1x2 channels: {0, 1} and {2, 4}.
+    // Two 1x2 channels: {0, 1} and {2, 4}. Per channel, each range takes in zero, so zero is
+    // drawn as zero everywhere and a channel of 2..4 is not stretched to look like one of 0..4.
     const FloatTensor maps{{2, 1, 2}, {0.f, 1.f, 2.f, 4.f}};
-    EXPECT_EQ(normalizeChannels(maps, Contrast::PerChannel), (std::vector<float>{0.f, 1.f, 0.f, 1.f}));
+    EXPECT_EQ(normalizeChannels(maps, Contrast::PerChannel), (std::vector<float>{0.f, 1.f, 0.5f, 1.f}));
     EXPECT_EQ(normalizeChannels(maps, Contrast::Shared), (std::vector<float>{0.f, 0.25f, 0.5f, 1.f}));
     const FloatTensor signedMaps{{1, 1, 2}, {-1.f, 0.5f}};
     EXPECT_EQ(normalizeChannels(signedMaps, Contrast::Symmetric), (std::vector<float>{0.f, 0.75f}));
-    // A constant channel does not divide by zero.
+    EXPECT_EQ(normalizeChannels(signedMaps, Contrast::PerChannel), (std::vector<float>{0.f, 1.f}));
+}
+
+TEST(ChannelMaps, ConstantChannelsAreMarkedNotStretched)
+{
+    // Channels: all zero, constant 3, constant -2, varying 1..2.
+    const FloatTensor maps{{4, 1, 2}, {0.f, 0.f, 3.f, 3.f, -2.f, -2.f, 1.f, 2.f}};
+    const NormalizedMaps n = normalizeChannelMaps(maps, Contrast::PerChannel);
+    EXPECT_EQ(n.values, (std::vector<float>{0.f, 0.f, 1.f, 1.f, 0.f, 0.f, 0.5f, 1.f}));
+    ASSERT_EQ(n.channels.size(), 4u);
+    EXPECT_TRUE(n.channels[0].constant);
+    EXPECT_TRUE(n.channels[1].constant);
+    EXPECT_TRUE(n.channels[2].constant);
+    EXPECT_FALSE(n.channels[3].constant);
+    EXPECT_EQ(n.channels[1].low, 0.f);
+    EXPECT_EQ(n.channels[1].high, 3.f);
+    EXPECT_EQ(n.channels[2].low, -2.f);
+    EXPECT_EQ(n.channels[2].high, 0.f);
+    // Under a shared range a constant channel sits where its value is.
+    const NormalizedMaps shared = normalizeChannelMaps(maps, Contrast::Shared);
+    EXPECT_FLOAT_EQ(shared.values[2], 1.f);
+    EXPECT_FLOAT_EQ(shared.values[0], 0.4f);
+    EXPECT_EQ(shared.channels[0].low, -2.f);
+    EXPECT_EQ(shared.channels[0].high, 3.f);
+    // An all-zero layer does not divide by zero.
+    EXPECT_EQ(normalizeChannels(FloatTensor{{1, 1, 2}, {0.f, 0.f}}, Contrast::Shared), (std::vector<float>{0.f, 0.f}));
     EXPECT_EQ(
-        normalizeChannels(FloatTensor{{1, 1, 2}, {3.f, 3.f}}, Contrast::PerChannel), (std::vector<float>{0.5f, 0.5f}));
-    // A channel that never fires (all zero, after a ReLU) is drawn as no activation, not mid-scale.
-    EXPECT_EQ(
-        normalizeChannels(FloatTensor{{1, 1, 2}, {0.f, 0.f}}, Contrast::PerChannel), (std::vector<float>{0.f, 0.f}));
+        normalizeChannels(FloatTensor{{1, 1, 2}, {0.f, 0.f}}, Contrast::Symmetric), (std::vector<float>{0.5f, 0.5f}));
 }
 
 TEST(ChannelMaps, Layouts)

@@ -120,7 +120,7 @@ private Q_SLOTS:
         const QString image = probeImage("footwear", 3);
         window.document()->addImages({image});
         AttributionView* view = window.attributionView();
-        window.showCentralTab(1);
+        window.showCentralTab(MainWindow::CentralTab::Attribution);
         view->setLayer("features.2");
         QSignalSpy finished(view, &AttributionView::finished);
         view->compute();

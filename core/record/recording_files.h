@@ -1,0 +1,37 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace torchscope {
+
+class Recorder;
+struct FolderRunSummary;
+
+// Where a recording's samples came from, for its summary.
+struct RecordingSource {
+    std::string model;
+    std::string condition; // as the user wrote it
+    std::vector<std::string> imageFiles; // in sample order (top_samples index into it); none for a tensor stream
+    std::vector<std::string> classes; // class folder names
+    std::vector<int64_t> classLabels; // the label of each class folder
+    std::string labelSource;
+};
+
+// The summary JSON of a recording: what ran, how long, which images in which order (so
+// `top_samples` and `none` rows map to files), what failed.
+std::string recordingSummary(const Recorder& recorder, const FolderRunSummary& run, const RecordingSource& source);
+
+struct RecordingFiles {
+    std::vector<std::string> written;
+    std::vector<std::string> leftOut; // keys that are not tensors
+};
+
+// Writes a recording. FILE.pt/.npz/.safetensors: one file of every key, with FILE.csv (per-channel
+// statistics) and FILE.json (the summary) beside it. A folder: one .pt per recorded key (as
+// torchfunc saves one file per layer), statistics.csv and summary.json. Every file is written
+// atomically. Throws torchscope::Error.
+RecordingFiles writeRecording(const std::string& out, const Recorder& recorder, const std::string& summaryJson);
+
+} // namespace torchscope
