@@ -177,8 +177,14 @@ void ActivationView::refresh()
     if (!result || key.isEmpty() || it == result->values.end()) {
         shownKey_.clear();
         shownShape_.clear();
-        header_->setText(document_->grabs().isEmpty() ? tr("Tick a layer in the module tree to see its activations.")
-                                                      : tr("No value for this image yet."));
+        const QString failure = document_->imageFailure(document_->selectedImage());
+        if (!failure.isEmpty())
+            header_->setText(tr("This image could not be read: %1").arg(failure.toHtmlEscaped()));
+        else if (document_->images().isEmpty())
+            header_->setText(tr("Drop images or a folder on the window (or File > Open Images, Ctrl+I)."));
+        else
+            header_->setText(document_->grabs().isEmpty() ? tr("Tick a layer in the module tree to see its activations.")
+                                                          : tr("No value for this image yet: it is being run."));
         grid_->setMaps({}, Contrast::PerChannel, ColorMap::Viridis);
         colorBar_->clearScale();
         overlay_ = QImage();

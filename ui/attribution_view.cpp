@@ -5,6 +5,7 @@
 #include "overlay_image.h"
 #include "run_controller.h"
 #include "run_worker.h"
+#include "save_dialog.h"
 
 #include <QComboBox>
 #include <QFileDialog>
@@ -88,7 +89,7 @@ AttributionView::AttributionView(Document* document, RunController* controller, 
     connect(alpha_, &QSlider::valueChanged, this, &AttributionView::redraw);
     connect(exportButton, &QPushButton::clicked, this, [this] {
         const QString path
-            = QFileDialog::getSaveFileName(this, tr("Export Attribution"), "gradcam.png", tr("PNG (*.png)"));
+            = askSavePath(this, tr("Export Attribution"), "gradcam.png", tr("PNG image (*.png)"));
         if (path.isEmpty())
             return;
         if (const QString error = savePng(path); !error.isEmpty())

@@ -114,6 +114,45 @@ void Document::addImages(const QStringList& paths)
     Q_EMIT requestChanged();
 }
 
+void Document::removeImages(const QStringList& paths)
+{
+    const qsizetype before = images_.size();
+    const QString selected = images_.value(selectedImage_);
+    for (const auto& path : paths)
+        images_.removeAll(path);
+    if (images_.size() == before)
+        return;
+    const qsizetype kept = images_.indexOf(selected);
+    selectedImage_ = static_cast<int>(kept >= 0 ? kept : std::min<qsizetype>(selectedImage_, std::max<qsizetype>(0, images_.size() - 1)));
+    if (snapshot_) {
+        // Results of the removed images go at once; the next run brings the statistics up to date.
+        auto filtered = std::make_shared<RunSnapshot>(*snapshot_);
+        const auto gone = [&](const std::string& path) { return !images_.contains(QString::fromStdString(path)); };
+        filtered->images.erase(std::remove_if(filtered->images.begin(), filtered->images.end(),
+                                   [&](const ImageResult& image) { return gone(image.path); }),
+            filtered->images.end());
+        filtered->failures.erase(std::remove_if(filtered->failures.begin(), filtered->failures.end(),
+                                     [&](const auto& failure) { return gone(failure.first); }),
+            filtered->failures.end());
+        snapshot_ = filtered;
+    }
+    Q_EMIT imagesChanged();
+    Q_EMIT selectionChanged();
+    Q_EMIT resultsChanged();
+    Q_EMIT requestChanged();
+}
+
+QString Document::imageFailure(int index) const
+{
+    if (!snapshot_ || index < 0 || index >= images_.size())
+        return {};
+    const std::string path = images_[index].toStdString();
+    for (const auto& [failed, why] : snapshot_->failures)
+        if (failed == path)
+            return QString::fromStdString(why);
+    return {};
+}
+
 void Document::clearImages()
 {
     images_.clear();

@@ -45,6 +45,10 @@ public:
     QStringList images() const { return images_; }
     void addImages(const QStringList& paths); // keeps order, skips duplicates
     void clearImages();
+    // Removes these images and their results (the statistics over the rest are then run again).
+    void removeImages(const QStringList& paths);
+    // Why the image at this index could not be read in the last run ("" if it could).
+    QString imageFailure(int index) const;
 
     int targetClass() const { return targetClass_; } // -1: the predicted class
     void setTargetClass(int target);

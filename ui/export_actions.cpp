@@ -3,6 +3,7 @@
 #include "activation_view.h"
 #include "export/tensor_formats.h"
 #include "run_controller.h"
+#include "save_dialog.h"
 #include "statistics_panel.h"
 
 #include <QFileDialog>
@@ -36,7 +37,7 @@ ExportActions::ExportActions(
 
 QString ExportActions::askPath(const QString& title, const QString& filter) const
 {
-    return QFileDialog::getSaveFileName(dialogParent_, title, QString(), filter);
+    return askSavePath(dialogParent_, title, QString(), filter);
 }
 
 void ExportActions::populate(QMenu* menu)
@@ -47,12 +48,9 @@ void ExportActions::populate(QMenu* menu)
         QAction* action = menu->addAction(tr("Recorded Tensors as %1 (%2)…").arg(name, extension));
         action->setToolTip(QString::fromStdString(format.description));
         connect(action, &QAction::triggered, this, [this, name, extension] {
-            QString path = askPath(tr("Export Recorded Tensors"), QString("%1 (*%2)").arg(name, extension));
-            if (path.isEmpty())
-                return;
-            if (!path.endsWith(extension))
-                path += extension;
-            exportTensors(path);
+            const QString path = askPath(tr("Export Recorded Tensors"), QString("%1 (*%2)").arg(name, extension));
+            if (!path.isEmpty())
+                exportTensors(path);
         });
     }
     menu->addSeparator();

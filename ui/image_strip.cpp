@@ -1,78 +1,75 @@
 #include "image_strip.h"
 
 #include "document.h"
+#include "image_list_model.h"
 
-#include <QFileInfo>
-#include <QImage>
-#include <QStyle>
+#include <QContextMenuEvent>
+#include <QKeyEvent>
+#include <QMenu>
 
 #include <algorithm>
 
 namespace torchscope {
 
 ImageStrip::ImageStrip(Document* document, QWidget* parent)
-    : QListWidget(parent)
+    : QListView(parent)
     , document_(document)
+    , model_(new ImageListModel(document, this))
 {
+    setModel(model_);
     setViewMode(QListView::IconMode);
     setFlow(QListView::LeftToRight);
-    setWrapping(false);
+    setWrapping(true);
+    setResizeMode(QListView::Adjust);
     setIconSize(QSize(72, 72));
+    setGridSize(QSize(112, 104));
+    setTextElideMode(Qt::ElideMiddle);
     setMovement(QListView::Static);
     setUniformItemSizes(true);
-    setMaximumHeight(130);
-    Document* doc = document_;
-    connect(doc, &Document::imagesChanged, this, &ImageStrip::rebuild);
-    connect(doc, &Document::resultsChanged, this, &ImageStrip::refreshResults);
-    connect(this, &QListWidget::currentRowChanged, doc, [doc](int row) {
-        if (row >= 0)
-            doc->setSelectedImage(row);
+    setLayoutMode(QListView::Batched); // thousands of images lay out in steps, not in one stall
+    setBatchSize(200);
+    setSelectionMode(QAbstractItemView::ExtendedSelection);
+    connect(selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& current) {
+        if (current.isValid())
+            document_->setSelectedImage(current.row());
     });
-    connect(doc, &Document::selectionChanged, this, [this, doc] {
-        if (currentRow() != doc->selectedImage() && doc->selectedImage() < count())
-            setCurrentRow(doc->selectedImage());
-    });
+    const auto follow = [this] {
+        const int row = document_->selectedImage();
+        if (row >= 0 && row < model_->rowCount() && currentIndex().row() != row)
+            setCurrentIndex(model_->index(row));
+    };
+    connect(document_, &Document::selectionChanged, this, follow);
+    connect(model_, &QAbstractItemModel::modelReset, this, follow);
 }
 
-void ImageStrip::rebuild()
+void ImageStrip::removeSelected()
 {
-    Document* document = document_;
-    const QSignalBlocker block(this);
-    clear();
-    for (const auto& path : document->images()) {
-        auto* item = new QListWidgetItem(style()->standardIcon(QStyle::SP_FileIcon), QFileInfo(path).fileName(), this);
-        item->setToolTip(path);
-    }
-    setCurrentRow(std::min(document->selectedImage(), count() - 1));
-}
-
-void ImageStrip::refreshResults()
-{
-    const auto snapshot = document_->snapshot();
-    if (!snapshot)
-        return;
-    // Rows are in the Document's image order.
+    QStringList paths;
     const QStringList images = document_->images();
-    auto itemOf = [&](const std::string& path) { return item(int(images.indexOf(QString::fromStdString(path)))); };
-    for (const auto& [path, why] : snapshot->failures)
-        if (QListWidgetItem* it = itemOf(path)) {
-            it->setIcon(style()->standardIcon(QStyle::SP_MessageBoxWarning));
-            it->setToolTip(QString::fromStdString(path) + "\n" + QString::fromStdString(why));
-        }
-    for (const auto& image : snapshot->images) {
-        QListWidgetItem* it = itemOf(image.path);
-        if (!it || image.thumbnail.empty())
-            continue;
-        // The worker made the thumbnail, with the decoder the model saw; here it is only wrapped.
-        const QImage picture(image.thumbnail.data(), image.thumbnailWidth, image.thumbnailHeight,
-            image.thumbnailWidth * 3, QImage::Format_RGB888);
-        it->setIcon(QPixmap::fromImage(picture));
-        QString tip = QString::fromStdString(image.path);
-        if (!image.prediction.top.empty())
-            tip += "\n" + QString::fromStdString(image.prediction.top[0].label)
-                + QString(" (%1 %)").arg(100.0 * image.prediction.top[0].probability, 0, 'f', 1);
-        it->setToolTip(tip);
+    for (const QModelIndex& index : selectionModel()->selectedIndexes())
+        paths << images.value(index.row());
+    if (paths.isEmpty() && currentIndex().isValid())
+        paths << images.value(currentIndex().row());
+    document_->removeImages(paths);
+}
+
+void ImageStrip::keyPressEvent(QKeyEvent* event)
+{
+    if (event->key() == Qt::Key_Delete || event->key() == Qt::Key_Backspace) {
+        removeSelected();
+        return;
     }
+    QListView::keyPressEvent(event);
+}
+
+void ImageStrip::contextMenuEvent(QContextMenuEvent* event)
+{
+    QMenu menu(this);
+    QAction* remove = menu.addAction(tr("Remove"), this, &ImageStrip::removeSelected);
+    remove->setShortcut(QKeySequence::Delete);
+    remove->setEnabled(currentIndex().isValid());
+    menu.addAction(tr("Clear All Images"), document_, &Document::clearImages)->setEnabled(model_->rowCount() > 0);
+    menu.exec(event->globalPos());
 }
 
 } // namespace torchscope

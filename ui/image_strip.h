@@ -1,24 +1,30 @@
 #pragma once
 
-#include <QListWidget>
+#include <QListView>
 
 namespace torchscope {
 
 class Document;
+class ImageListModel;
 
-// Thumbnails of the loaded images; the current one is the image the views show. Images the
-// model could not read are marked, with the reason as tooltip.
-class ImageStrip : public QListWidget {
+// The loaded images as a grid of thumbnails that scales to thousands (a view over
+// ImageListModel). The current image is the one the views show; arrow keys move through them,
+// Delete (or the context menu) removes the selected ones; unreadable images are marked.
+class ImageStrip : public QListView {
     Q_OBJECT
 public:
     explicit ImageStrip(Document* document, QWidget* parent = nullptr);
 
-public Q_SLOTS:
-    void rebuild();
-    void refreshResults();
+    ImageListModel* imageModel() const { return model_; }
+    void removeSelected();
+
+protected:
+    void keyPressEvent(QKeyEvent* event) override;
+    void contextMenuEvent(QContextMenuEvent* event) override;
 
 private:
     Document* document_;
+    ImageListModel* model_;
 };
 
 } // namespace torchscope

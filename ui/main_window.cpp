@@ -14,6 +14,7 @@
 #include "recorders_panel.h"
 #include "run_controller.h"
 #include "run_worker.h"
+#include "save_dialog.h"
 #include "setup_actions.h"
 #include "statistics_panel.h"
 
@@ -233,16 +234,17 @@ void MainWindow::createMenus()
                 reportError(tr("Error Opening Session"), error);
     });
     QAction* save = file->addAction(tr("&Save Session…"), this, [this] {
-        QString path = QFileDialog::getSaveFileName(
-            this, tr("Save Session"), QString(), tr("TorchScope sessions (*.torchscope.json)"));
+        const QString path
+            = askSavePath(this, tr("Save Session"), QString(), tr("TorchScope sessions (*.torchscope.json)"));
         if (path.isEmpty())
             return;
-        if (!path.endsWith(".torchscope.json"))
-            path += ".torchscope.json";
         if (const QString error = saveSession(path); !error.isEmpty())
             reportError(tr("Error Saving Session"), error);
     });
     save->setShortcut(QKeySequence::Save);
+    file->addSeparator();
+    recentSessionsMenu_ = file->addMenu(tr("Recent Sessions"));
+    fillRecentSessionsMenu();
     file->addSeparator();
     exports_->populate(file->addMenu(tr("&Export")));
     file->addSeparator();
@@ -262,6 +264,26 @@ void MainWindow::createMenus()
     }
     view->addSeparator();
     view->addAction(tr("Reset &Layout"), this, &MainWindow::resetLayout);
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    QAction* shortcuts = help->addAction(tr("&Keyboard Shortcuts"), this, [this] {
+        QMessageBox::information(this, tr("Keyboard Shortcuts"), shortcutsText());
+    });
+    shortcuts->setShortcut(QKeySequence::HelpContents);
+    help->addAction(tr("&Core Ideas"), this, [this] {
+        QMessageBox box(QMessageBox::NoIcon, tr("Core Ideas"), coreIdeasText(), QMessageBox::Close, this);
+        box.setTextFormat(Qt::RichText);
+        box.exec();
+    });
+    help->addSeparator();
+    help->addAction(tr("&About TorchScope"), this, [this] {
+        QMessageBox::about(this, tr("About TorchScope"),
+            tr("<h3>TorchScope %1</h3><p>A workbench for looking inside TorchScript models: grab any layer's "
+               "outputs, inputs and gradients, edit activations, record statistics over image folders, train "
+               "linear probes, explain predictions with Grad-CAM.</p><p>Built with Qt %2 and LibTorch.</p>")
+                .arg(QCoreApplication::applicationVersion(), qVersion()));
+    });
+    help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
 }
 
 void MainWindow::createToolBar()
@@ -312,14 +334,45 @@ void MainWindow::createStatusBar()
     connect(controller_, &RunController::busyChanged, this, [this](bool busy) {
         progress_->setVisible(busy);
         cancel_->setVisible(busy);
-        if (busy)
+        if (busy) {
+            statusBar()->clearMessage();
             status_->setText(controller_->isOpeningModel() ? tr("Opening model…") : tr("Running…"));
+        }
     });
     connect(controller_, &RunController::progress, this, [this](int done, int total) {
         progress_->setRange(0, total);
         progress_->setValue(done);
         progress_->setFormat(tr("%v / %m images"));
     });
+}
+
+QString MainWindow::shortcutsText()
+{
+    return tr("Ctrl+O\topen a model\n"
+              "Ctrl+I\tadd images\n"
+              "Ctrl+S\tsave the session\n"
+              "Ctrl+Shift+I\tinput setup\n"
+              "Alt+1 … Alt+5\tActivations, Grad-CAM, Patching, Recorders, Probes\n"
+              "Arrow keys\tnext or previous image (in the image grid)\n"
+              "Delete\tremove the selected images from the grid\n"
+              "F1\tthis list\n"
+              "Ctrl+Q\tquit");
+}
+
+QString MainWindow::coreIdeasText()
+{
+    return tr("<p><b>Grabs.</b> Tick a module to record its output for every image; right-click for its input "
+              "or its gradient (of the class in the toolbar's <i>Gradient target</i>). TorchScope instruments the "
+              "TorchScript graph itself, so what it records equals PyTorch's forward hooks on the same weights.</p>"
+              "<p><b>Truncation and edits.</b> Set a truncation point to stop the forward there; zero or scale "
+              "channels to see what the rest of the network does without them. Recorders apply the edits too.</p>"
+              "<p><b>Recorders</b> stream a folder through the model and keep per-channel statistics, histograms "
+              "and each channel's most activating images, never whole activations.</p>"
+              "<p><b>Probes</b> are linear classifiers trained on a layer's output: where in the network a "
+              "concept becomes linearly readable.</p>"
+              "<p><b>Grad-CAM and patching</b> ask which pixels and which activations a prediction depends on.</p>"
+              "<p>Everything recorded exports to files Python reads (<code>torch.load</code>, NumPy, "
+              "safetensors) with a summary that lists the image files in sample order.</p>");
 }
 
 void MainWindow::setInteractive(bool interactive)
@@ -369,6 +422,7 @@ QString MainWindow::saveSession(const QString& path)
     if (!file.commit())
         return file.errorString();
     log_->append(tr("Saved session %1").arg(path));
+    rememberRecentSession(path);
     return {};
 }
 
@@ -402,13 +456,15 @@ QString MainWindow::openSession(const QString& path)
         document_->setDevice(device);
     }
     openModel(model);
+    rememberRecentSession(path);
     return {};
 }
 
 void MainWindow::reportError(const QString& title, const QString& message)
 {
     log_->append(title + ": " + message);
-    status_->setText(title);
+    // A message that expires: the next run's summary must not sit under an old error.
+    statusBar()->showMessage(tr("%1: %2 (details in the log)").arg(title, message.section('\n', 0, 0)), 15000);
     Q_EMIT errorReported(title, message);
     if (interactive_)
         QMessageBox::critical(this, title, message.section('\n', 0, 3));
@@ -482,6 +538,29 @@ void MainWindow::fillRecentMenu()
     for (const auto& path : recent)
         recentMenu_->addAction(path, this, [this, path] { openModel(path); });
     recentMenu_->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::rememberRecentSession(const QString& path)
+{
+    QSettings settings;
+    QStringList recent = settings.value("recentSessions").toStringList();
+    const QString absolute = QFileInfo(path).absoluteFilePath();
+    recent.removeAll(absolute);
+    recent.prepend(absolute);
+    settings.setValue("recentSessions", recent.mid(0, 8));
+    fillRecentSessionsMenu();
+}
+
+void MainWindow::fillRecentSessionsMenu()
+{
+    recentSessionsMenu_->clear();
+    const QStringList recent = QSettings().value("recentSessions").toStringList();
+    for (const auto& path : recent)
+        recentSessionsMenu_->addAction(path, this, [this, path] {
+            if (const QString error = openSession(path); !error.isEmpty())
+                reportError(tr("Error Opening Session"), error);
+        });
+    recentSessionsMenu_->setEnabled(!recent.isEmpty());
 }
 
 void MainWindow::updateTitle()

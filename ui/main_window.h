@@ -83,6 +83,10 @@ private:
     void resetLayout();
     void rememberRecent(const QString& path);
     void fillRecentMenu();
+    void rememberRecentSession(const QString& path);
+    void fillRecentSessionsMenu();
+    static QString shortcutsText();
+    static QString coreIdeasText();
     void updateTitle();
 
     Document* document_;
@@ -101,6 +105,7 @@ private:
     SetupActions* setup_;
     QTabWidget* central_ = nullptr;
     QMenu* recentMenu_ = nullptr;
+    QMenu* recentSessionsMenu_ = nullptr;
     QComboBox* device_ = nullptr;
     QSpinBox* target_ = nullptr;
     QLabel* truncation_ = nullptr;

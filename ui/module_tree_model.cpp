@@ -8,6 +8,8 @@
 
 #include <QLocale>
 
+#include <algorithm>
+
 namespace torchscope {
 
 ModuleTreeModel::ModuleTreeModel(Document* document, QObject* parent)
@@ -18,6 +20,7 @@ ModuleTreeModel::ModuleTreeModel(Document* document, QObject* parent)
     connect(document_, &Document::modulesChanged, this, &ModuleTreeModel::refreshAll);
     connect(document_, &Document::requestChanged, this, &ModuleTreeModel::refreshAll);
     connect(document_, &Document::probesChanged, this, &ModuleTreeModel::refreshAll);
+    connect(document_, &Document::resultsChanged, this, &ModuleTreeModel::refreshAll);
     rebuild();
 }
 
@@ -99,6 +102,8 @@ QString ModuleTreeModel::marks(const ModuleInfo& module) const
     QStringList marks;
     if (document_->truncation() == path)
         marks << tr("✂ truncate");
+    if (isCutAway(module))
+        marks << tr("cut away");
     for (const auto& spec : document_->grabs())
         if (spec.startsWith(path + ":"))
             marks << (spec.endsWith(":grad") ? QStringLiteral("∇") : spec.section(':', 1));
@@ -111,6 +116,14 @@ QString ModuleTreeModel::marks(const ModuleInfo& module) const
                      .arg(path == document_->bestProbeLayer() ? "★ best " : "")
                      .arg(100.0 * *accuracy, 0, 'f', 1);
     return marks.join("  ");
+}
+
+bool ModuleTreeModel::isCutAway(const ModuleInfo& module) const
+{
+    const auto snapshot = document_->snapshot();
+    if (!snapshot || document_->truncation().isEmpty())
+        return false;
+    return std::find(snapshot->cutAway.begin(), snapshot->cutAway.end(), module.path) != snapshot->cutAway.end();
 }
 
 QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const
@@ -151,6 +164,10 @@ QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const
                           .arg(path.toHtmlEscaped(), QString::fromStdString(module->qualifiedType).toHtmlEscaped())
                           .arg(module->totalParameters)
                           .arg(module->ownParameters);
+        if (isCutAway(*module))
+            tip += "<br><i>" + tr("Cut away: it runs after the truncation point %1, so it does not run now")
+                                   .arg(document_->truncation().toHtmlEscaped())
+                + "</i>";
         if (!module->called)
             tip += "<br><i>" + tr("Never called: %1").arg(QString::fromStdString(module->notCalledReason).toHtmlEscaped())
                 + "</i>";
@@ -164,14 +181,15 @@ QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const
     case Qt::ForegroundRole:
         if (!module->called)
             return QColor(Qt::gray);
+        if (isCutAway(*module))
+            return QColor(150, 110, 110);
         return {};
-    case Qt::FontRole:
-        if (!path.isEmpty() && path == document_->bestProbeLayer()) {
-            QFont bold;
-            bold.setBold(true);
-            return bold;
-        }
-        return {};
+    case Qt::FontRole: {
+        QFont font;
+        font.setBold(!path.isEmpty() && path == document_->bestProbeLayer());
+        font.setItalic(isCutAway(*module));
+        return font.bold() || font.italic() ? QVariant(font) : QVariant();
+    }
     case Qt::TextAlignmentRole:
         return index.column() == Parameters ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant();
     case PathRole:
@@ -230,6 +248,12 @@ QModelIndex ModuleTreeModel::indexOfPath(const QString& path, int column) const
         if (QString::fromStdString(modules[i].path) == path)
             return indexOfModule(static_cast<int>(i), column);
     return {};
+}
+
+QString ModuleTreeModel::marksAt(const QModelIndex& index) const
+{
+    const ModuleInfo* module = moduleAt(index);
+    return module ? marks(*module) : QString();
 }
 
 QString ModuleTreeModel::pathAt(const QModelIndex& index) const

@@ -30,11 +30,13 @@ public:
 
     QModelIndex indexOfPath(const QString& path, int column = Name) const;
     QString pathAt(const QModelIndex& index) const;
+    QString marksAt(const QModelIndex& index) const; // the Grabs / edits column's text
 
 private:
     const ModuleInfo* moduleAt(const QModelIndex& index) const;
     QModelIndex indexOfModule(int moduleIndex, int column) const;
     QString marks(const ModuleInfo& module) const;
+    bool isCutAway(const ModuleInfo& module) const; // after the truncation point, in the last run
     void rebuild();
     void refreshAll();
 

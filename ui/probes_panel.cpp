@@ -5,6 +5,7 @@
 #include "qcustomplot_include.h"
 #include "run_controller.h"
 #include "run_worker.h"
+#include "save_dialog.h"
 
 #include <QComboBox>
 #include <QFileDialog>
@@ -399,12 +400,10 @@ void ProbesPanel::exportProbe(bool stateDict)
         Q_EMIT failed(tr("Error Exporting Probe"), tr("Train a probe first."));
         return;
     }
-    QString path = QFileDialog::getSaveFileName(this, stateDict ? tr("Export Probe State Dict") : tr("Export Probe"),
+    const QString path = askSavePath(this, stateDict ? tr("Export Probe State Dict") : tr("Export Probe"),
         QString("probe_%1%2.pt").arg(layer, stateDict ? "_state" : ""), tr("PyTorch files (*.pt)"));
     if (path.isEmpty())
         return;
-    if (!path.endsWith(".pt"))
-        path += ".pt";
     RunWorker* worker = controller_->worker();
     QMetaObject::invokeMethod(
         worker, [worker, layer, path, stateDict] { worker->exportProbe(layer, path, stateDict); },

@@ -2,6 +2,7 @@
 
 #include "document.h"
 #include "run_controller.h"
+#include "save_dialog.h"
 #include "statistics_plots.h"
 
 #include <QComboBox>
@@ -210,8 +211,8 @@ void RecordersPanel::start()
 
 void RecordersPanel::exportRecording()
 {
-    const QString path = QFileDialog::getSaveFileName(
-        this, tr("Export Recording"), QString(), tr("PyTorch (*.pt);;NumPy (*.npz);;safetensors (*.safetensors)"));
+    const QString path = askSavePath(this, tr("Export Recording"), QString(),
+        tr("PyTorch (*.pt);;NumPy (*.npz);;safetensors (*.safetensors)"));
     if (!path.isEmpty())
         controller_->exportRecording(path);
 }

@@ -58,6 +58,7 @@ struct RunSnapshot {
     std::string gradientTarget; // what :grad grabs are of, for the first image ("class 3", ...)
     std::map<std::string, LayerStatistics> statistics; // per grabbed key, over the images
     std::vector<ModuleInfo> modules; // with output shapes from a dry run, when one was made
+    std::vector<std::string> cutAway; // modules the truncation point cuts away (none without one)
 };
 
 using RunSnapshotPtr = std::shared_ptr<const RunSnapshot>;

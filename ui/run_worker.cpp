@@ -155,6 +155,13 @@ void RunWorker::run(const RunRequest& request)
                 state_->dryRunDone = true;
                 snapshot->modules = state_->model->modules();
             }
+            const std::string truncation = request.request.truncateAt.value_or("");
+            if (truncation.empty())
+                state_->cutAway.clear();
+            else if (state_->cutAwayFor != truncation)
+                state_->cutAway = modulesCutAway(*state_->model, arguments, truncation);
+            state_->cutAwayFor = truncation;
+            snapshot->cutAway = state_->cutAway;
             const RunResult result = state_->engine->run(request.request, arguments);
             ImageResult item;
             item.path = path;

@@ -25,6 +25,8 @@ struct RunWorker::State {
     std::unique_ptr<Engine> engine;
     ModelSummary summary;
     bool dryRunDone = false;
+    std::string cutAwayFor; // the truncation point cutAway was found for
+    std::vector<std::string> cutAway;
     std::vector<std::pair<std::string, std::vector<at::Tensor>>> recorded; // last run, per key, per image
     std::unique_ptr<Recorder> recording; // the last folder recording, for export
     std::string recordingSummary; // its summary JSON (image files in sample order), exported beside it

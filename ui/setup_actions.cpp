@@ -4,6 +4,7 @@
 #include "model_setup_dialog.h"
 #include "run_controller.h"
 #include "run_worker.h"
+#include "save_dialog.h"
 
 #include <QFileDialog>
 #include <QFileInfo>
@@ -62,12 +63,10 @@ void SetupActions::populate(QMenu* menu)
         if (!document_->hasModel())
             return;
         const QFileInfo model(document_->modelPath());
-        QString path = QFileDialog::getSaveFileName(window_, tr("Save Setup Into a Copy of the Model"),
+        const QString path = askSavePath(window_, tr("Save Setup Into a Copy of the Model"),
             model.dir().filePath(model.completeBaseName() + "_setup.pt"), tr("TorchScript models (*.pt)"));
         if (path.isEmpty())
             return;
-        if (QFileInfo(path).suffix().isEmpty())
-            path += ".pt";
         saveIntoModel(path);
     });
 }

@@ -1,6 +1,7 @@
 #include "cli_options.h"
 
 #include <CLI/CLI.hpp>
+#include <torch/version.h>
 
 #include <cmath>
 #include <filesystem>
@@ -165,6 +166,9 @@ CliOptions parseCommandLine(int argc, char** argv)
     std::string range;
     CLI::App app{Overview, "torchscope-cli"};
     app.require_subcommand(0, 1);
+    app.set_version_flag("--version",
+        "torchscope-cli " TORCHSCOPE_VERSION " (LibTorch " + std::to_string(TORCH_VERSION_MAJOR) + "."
+            + std::to_string(TORCH_VERSION_MINOR) + "." + std::to_string(TORCH_VERSION_PATCH) + ")");
 
     CLI::App* inspect = app.add_subcommand("inspect", "print the module tree (and output shapes with --input)");
     addModelOptions(inspect, o);
@@ -264,6 +268,10 @@ CliOptions parseCommandLine(int argc, char** argv)
             o.targetBox = toBox("--target-box", box);
         if (!range.empty())
             o.range = toRange("--range", range);
+    } catch (const CLI::CallForVersion& e) {
+        o.command = "help";
+        o.helpText = e.what() + std::string("\n");
+        return o;
     } catch (const CLI::CallForHelp&) {
         o.command = "help";
         o.helpText = app.help(); // the help of the command asked about, named with its parents

@@ -1,44 +1,58 @@
 #include "gui_options.h"
 
+#include <QCommandLineParser>
 #include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
 
 GuiOptions parseGuiOptions(const QStringList& arguments)
 {
+    QCommandLineParser parser;
+    parser.setApplicationDescription(
+        "TorchScope: a workbench for looking inside TorchScript models. With no files it opens the bundled "
+        "face-expression network on its photos.");
+    const QCommandLineOption help({"h", "help"}, "Show this help and exit.");
+    const QCommandLineOption version({"v", "version"}, "Show the version and exit.");
+    const QCommandLineOption select("select", "Tick PATH in the module tree once the model is open.", "PATH");
+    const QCommandLineOption screenshot("screenshot",
+        "Wait for the first run (and the sweep or Grad-CAM asked for), write the window to FILE.png and exit.",
+        "FILE.png");
+    const QCommandLineOption probeData("probe-data", "The Probes tab's labelled folder (one subfolder per class).", "DIR");
+    const QCommandLineOption sweep("sweep", "Tick these layers and train a probe on each (needs --probe-data).",
+        "LAYER,LAYER,...");
+    const QCommandLineOption sweepPlot("sweep-plot", "Write the sweep's accuracy-by-layer plot when it ends.", "FILE.png");
+    const QCommandLineOption gradCam("gradcam", "Show Grad-CAM of LAYER for the selected image after the first run.",
+        "LAYER");
+    const QCommandLineOption setup("setup", "An input setup (as torchscope-cli --preprocess) for the model.", "SETUP.json");
+    const QCommandLineOption labels("labels", "Class names for the model's outputs (one per line, or JSON).",
+        "LABELS.txt");
+    parser.addOptions({help, version, select, screenshot, probeData, sweep, sweepPlot, gradCam, setup, labels});
+    parser.addPositionalArgument(
+        "files", "A model (.pt), images, image folders or a session (.torchscope.json).", "[MODEL] [IMAGES|FOLDERS...]");
+
     GuiOptions options;
-    for (int i = 1; i < arguments.size(); ++i) {
-        const QString& arg = arguments[i];
-        if (arg == "--select" || arg == "--screenshot" || arg == "--probe-data" || arg == "--sweep"
-            || arg == "--sweep-plot" || arg == "--gradcam" || arg == "--setup" || arg == "--labels") {
-            if (i + 1 >= arguments.size()) {
-                options.error = arg + " needs a value";
-                return options;
-            }
-            const QString value = arguments[++i];
-            if (arg == "--select")
-                options.select = value;
-            else if (arg == "--screenshot")
-                options.screenshot = value;
-            else if (arg == "--probe-data")
-                options.probeData = value;
-            else if (arg == "--sweep")
-                options.sweep = value.split(',', Qt::SkipEmptyParts);
-            else if (arg == "--gradcam")
-                options.gradCam = value;
-            else if (arg == "--setup")
-                options.setup = value;
-            else if (arg == "--labels")
-                options.labels = value;
-            else
-                options.sweepPlot = value;
-        } else if (arg.startsWith("-")) {
-            options.error = "unknown option " + arg;
-            return options;
-        } else {
-            options.files << arg;
-        }
+    if (!parser.parse(arguments)) {
+        options.error = parser.errorText();
+        options.helpText = parser.helpText();
+        return options;
     }
+    if (parser.isSet(help)) {
+        options.helpText = parser.helpText();
+        return options;
+    }
+    if (parser.isSet(version)) {
+        options.versionText = QString("torchscope %1 (Qt %2)\n").arg(QCoreApplication::applicationVersion(), qVersion());
+        return options;
+    }
+    options.files = parser.positionalArguments();
+    options.select = parser.value(select);
+    options.screenshot = parser.value(screenshot);
+    options.probeData = parser.value(probeData);
+    options.sweep = parser.value(sweep).split(',', Qt::SkipEmptyParts);
+    options.sweepPlot = parser.value(sweepPlot);
+    options.gradCam = parser.value(gradCam);
+    options.setup = parser.value(setup);
+    options.labels = parser.value(labels);
     if (!options.sweep.isEmpty() && options.probeData.isEmpty())
         options.error = "--sweep needs --probe-data DIR (one subfolder per class)";
     return options;

@@ -14,25 +14,33 @@
 #include "setup_actions.h"
 
 #include <QApplication>
+#include <QCoreApplication>
 #include <QTimer>
 
 #include <cstdio>
 
 int main(int argc, char** argv)
 {
+    GuiOptions options;
+    {
+        // Parsed before the window system is reached: --help, --version and usage errors work
+        // without a display.
+        const QCoreApplication parsing(argc, argv);
+        QCoreApplication::setApplicationVersion(TORCHSCOPE_VERSION);
+        options = parseGuiOptions(QCoreApplication::arguments());
+    }
+    if (!options.error.isEmpty()) {
+        std::fprintf(stderr, "torchscope: %s\nRun 'torchscope --help' for the options.\n", qPrintable(options.error));
+        return 2;
+    }
+    if (!options.helpText.isEmpty() || !options.versionText.isEmpty()) {
+        std::fputs(qPrintable(options.helpText.isEmpty() ? options.versionText : options.helpText), stdout);
+        return 0;
+    }
     QApplication app(argc, argv);
     QApplication::setOrganizationName("TorchScope");
     QApplication::setApplicationName("TorchScope");
-    const GuiOptions options = parseGuiOptions(QApplication::arguments());
-    if (!options.error.isEmpty()) {
-        std::fprintf(stderr,
-            "torchscope: %s\nusage: torchscope [MODEL] [IMAGES|FOLDERS...] [--select PATH] "
-            "[--screenshot FILE.png]\n"
-            "                 [--probe-data DIR] [--sweep LAYER,LAYER,...] [--sweep-plot FILE.png] [--gradcam LAYER]\n"
-            "                 [--setup SETUP.json] [--labels LABELS.txt]\n",
-            qPrintable(options.error));
-        return 2;
-    }
+    QApplication::setApplicationVersion(TORCHSCOPE_VERSION);
 
     torchscope::MainWindow window;
     const bool screenshot = !options.screenshot.isEmpty();

@@ -260,6 +260,25 @@ std::vector<c10::IValue> forwardInputsFromBatch(const Model& model, const at::Te
     return {batch};
 }
 
+std::vector<std::string> modulesCutAway(Model& model, const std::vector<c10::IValue>& inputs, const std::string& truncateAt)
+{
+    Engine engine(std::shared_ptr<Model>(&model, [](Model*) {}));
+    Request request;
+    request.grabs.push_back(GrabSpec::parse("*"));
+    request.truncateAt = truncateAt;
+    const RunResult result = engine.run(request, inputs);
+    std::set<std::string> reached;
+    for (const auto& [key, value] : result.values)
+        reached.insert(key.substr(0, key.find('#')));
+    std::vector<std::string> cut;
+    for (const auto& module : model.modules()) {
+        const bool ancestor = module.path.empty() || startsWith(truncateAt, module.path + ".");
+        if (!ancestor && module.called && !module.outputShapes.empty() && !reached.count(module.path))
+            cut.push_back(module.path);
+    }
+    return cut;
+}
+
 void dryRun(Model& model, const std::vector<c10::IValue>& inputs)
 {
     Engine engine(std::shared_ptr<Model>(&model, [](Model*) {}));

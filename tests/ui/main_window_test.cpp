@@ -5,6 +5,7 @@
 #include "export/pt_export.h"
 #include "export_actions.h"
 #include "gui_test_support.h"
+#include "image_strip.h"
 #include "log_dock.h"
 #include "main_window.h"
 #include "module_tree_model.h"
@@ -13,6 +14,7 @@
 #include "qcustomplot_include.h"
 #include "recorders_panel.h"
 #include "run_controller.h"
+#include "save_dialog.h"
 #include "statistics_panel.h"
 #include "statistics_plots.h"
 #include <ATen/ATen.h>
@@ -197,6 +199,16 @@ private Q_SLOTS:
             QVERIFY(std::abs(mean[c] - want[int64_t(c)].item<double>()) <= 1e-5 * std::max(1.0, std::abs(mean[c])));
         QCOMPARE(panel->layerBox()->currentText(), QString("features.1"));
         QCOMPARE(panel->topImages()->count(), 9);
+        // Top images carry their mean activation and their file; a channel picked anywhere is picked here.
+        const auto& top = snapshot->topSamples.at("features.1").front();
+        QCOMPARE(panel->topImages()->item(0)->data(Qt::UserRole).toString(),
+            QString::fromStdString(snapshot->imagePaths.at(size_t(top.front().sample))));
+        QVERIFY(panel->topImages()->item(0)->text().startsWith(QString::number(top.front().value, 'g', 4)));
+        QVERIFY(top.front().value >= top.back().value);
+        window.document()->setSelectedChannel(5);
+        QCOMPARE(panel->channelBox()->value(), 5);
+        QCOMPARE(panel->plots()->markedChannel(), 5);
+        QCOMPARE(window.statisticsPanel()->findChild<StatisticsPlots*>()->markedChannel(), 5);
         QCOMPARE(panel->plots()->histogramPlot()->plottableCount(), 1);
         QCOMPARE(panel->plots()->sortedPlot()->plottableCount(), 1);
 
@@ -206,6 +218,99 @@ private Q_SLOTS:
         QVERIFY(exported.wait(Timeout));
         const auto dict = readTorchSaveFile(dir.filePath("recording.pt").toStdString()).toGenericDict();
         QCOMPARE(dict.at("features.1:samples").toTensor().item<int64_t>(), int64_t(36));
+        // The summary beside it lists the images in sample order: torchvision's ImageFolder order,
+        // so top_samples index the files Python would load.
+        const QString same = test::runPython(
+            QString("import json, os\n"
+                    "from torchvision.datasets import ImageFolder\n"
+                    "files = json.load(open('%1'))['image_files']\n"
+                    "want = [os.path.realpath(p) for p, _ in ImageFolder('%2').samples]\n"
+                    "print(len(files), [os.path.realpath(f) for f in files] == want)")
+                .arg(dir.filePath("recording.json"), test::fixture("labelled")));
+        QCOMPARE(same, QString("36 True"));
+    }
+
+    void recordingsApplyTheTreesEdits()
+    {
+        MainWindow window;
+        openDemo(window);
+        window.document()->addEdit(EditSpec::parse("features.0:zero:1,2"));
+        RecordersPanel* panel = window.recordersPanel();
+        panel->folderField()->setText(test::fixture("labelled"));
+        panel->grabsField()->setText("features.0");
+        QSignalSpy finished(window.controller(), &RunController::recordFinished);
+        panel->start();
+        QVERIFY(finished.wait(Timeout));
+        const auto& s = panel->snapshot()->statistics.at("features.0");
+        QCOMPARE(panel->snapshot()->edits, std::vector<std::string>{"features.0:zero:1,2"});
+        QCOMPARE(s.channelMax[1], 0.0);
+        QCOMPARE(s.channelMin[2], 0.0);
+        QCOMPARE(s.channelMax[2], 0.0);
+        QVERIFY(s.channelMax[0] > 0.0 || s.channelMin[0] < 0.0);
+    }
+
+    void removingAnImageRemovesItsResults()
+    {
+        MainWindow window;
+        openDemo(window);
+        const QStringList images = test::demoImages().mid(0, 3);
+        window.document()->addImages(images);
+        window.document()->setGrabbed("features.1", true);
+        QVERIFY(waitForRun(window));
+        QCOMPARE(window.imageStrip()->model()->rowCount(), 3);
+        window.document()->setSelectedImage(2);
+        window.document()->removeImages({QFileInfo(images[1]).absoluteFilePath()});
+        // At once: the strip, the selection (still the same image) and the results.
+        QCOMPARE(window.imageStrip()->model()->rowCount(), 2);
+        QCOMPARE(window.document()->selectedImage(), 1);
+        for (const auto& image : window.document()->snapshot()->images)
+            QVERIFY(QString::fromStdString(image.path) != QFileInfo(images[1]).absoluteFilePath());
+        QCOMPARE(window.document()->snapshot()->images.size(), size_t(2));
+        // And the statistics of the next run are over the two left.
+        QVERIFY(waitForRun(window));
+        QCOMPARE(window.document()->snapshot()->statistics.at("features.1").samples, int64_t(2));
+    }
+
+    void theTreeShowsGrabKindsEditsAndTheCutPart()
+    {
+        MainWindow window;
+        openDemo(window);
+        window.document()->addImages(test::demoImages().mid(0, 1));
+        window.document()->setGrabbed("features.0:grad", true);
+        window.document()->setGrabbed("features.1:in0", true);
+        window.document()->addEdit(EditSpec::parse("features.0:scale:3:2.5"));
+        QVERIFY(waitForRun(window));
+        ModuleTreeModel* tree = window.treePanel()->model();
+        const QString marks0 = tree->marksAt(tree->indexOfPath("features.0"));
+        QVERIFY2(marks0.contains("∇") && marks0.contains("✎ scale:3:2.5"), qPrintable(marks0));
+        QVERIFY(tree->marksAt(tree->indexOfPath("features.1")).contains("in0"));
+        QVERIFY(!tree->marksAt(tree->indexOfPath("classifier")).contains("cut away"));
+        // Gradients of a truncated run are refused: that grab goes first.
+        window.document()->setGrabbed("features.0:grad", false);
+        window.document()->setTruncation("features.1");
+        QVERIFY(waitForRun(window));
+        QVERIFY(tree->marksAt(tree->indexOfPath("features.1")).contains("truncate"));
+        // What runs after the truncation point is marked; what runs before it and its parent are not.
+        for (const QString cut : {"features.2", "features.2.conv", "pool", "classifier"})
+            QVERIFY2(tree->marksAt(tree->indexOfPath(cut)).contains("cut away"), qPrintable(cut));
+        for (const QString kept : {"features", "features.0", "features.1"})
+            QVERIFY2(!tree->marksAt(tree->indexOfPath(kept)).contains("cut away"), qPrintable(kept));
+        window.document()->setTruncation({});
+        QVERIFY(waitForRun(window));
+        QVERIFY(!tree->marksAt(tree->indexOfPath("classifier")).contains("cut away"));
+    }
+
+    void saveDialogsAddTheFiltersExtension()
+    {
+        const QString filters = "PyTorch (*.pt);;NumPy (*.npz);;safetensors (*.safetensors)";
+        QCOMPARE(withFilterExtension("/tmp/rec_stats", "PyTorch (*.pt)", filters), QString("/tmp/rec_stats.pt"));
+        QCOMPARE(withFilterExtension("/tmp/rec.npz", "NumPy (*.npz)", filters), QString("/tmp/rec.npz"));
+        // An extension of another offered filter is what the user typed: kept.
+        QCOMPARE(withFilterExtension("/tmp/rec.npz", "PyTorch (*.pt)", filters), QString("/tmp/rec.npz"));
+        QCOMPARE(withFilterExtension("/tmp/v1.2", "PNG image (*.png)"), QString("/tmp/v1.2.png"));
+        QCOMPARE(withFilterExtension("/tmp/s", "TorchScope sessions (*.torchscope.json)"),
+            QString("/tmp/s.torchscope.json"));
+        QCOMPARE(withFilterExtension("", "PNG image (*.png)"), QString());
     }
 
     void truncationReturnsTheLayerOutput()
