@@ -8,6 +8,7 @@
 #include <QComboBox>
 #include <QDesktopServices>
 #include <QFileDialog>
+#include <QDir>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -282,7 +283,9 @@ void RecordersPanel::showTopImages()
         const QImage image = reader.read();
         auto* item = new QListWidgetItem(
             image.isNull() ? style()->standardIcon(QStyle::SP_FileIcon) : QIcon(QPixmap::fromImage(image)),
-            QString("%1\n%2").arg(QString::number(top.value, 'g', 4), QFileInfo(path).fileName()), topImages_);
+            QString("%1\n%2/%3")
+                .arg(QString::number(top.value, 'g', 4), QFileInfo(path).dir().dirName(), QFileInfo(path).fileName()),
+            topImages_);
         item->setData(Qt::UserRole, path);
         item->setToolTip(tr("%1\nsample %2, mean activation %3\nDouble-click to open")
                              .arg(path)

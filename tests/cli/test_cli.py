@@ -287,6 +287,13 @@ class CliRecord(unittest.TestCase):
             rel = ((layer[f"features.1:{field}"] - want).abs().max() / want.abs().max()).item()
             print(f"features.1 {field}: max relative difference {rel}")
             self.assertLess(rel, 1e-5)
+        # The images in sample order, as torchvision's ImageFolder lists them: top_samples name files.
+        from torchvision.datasets import ImageFolder
+        want = [os.path.realpath(p) for p, _ in ImageFolder(str(FIXTURES / "labelled")).samples]
+        self.assertEqual([os.path.realpath(p) for p in summary["image_files"]], want)
+        self.assertEqual(json.loads((out / "summary.json").read_text())["image_files"], summary["image_files"])
+        top = layer["features.1:top_samples"]
+        self.assertTrue(all(0 <= int(i) < len(want) for i in top.flatten()))
         import csv
         rows = list(csv.DictReader(open(out / "statistics.csv")))
         self.assertEqual(len(rows), 64 + 10)
@@ -308,8 +315,27 @@ class CliRecord(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         got = torch.load(out)
         self.assertEqual(int(got["features.1:samples"]), int(self.expected["wrong/features.1:samples"]))
+        # Beside a single file: the per-channel CSV and the summary (no image files for a tensor stream).
+        summary = json.loads(out.with_suffix(".json").read_text())
+        self.assertEqual(summary["image_files"], [])
+        self.assertEqual(summary["samples"]["features.1"], int(got["features.1:samples"]))
+        self.assertTrue(out.with_suffix(".csv").exists())
         want = self.expected["wrong/features.1/stats:mean"]
         self.assertLess(((got["features.1:mean"] - want).abs().max() / want.abs().max()).item(), 1e-5)
+
+    def test_edits_apply_to_every_image(self):
+        out = pathlib.Path(self.tmp.name) / "ablated.pt"
+        summary = self.record(out, "--edit", "features.1:zero:3,5", "--reduce", "stats")
+        self.assertEqual(summary["edits"], ["features.1:zero:3,5"])
+        got = torch.load(out)
+        for channel in (3, 5):
+            self.assertEqual(float(got["features.1:max"][channel]), 0.0)
+            self.assertEqual(float(got["features.1:min"][channel]), 0.0)
+        # The other channels are the model's own (the fixture's forward hooks, no edit).
+        want = self.expected["all/features.1/stats:mean"]
+        keep = [c for c in range(want.numel()) if c not in (3, 5)]
+        rel = ((got["features.1:mean"][keep] - want[keep]).abs().max() / want.abs().max()).item()
+        self.assertLess(rel, 1e-5)
 
     def test_memory_cap_fails_cleanly(self):
         out = pathlib.Path(self.tmp.name) / "all.pt"
@@ -390,6 +416,11 @@ class CliErrors(unittest.TestCase):
                 self.assertIn(message, result.stderr)
                 self.assertNotIn("stod", result.stderr)
         self.assertFalse(os.path.exists("/tmp/never_written"))
+
+    def test_version(self):
+        result = cli("--version")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertRegex(result.stdout, r"^torchscope-cli \d+\.\d+\.\d+ \(LibTorch \d+\.\d+\.\d+\)\n$")
 
     def test_help_per_command(self):
         result = cli("record", "--help")
