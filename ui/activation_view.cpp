@@ -127,10 +127,8 @@ ActivationView::ActivationView(Document* document, QWidget* parent)
     connect(alpha_, &QSlider::valueChanged, this, &ActivationView::updateOverlay);
     connect(grid_, &ChannelGrid::channelPicked, document_, &Document::setSelectedChannel);
     connect(document_, &Document::channelSelected, this, [this](int channel) {
-        if (channel >= 0 && channel < grid_->channelCount() && channel != channel_) {
-            grid_->setSelectedChannel(channel);
+        if (channel >= 0 && channel < grid_->channelCount() && channel != channel_)
             pickChannel(channel);
-        }
     });
 }
 
@@ -331,19 +329,12 @@ void ActivationView::updateOverlay()
     const ImageResult* result = document_->selectedResult();
     if (!result || shownKey_.isEmpty() || isPlotShown() || result->picture.empty())
         return;
-    const FloatTensor& value = shownMaps_;
-    const MapLayout layout = mapLayout(value.shape);
-    if (channel_ >= layout.channels)
+    // The channel as the grid draws it (the colour bar's scale), upsampled and blended over the picture.
+    const float* map = grid_->drawnMap(channel_);
+    if (!map)
         return;
-    // One channel on the grid's scale for it (the colour bar's), upsampled and blended over the picture.
-    const ChannelRange range = grid_->channelRange(channel_);
-    const float span = range.high - range.low;
-    const float zero = shownContrast() == Contrast::Symmetric ? 0.5f : 0.f;
-    std::vector<float> map(static_cast<size_t>(layout.height * layout.width));
-    const float* values = value.values.data() + channel_ * layout.height * layout.width;
-    for (size_t i = 0; i < map.size(); ++i)
-        map[i] = span > 0 ? std::clamp((values[i] - range.low) / span, 0.f, 1.f) : zero;
-    overlay_ = torchscope::overlayImage(result->picture, map.data(), layout.width, layout.height,
+    const QSize size = grid_->mapSize();
+    overlay_ = torchscope::overlayImage(result->picture, map, size.width(), size.height(),
         ColorMap(colorMap_->currentData().toInt()), alpha_->value() / 100.f);
     const QSize room = overlayLabel_->size().boundedTo(QSize(512, 512)).expandedTo(QSize(160, 160));
     overlayLabel_->setPixmap(QPixmap::fromImage(overlay_.scaled(room, Qt::KeepAspectRatio, Qt::FastTransformation)));

@@ -40,8 +40,6 @@ public:
     bool isPlotShown() const;
     QCustomPlot* plot() const { return plot_; }
     ColorBar* colorBar() const { return colorBar_; }
-    ChannelGrid* grid() const { return grid_; }
-    int pickedChannel() const { return channel_; }
 
 public Q_SLOTS:
     void refresh();

@@ -95,6 +95,13 @@ ChannelRange ChannelGrid::channelRange(int channel) const
     return normalized_.channels[static_cast<size_t>(channel)];
 }
 
+const float* ChannelGrid::drawnMap(int channel) const
+{
+    if (channel < 0 || channel >= layout_.channels)
+        return nullptr;
+    return normalized_.values.data() + static_cast<size_t>(channel) * layout_.height * layout_.width;
+}
+
 int ChannelGrid::channelAt(const QPoint& position, int* y, int* x) const
 {
     if (image_.isNull() || position.x() < 0 || position.y() < 0)

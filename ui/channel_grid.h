@@ -23,6 +23,8 @@ public:
     int channelCount() const { return static_cast<int>(layout_.channels); }
     // The values drawn at the bottom and top of the colour map for a channel.
     ChannelRange channelRange(int channel) const;
+    // A channel's map as drawn (height x width values in [0, 1]); null for no such channel.
+    const float* drawnMap(int channel) const;
     // "channel 12 at (3, 5): 0.731 (channel 0 … 2.4)", or "" off the tiles.
     QString describeAt(const QPoint& position) const;
     QSize mapSize() const { return QSize(static_cast<int>(layout_.width), static_cast<int>(layout_.height)); }

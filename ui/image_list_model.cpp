@@ -6,6 +6,7 @@
 #include <QFileInfo>
 #include <QImage>
 #include <QPixmap>
+#include <QSet>
 #include <QStyle>
 
 namespace torchscope {
@@ -23,12 +24,6 @@ int ImageListModel::rowCount(const QModelIndex& parent) const
     return parent.isValid() ? 0 : static_cast<int>(document_->images().size());
 }
 
-QString ImageListModel::failure(int row) const
-{
-    const QStringList images = document_->images();
-    return row >= 0 && row < images.size() ? failures_.value(images[row]) : QString();
-}
-
 QVariant ImageListModel::data(const QModelIndex& index, int role) const
 {
     const QStringList images = document_->images();
@@ -39,12 +34,12 @@ QVariant ImageListModel::data(const QModelIndex& index, int role) const
     case Qt::DisplayRole:
         return QFileInfo(path).fileName();
     case Qt::DecorationRole:
-        if (failures_.contains(path))
+        if (!document_->imageFailure(index.row()).isEmpty())
             return QApplication::style()->standardIcon(QStyle::SP_MessageBoxWarning);
         return thumbnails_.value(path, QApplication::style()->standardIcon(QStyle::SP_FileIcon));
     case Qt::ToolTipRole: {
         QString tip = path;
-        if (const QString why = failures_.value(path); !why.isEmpty())
+        if (const QString why = document_->imageFailure(index.row()); !why.isEmpty())
             tip += tr("\nCannot be read: %1").arg(why);
         else if (const QString top = predictions_.value(path); !top.isEmpty())
             tip += "\n" + top;
@@ -58,13 +53,10 @@ QVariant ImageListModel::data(const QModelIndex& index, int role) const
 void ImageListModel::reset()
 {
     beginResetModel();
-    // Thumbnails of images still listed stay: a removal or an addition does not wait for a run.
-    const QStringList images = document_->images();
-    for (auto* cache : {&failures_, &predictions_})
-        for (auto it = cache->begin(); it != cache->end();)
-            it = images.contains(it.key()) ? std::next(it) : cache->erase(it);
-    for (auto it = thumbnails_.begin(); it != thumbnails_.end();)
-        it = images.contains(it.key()) ? std::next(it) : thumbnails_.erase(it);
+    const QStringList list = document_->images();
+    const QSet<QString> images(list.begin(), list.end());
+    thumbnails_.removeIf([&](QHash<QString, QIcon>::iterator it) { return !images.contains(it.key()); });
+    predictions_.removeIf([&](QHash<QString, QString>::iterator it) { return !images.contains(it.key()); });
     endResetModel();
 }
 
@@ -73,9 +65,6 @@ void ImageListModel::takeResults()
     const auto snapshot = document_->snapshot();
     if (!snapshot)
         return;
-    failures_.clear();
-    for (const auto& [path, why] : snapshot->failures)
-        failures_[QString::fromStdString(path)] = QString::fromStdString(why);
     for (const auto& image : snapshot->images) {
         const QString path = QString::fromStdString(image.path);
         if (!image.thumbnail.empty()) {

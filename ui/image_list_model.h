@@ -19,17 +19,14 @@ public:
     int rowCount(const QModelIndex& parent = {}) const override;
     QVariant data(const QModelIndex& index, int role) const override;
 
-    // Why the image of a row could not be read ("" when it could, or has not run yet).
-    QString failure(int row) const;
-
 private:
     void reset();
     void takeResults();
 
     Document* document_;
-    QHash<QString, QIcon> thumbnails_; // by path
-    QHash<QString, QString> failures_; // by path
-    QHash<QString, QString> predictions_; // by path: "happy (98.1 %)"
+    // Kept across runs and removals by path, so rows do not wait for the next run.
+    QHash<QString, QIcon> thumbnails_;
+    QHash<QString, QString> predictions_; // "happy (98.1 %)"
 };
 
 } // namespace torchscope

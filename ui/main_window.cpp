@@ -40,11 +40,16 @@
 #include <QToolBar>
 #include <QToolButton>
 
+#include <functional>
+
 namespace torchscope {
 namespace {
 
 // Versioned: the dock layout of 0.x (Recorders and Probes as docks) is not restored.
 const char* const stateKey = "window/state-v2";
+// Settings keys of the most recent first lists under File.
+const char* const RecentModels = "recentModels";
+const char* const RecentSessions = "recentSessions";
 
 } // namespace
 
@@ -119,7 +124,7 @@ MainWindow::MainWindow(QWidget* parent)
             log_->append(tr("Note: %1").arg(QString::fromStdString(note)));
         const QSignalBlocker block(target_);
         target_->setValue(document_->targetClass());
-        rememberRecent(path);
+        rememberRecent(RecentModels, path);
         updateTitle();
     });
     connect(controller_, &RunController::runCompleted, this,
@@ -153,10 +158,10 @@ MainWindow::MainWindow(QWidget* parent)
     });
 
     setMinimumSize(880, 560);
+    resize(1400, 900); // unless the last geometry is restored below
+    sizeDocks();
     defaultState_ = saveState();
     QSettings settings;
-    if (!settings.contains("window/geometry"))
-        resize(1400, 900);
     restoreGeometry(settings.value("window/geometry").toByteArray());
     restoreState(settings.value(stateKey).toByteArray());
     updateTitle();
@@ -173,9 +178,9 @@ void MainWindow::createDocks()
         addDockWidget(area, d);
         return d;
     };
-    auto* modules = dock(tr("Modules"), "ModulesDock", tree_, Qt::LeftDockWidgetArea);
-    auto* predictions = dock(tr("Predictions"), "PredictionsDock", predictions_, Qt::RightDockWidgetArea);
-    auto* statistics = dock(tr("Statistics"), "StatisticsDock", statistics_, Qt::RightDockWidgetArea);
+    dock(tr("Modules"), "ModulesDock", tree_, Qt::LeftDockWidgetArea);
+    dock(tr("Predictions"), "PredictionsDock", predictions_, Qt::RightDockWidgetArea);
+    dock(tr("Statistics"), "StatisticsDock", statistics_, Qt::RightDockWidgetArea);
     auto* strip = dock(tr("Images"), "ImagesDock", images_, Qt::BottomDockWidgetArea);
     addDockWidget(Qt::BottomDockWidgetArea, log_);
     tabifyDockWidget(strip, log_);
@@ -183,8 +188,17 @@ void MainWindow::createDocks()
     // The corners go to the side docks, so the image strip spans the centre only.
     setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
     setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
-    resizeDocks({modules, predictions}, {280, 330}, Qt::Horizontal);
-    resizeDocks({predictions, statistics, strip}, {260, 420, 170}, Qt::Vertical);
+}
+
+void MainWindow::sizeDocks()
+{
+    auto* modules = findChild<QDockWidget*>("ModulesDock");
+    auto* predictions = findChild<QDockWidget*>("PredictionsDock");
+    auto* statistics = findChild<QDockWidget*>("StatisticsDock");
+    auto* strip = findChild<QDockWidget*>("ImagesDock");
+    const int side = std::max(240, width() / 5);
+    resizeDocks({modules, predictions}, {side, side + 40}, Qt::Horizontal);
+    resizeDocks({predictions, statistics, strip}, {height() / 3, height() / 2, height() / 5}, Qt::Vertical);
 }
 
 void MainWindow::resetLayout()
@@ -192,14 +206,7 @@ void MainWindow::resetLayout()
     restoreState(defaultState_);
     for (QDockWidget* dock : findChildren<QDockWidget*>())
         dock->show();
-    if (auto* modules = findChild<QDockWidget*>("ModulesDock")) {
-        auto* predictions = findChild<QDockWidget*>("PredictionsDock");
-        auto* statistics = findChild<QDockWidget*>("StatisticsDock");
-        auto* strip = findChild<QDockWidget*>("ImagesDock");
-        const int side = std::max(240, width() / 5);
-        resizeDocks({modules, predictions}, {side, side + 40}, Qt::Horizontal);
-        resizeDocks({predictions, statistics, strip}, {height() / 3, height() / 2, height() / 5}, Qt::Vertical);
-    }
+    sizeDocks();
 }
 
 void MainWindow::createMenus()
@@ -213,7 +220,6 @@ void MainWindow::createMenus()
     });
     openModel->setShortcut(QKeySequence::Open);
     recentMenu_ = file->addMenu(tr("Recent Models"));
-    fillRecentMenu();
     QAction* openImages = file->addAction(tr("Open &Images…"), this, [this] {
         openFiles(QFileDialog::getOpenFileNames(
             this, tr("Open Images"), QString(), tr("Images (*.png *.jpg *.jpeg *.bmp *.tif *.tiff *.webp)")));
@@ -244,7 +250,7 @@ void MainWindow::createMenus()
     save->setShortcut(QKeySequence::Save);
     file->addSeparator();
     recentSessionsMenu_ = file->addMenu(tr("Recent Sessions"));
-    fillRecentSessionsMenu();
+    fillRecentMenus();
     file->addSeparator();
     exports_->populate(file->addMenu(tr("&Export")));
     file->addSeparator();
@@ -422,7 +428,7 @@ QString MainWindow::saveSession(const QString& path)
     if (!file.commit())
         return file.errorString();
     log_->append(tr("Saved session %1").arg(path));
-    rememberRecentSession(path);
+    rememberRecent(RecentSessions, path);
     return {};
 }
 
@@ -456,7 +462,7 @@ QString MainWindow::openSession(const QString& path)
         document_->setDevice(device);
     }
     openModel(model);
-    rememberRecentSession(path);
+    rememberRecent(RecentSessions, path);
     return {};
 }
 
@@ -521,46 +527,31 @@ void MainWindow::closeEvent(QCloseEvent* event)
     QMainWindow::closeEvent(event);
 }
 
-void MainWindow::rememberRecent(const QString& path)
+void MainWindow::rememberRecent(const char* key, const QString& path)
 {
     QSettings settings;
-    QStringList recent = settings.value("recentModels").toStringList();
-    recent.removeAll(path);
-    recent.prepend(path);
-    settings.setValue("recentModels", recent.mid(0, 8));
-    fillRecentMenu();
-}
-
-void MainWindow::fillRecentMenu()
-{
-    recentMenu_->clear();
-    const QStringList recent = QSettings().value("recentModels").toStringList();
-    for (const auto& path : recent)
-        recentMenu_->addAction(path, this, [this, path] { openModel(path); });
-    recentMenu_->setEnabled(!recent.isEmpty());
-}
-
-void MainWindow::rememberRecentSession(const QString& path)
-{
-    QSettings settings;
-    QStringList recent = settings.value("recentSessions").toStringList();
+    QStringList recent = settings.value(key).toStringList();
     const QString absolute = QFileInfo(path).absoluteFilePath();
     recent.removeAll(absolute);
     recent.prepend(absolute);
-    settings.setValue("recentSessions", recent.mid(0, 8));
-    fillRecentSessionsMenu();
+    settings.setValue(key, recent.mid(0, 8));
+    fillRecentMenus();
 }
 
-void MainWindow::fillRecentSessionsMenu()
+void MainWindow::fillRecentMenus()
 {
-    recentSessionsMenu_->clear();
-    const QStringList recent = QSettings().value("recentSessions").toStringList();
-    for (const auto& path : recent)
-        recentSessionsMenu_->addAction(path, this, [this, path] {
-            if (const QString error = openSession(path); !error.isEmpty())
-                reportError(tr("Error Opening Session"), error);
-        });
-    recentSessionsMenu_->setEnabled(!recent.isEmpty());
+    const auto fill = [this](QMenu* menu, const char* key, const std::function<void(const QString&)>& open) {
+        menu->clear();
+        const QStringList recent = QSettings().value(key).toStringList();
+        for (const auto& path : recent)
+            menu->addAction(path, this, [open, path] { open(path); });
+        menu->setEnabled(!recent.isEmpty());
+    };
+    fill(recentMenu_, RecentModels, [this](const QString& path) { openModel(path); });
+    fill(recentSessionsMenu_, RecentSessions, [this](const QString& path) {
+        if (const QString error = openSession(path); !error.isEmpty())
+            reportError(tr("Error Opening Session"), error);
+    });
 }
 
 void MainWindow::updateTitle()

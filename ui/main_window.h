@@ -80,11 +80,10 @@ private:
     void createToolBar();
     void createStatusBar();
     void createDocks();
+    void sizeDocks(); // their default share of the window
     void resetLayout();
-    void rememberRecent(const QString& path);
-    void fillRecentMenu();
-    void rememberRecentSession(const QString& path);
-    void fillRecentSessionsMenu();
+    void rememberRecent(const char* key, const QString& path); // up to 8, most recent first
+    void fillRecentMenus();
     static QString shortcutsText();
     static QString coreIdeasText();
     void updateTitle();

@@ -6,6 +6,7 @@
 #include "run_controller.h"
 #include "run_worker.h"
 #include "save_dialog.h"
+#include "setup_and_results.h"
 
 #include <QComboBox>
 #include <QFileDialog>
@@ -17,9 +18,7 @@
 #include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QScrollArea>
 #include <QSpinBox>
-#include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -131,11 +130,6 @@ ProbesPanel::ProbesPanel(Document* document, RunController* controller, QWidget*
     setupLayout->addLayout(files);
     setupLayout->addWidget(note);
     setupLayout->addWidget(scores_, 1);
-    setupLayout->addStretch(0);
-    auto* setupScroll = new QScrollArea;
-    setupScroll->setWidget(setupColumn);
-    setupScroll->setWidgetResizable(true);
-    setupScroll->setFrameShape(QFrame::NoFrame);
 
     auto* confusionTitle = new QLabel(tr("Confusion on the validation images: <b>rows: true class</b>, "
                                          "<b>columns: predicted class</b>"));
@@ -147,15 +141,7 @@ ProbesPanel::ProbesPanel(Document* document, RunController* controller, QWidget*
     resultsLayout->addWidget(lossPlot_, 2);
     resultsLayout->addWidget(confusionTitle);
     resultsLayout->addWidget(confusion_, 2);
-    auto* splitter = new QSplitter(Qt::Horizontal);
-    splitter->addWidget(setupScroll);
-    splitter->addWidget(resultsColumn);
-    splitter->setStretchFactor(1, 1);
-    splitter->setSizes({360, 800});
-    splitter->setChildrenCollapsible(false);
-    auto* layout = new QVBoxLayout(this);
-    layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(splitter);
+    layOutSetupAndResults(this, setupColumn, resultsColumn);
 
     connect(trainButton_, &QPushButton::clicked, this, [this] {
         const QString layer = selectedLayer();

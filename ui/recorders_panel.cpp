@@ -3,6 +3,7 @@
 #include "document.h"
 #include "run_controller.h"
 #include "save_dialog.h"
+#include "setup_and_results.h"
 #include "statistics_plots.h"
 
 #include <QComboBox>
@@ -18,9 +19,7 @@
 #include <QListWidget>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QScrollArea>
 #include <QSpinBox>
-#include <QSplitter>
 #include <QStyle>
 #include <QUrl>
 #include <QVBoxLayout>
@@ -100,21 +99,7 @@ RecordersPanel::RecordersPanel(Document* document, RunController* controller, QW
     resultsLayout->addWidget(plots_, 3);
     resultsLayout->addWidget(new QLabel(tr("Images with the highest mean activation of the channel:")));
     resultsLayout->addWidget(topImages_, 2);
-
-    auto* setupScroll = new QScrollArea;
-    setupScroll->setWidget(setupColumn);
-    setupScroll->setWidgetResizable(true);
-    setupScroll->setFrameShape(QFrame::NoFrame);
-    auto* splitter = new QSplitter(Qt::Horizontal);
-    splitter->addWidget(setupScroll);
-    splitter->addWidget(resultsColumn);
-    splitter->setStretchFactor(0, 0);
-    splitter->setStretchFactor(1, 1);
-    splitter->setSizes({360, 800});
-    splitter->setChildrenCollapsible(false);
-    auto* layout = new QVBoxLayout(this);
-    layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(splitter);
+    layOutSetupAndResults(this, setupColumn, resultsColumn);
 
     connect(browse, &QPushButton::clicked, this, [this] {
         const QString folder = QFileDialog::getExistingDirectory(this, tr("Folder to Record"));

@@ -325,8 +325,7 @@ void RunWorker::exportRecording(const QString& path)
         if (!state_->recording)
             throw Error("nothing has been recorded yet: start a folder run in the Recorders panel");
         QStringList leftOut;
-        const RecordingFiles files = writeRecording(path.toStdString(), *state_->recording, state_->recordingSummary);
-        for (const auto& key : files.leftOut)
+        for (const auto& key : writeRecording(path.toStdString(), *state_->recording, state_->recordingSummary))
             leftOut << QString::fromStdString(key);
         Q_EMIT exported(path, leftOut);
     } catch (const std::exception& e) {

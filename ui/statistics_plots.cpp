@@ -22,6 +22,14 @@ StatisticsPlots::StatisticsPlots(QWidget* parent)
     addTab(channels_, tr("Channel mean ± std"));
     addTab(sparsity_, tr("Zeros per channel"));
     addTab(sorted_, tr("Channels by mean"));
+    for (QCustomPlot* plot : {histogram_, channels_, sparsity_, sorted_}) {
+        // Plain numbers ("-5e-05", not "-5.0·10⁻⁵"), few of them: a narrow dock stays readable.
+        for (QCPAxis* axis : {plot->xAxis, plot->yAxis}) {
+            axis->setNumberFormat("g");
+            axis->setNumberPrecision(6); // ticks are round numbers: 6 digits keep counts whole
+            axis->ticker()->setTickCount(4);
+        }
+    }
     for (QCustomPlot* plot : {channels_, sparsity_, sorted_}) {
         plot->setMouseTracking(true);
         connect(plot, &QCustomPlot::mouseMove, this, [this, plot](QMouseEvent* event) { hover(plot, event); });

@@ -33,7 +33,6 @@ GuiOptions parseGuiOptions(const QStringList& arguments)
     GuiOptions options;
     if (!parser.parse(arguments)) {
         options.error = parser.errorText();
-        options.helpText = parser.helpText();
         return options;
     }
     if (parser.isSet(help)) {

@@ -17,7 +17,7 @@ struct GuiOptions {
     QString setup; // an input setup JSON (as torchscope-cli --preprocess) applied once the model is open
     QString labels; // a labels file (one per line, or JSON) for the model's classes
     QString error; // a usage error to print
-    QString helpText; // --help (or after a usage error): print and exit
+    QString helpText; // --help: print and exit
     QString versionText; // --version: print and exit
 };
 

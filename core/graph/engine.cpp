@@ -260,15 +260,25 @@ std::vector<c10::IValue> forwardInputsFromBatch(const Model& model, const at::Te
     return {batch};
 }
 
-std::vector<std::string> modulesCutAway(Model& model, const std::vector<c10::IValue>& inputs, const std::string& truncateAt)
+namespace {
+
+// Every module's output of one forward (to `truncateAt` when given), on the model as it is.
+RunResult grabEveryModule(
+    Model& model, const std::vector<c10::IValue>& inputs, const std::optional<std::string>& truncateAt = {})
 {
     Engine engine(std::shared_ptr<Model>(&model, [](Model*) {}));
     Request request;
     request.grabs.push_back(GrabSpec::parse("*"));
     request.truncateAt = truncateAt;
-    const RunResult result = engine.run(request, inputs);
+    return engine.run(request, inputs);
+}
+
+} // namespace
+
+std::vector<std::string> modulesCutAway(Model& model, const std::vector<c10::IValue>& inputs, const std::string& truncateAt)
+{
     std::set<std::string> reached;
-    for (const auto& [key, value] : result.values)
+    for (const auto& [key, value] : grabEveryModule(model, inputs, truncateAt).values)
         reached.insert(key.substr(0, key.find('#')));
     std::vector<std::string> cut;
     for (const auto& module : model.modules()) {
@@ -281,10 +291,7 @@ std::vector<std::string> modulesCutAway(Model& model, const std::vector<c10::IVa
 
 void dryRun(Model& model, const std::vector<c10::IValue>& inputs)
 {
-    Engine engine(std::shared_ptr<Model>(&model, [](Model*) {}));
-    Request request;
-    request.grabs.push_back(GrabSpec::parse("*"));
-    const RunResult result = engine.run(request, inputs);
+    const RunResult result = grabEveryModule(model, inputs);
     std::map<std::string, std::vector<std::vector<int64_t>>> shapes;
     for (const auto& [key, value] : result.values) {
         if (key == "output")

@@ -49,22 +49,17 @@ std::string recordingSummary(const Recorder& recorder, const FolderRunSummary& r
     return summary.dump(2) + "\n";
 }
 
-RecordingFiles writeRecording(const std::string& out, const Recorder& recorder, const std::string& summaryJson)
+std::vector<std::string> writeRecording(const std::string& out, const Recorder& recorder, const std::string& summaryJson)
 {
-    RecordingFiles files;
     const NamedValues results = recorder.results();
     const bool stats = recorder.config().reduction == Reduction::Stats;
     if (tensorFormatForPath(out)) {
-        files.leftOut = writeTensors(out, results);
-        files.written.push_back(out);
+        const std::vector<std::string> leftOut = writeTensors(out, results);
         std::filesystem::path beside(out);
-        if (stats) {
+        if (stats)
             writeFileAtomically(beside.replace_extension(".csv").string(), recorder.channelCsv());
-            files.written.push_back(beside.string());
-        }
         writeFileAtomically(beside.replace_extension(".json").string(), summaryJson);
-        files.written.push_back(beside.string());
-        return files;
+        return leftOut;
     }
     std::filesystem::create_directories(out);
     const std::filesystem::path folder(out);
@@ -73,17 +68,12 @@ RecordingFiles writeRecording(const std::string& out, const Recorder& recorder, 
         for (const auto& [name, value] : results)
             if (name == key || startsWith(name, key + ":"))
                 mine.emplace_back(name, value);
-        const std::string path = (folder / (fileNameFor(key) + ".pt")).string();
-        writePtDictionary(path, mine);
-        files.written.push_back(path);
+        writePtDictionary((folder / (fileNameFor(key) + ".pt")).string(), mine);
     }
-    if (stats) {
+    if (stats)
         writeFileAtomically((folder / "statistics.csv").string(), recorder.channelCsv());
-        files.written.push_back((folder / "statistics.csv").string());
-    }
     writeFileAtomically((folder / "summary.json").string(), summaryJson);
-    files.written.push_back((folder / "summary.json").string());
-    return files;
+    return {};
 }
 
 } // namespace torchscope

@@ -23,15 +23,11 @@ struct RecordingSource {
 // `top_samples` and `none` rows map to files), what failed.
 std::string recordingSummary(const Recorder& recorder, const FolderRunSummary& run, const RecordingSource& source);
 
-struct RecordingFiles {
-    std::vector<std::string> written;
-    std::vector<std::string> leftOut; // keys that are not tensors
-};
-
 // Writes a recording. FILE.pt/.npz/.safetensors: one file of every key, with FILE.csv (per-channel
 // statistics) and FILE.json (the summary) beside it. A folder: one .pt per recorded key (as
 // torchfunc saves one file per layer), statistics.csv and summary.json. Every file is written
-// atomically. Throws torchscope::Error.
-RecordingFiles writeRecording(const std::string& out, const Recorder& recorder, const std::string& summaryJson);
+// atomically. Returns the keys left out because they are not tensors (as writeTensors). Throws
+// torchscope::Error.
+std::vector<std::string> writeRecording(const std::string& out, const Recorder& recorder, const std::string& summaryJson);
 
 } // namespace torchscope

@@ -1,6 +1,7 @@
 // The workbench end to end, offscreen: open a model, drop images, tick a layer, truncate,
 // export and read the files back (from Python), save and reopen a session, bad inputs.
 #include "activation_view.h"
+#include "color_bar.h"
 #include "document.h"
 #include "export/pt_export.h"
 #include "export_actions.h"
@@ -47,6 +48,17 @@ void openDemo(MainWindow& window)
     QSignalSpy opened(window.controller(), &RunController::modelOpened);
     window.openModel(test::demoModel());
     QVERIFY(opened.wait(Timeout));
+}
+
+// Records the labelled fixture folder in the Recorders tab; the panel keeps the result.
+void recordLabelledFolder(MainWindow& window, const QString& grabs)
+{
+    RecordersPanel* panel = window.recordersPanel();
+    panel->folderField()->setText(test::fixture("labelled"));
+    panel->grabsField()->setText(grabs);
+    QSignalSpy finished(window.controller(), &RunController::recordFinished);
+    panel->start();
+    QVERIFY(finished.wait(Timeout));
 }
 
 QMimeData* urlsOf(const QStringList& paths)
@@ -120,6 +132,10 @@ private Q_SLOTS:
         QCOMPARE(view->channelCount(), 64);
         QVERIFY(!view->gridImage().isNull());
         QCOMPARE(view->overlayImage().size(), QSize(28, 28)); // the map over the 28x28 input
+        // The colour bar is the picked channel's scale, which takes in zero: features.1 ends in a ReLU.
+        QVERIFY(view->colorBar()->title().startsWith("channel "));
+        QCOMPARE(view->colorBar()->low(), 0.0);
+        QVERIFY(view->colorBar()->high() > 0.0);
 
         // The first image is the ankle boot; the model (90.9 % accurate) says so.
         QTableWidget* predictions = window.predictionsPanel()->table();
@@ -180,12 +196,8 @@ private Q_SLOTS:
     {
         MainWindow window;
         openDemo(window);
+        recordLabelledFolder(window, "features.1");
         RecordersPanel* panel = window.recordersPanel();
-        panel->folderField()->setText(test::fixture("labelled"));
-        panel->grabsField()->setText("features.1");
-        QSignalSpy finished(window.controller(), &RunController::recordFinished);
-        panel->start();
-        QVERIFY(finished.wait(Timeout));
         const auto snapshot = panel->snapshot();
         QCOMPARE(snapshot->images, int64_t(36));
         QCOMPARE(snapshot->samples.at("features.1"), int64_t(36));
@@ -235,12 +247,8 @@ private Q_SLOTS:
         MainWindow window;
         openDemo(window);
         window.document()->addEdit(EditSpec::parse("features.0:zero:1,2"));
+        recordLabelledFolder(window, "features.0");
         RecordersPanel* panel = window.recordersPanel();
-        panel->folderField()->setText(test::fixture("labelled"));
-        panel->grabsField()->setText("features.0");
-        QSignalSpy finished(window.controller(), &RunController::recordFinished);
-        panel->start();
-        QVERIFY(finished.wait(Timeout));
         const auto& s = panel->snapshot()->statistics.at("features.0");
         QCOMPARE(panel->snapshot()->edits, std::vector<std::string>{"features.0:zero:1,2"});
         QCOMPARE(s.channelMax[1], 0.0);
