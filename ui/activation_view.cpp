@@ -1,12 +1,14 @@
 #include "activation_view.h"
 
+#include "capture_keys.h"
 #include "channel_grid.h"
 #include "color_bar.h"
 #include "common/strings.h"
 #include "document.h"
-#include "imaging/channel_maps.h"
+#include "maps/channel_maps.h"
 #include "overlay_image.h"
 #include "qcustomplot_include.h"
+#include "session/session_file.h"
 
 #include <QComboBox>
 #include <QFileInfo>
@@ -199,7 +201,7 @@ void ActivationView::refresh()
                              QString::fromStdString(shapeToString(value.shape)))
                          .arg(value.values.empty() ? 0.0 : *lo, 0, 'g', 4)
                          .arg(value.values.empty() ? 0.0 : *hi, 0, 'g', 4);
-    if (const auto snapshot = document_->snapshot(); key.contains(":grad") && snapshot && !snapshot->gradientTarget.empty())
+    if (const auto snapshot = document_->snapshot(); isGradientKey(key) && snapshot && !snapshot->gradientTarget.empty())
         header += tr("; the gradient of %1").arg(QString::fromStdString(snapshot->gradientTarget).toHtmlEscaped());
     const TokenLayout tokens = tokenLayout(value.shape);
     if (tokens.side > 0) {
@@ -232,7 +234,9 @@ void ActivationView::showSpatial(const FloatTensor& value)
         // A new layer: tiles of about 64 screen pixels; the spin box changes it from there.
         zoomedKey_ = shownKey_;
         const QSignalBlocker block(zoom_);
-        zoom_->setValue(std::clamp(int(64 / std::max<int64_t>(1, std::max(layout.height, layout.width))), 1, 32));
+        const int fitted = std::clamp(int(64 / std::max<int64_t>(1, std::max(layout.height, layout.width))), 1, 32);
+        zoom_->setValue(restoredZoom_ > 0 ? restoredZoom_ : fitted);
+        restoredZoom_ = 0;
         // The overlay starts on the channel that responds most (by mean magnitude), not on
         // channel 0, which after a ReLU is often silent.
         const int64_t size = layout.height * layout.width;
@@ -255,10 +259,35 @@ void ActivationView::showSpatial(const FloatTensor& value)
     updateOverlay();
 }
 
+SessionView ActivationView::viewSettings() const
+{
+    SessionView view;
+    view.colorMap = colorMap_->currentText().toStdString();
+    view.contrast = SessionView::contrastNames().at(static_cast<size_t>(contrast_->currentData().toInt()));
+    view.zoom = zoom_->value();
+    view.overlayOpacity = alpha_->value();
+    return view;
+}
+
+void ActivationView::applyViewSettings(const SessionView& view)
+{
+    if (!view.colorMap.empty())
+        colorMap_->setCurrentText(QString::fromStdString(view.colorMap));
+    const auto& contrasts = SessionView::contrastNames();
+    if (const auto it = std::find(contrasts.begin(), contrasts.end(), view.contrast); it != contrasts.end())
+        contrast_->setCurrentIndex(contrast_->findData(int(it - contrasts.begin())));
+    if (view.zoom > 0) {
+        restoredZoom_ = view.zoom;
+        zoomedKey_.clear(); // the layer shown next takes it, even if it is the one shown now
+    }
+    if (view.overlayOpacity >= 0)
+        alpha_->setValue(view.overlayOpacity);
+}
+
 Contrast ActivationView::shownContrast() const
 {
     // Gradients are signed: "per channel" shows them around zero on one scale.
-    if (shownKey_.endsWith(":grad") && contrast_->currentIndex() == 0)
+    if (isGradientKey(shownKey_) && contrast_->currentIndex() == 0)
         return Contrast::Symmetric;
     return Contrast(contrast_->currentData().toInt());
 }

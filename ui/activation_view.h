@@ -1,7 +1,7 @@
 #pragma once
 
 #include "common/float_tensor.h"
-#include "imaging/channel_maps.h"
+#include "maps/channel_maps.h"
 
 #include <QImage>
 #include <QWidget>
@@ -19,6 +19,7 @@ class QStackedWidget;
 
 namespace torchscope {
 
+struct SessionView;
 class ChannelGrid;
 class ColorBar;
 class Document;
@@ -37,6 +38,10 @@ public:
     int channelCount() const;
     QImage gridImage() const;
     QImage overlayImage() const { return overlay_; }
+    // What a session keeps: colour map, contrast, zoom and overlay opacity. A restored zoom
+    // applies to the next layer shown (the session's) instead of the fitted one.
+    SessionView viewSettings() const;
+    void applyViewSettings(const SessionView& view);
     bool isPlotShown() const;
     QCustomPlot* plot() const { return plot_; }
     ColorBar* colorBar() const { return colorBar_; }
@@ -68,6 +73,7 @@ private:
     QCPColorScale* heatScale_;
     QString shownKey_;
     QString zoomedKey_;
+    int restoredZoom_ = 0; // from a session, for the next layer shown
     std::vector<int64_t> shownShape_;
     FloatTensor shownMaps_; // what the grid shows: the value, or its tokens as patch maps
     int channel_ = 0;

@@ -1,10 +1,10 @@
 #include "attribution_view.h"
 
+#include "capture_keys.h"
 #include "color_bar.h"
 #include "document.h"
 #include "overlay_image.h"
 #include "run_controller.h"
-#include "run_worker.h"
 #include "save_dialog.h"
 
 #include <QComboBox>
@@ -112,16 +112,15 @@ AttributionView::AttributionView(Document* document, RunController* controller, 
         if (isVisible() && result_)
             compute();
     });
-    connect(controller_->worker(), &RunWorker::attributionFinished, this, [this](const AttributionSnapshotPtr& s) {
+    connect(controller_, &RunController::attributionFinished, this, [this](const AttributionSnapshotPtr& s) {
         result_ = s;
         redraw();
         Q_EMIT finished(s);
     });
-    connect(
-        controller_->worker(), &RunWorker::attributionFailed, this, [this](const QString& title, const QString& text) {
+    connect(controller_, &RunController::failed, this, [this](WorkerTask task, const QString&, const QString& text) {
+        if (task == WorkerTask::Attribution)
             header_->setText(text);
-            Q_EMIT failed(title, text);
-        });
+    });
 }
 
 void AttributionView::fillLayers()
@@ -163,9 +162,8 @@ void AttributionView::showEvent(QShowEvent* event)
 {
     QWidget::showEvent(event);
     if (layer_->currentText().isEmpty()) {
-        const QString key = document_->selectedKey();
-        if (!key.isEmpty() && !key.contains(':') && key != "output")
-            layer_->setCurrentText(key.section('#', 0, 0));
+        if (const QString layer = outputModule(document_->selectedKey()); !layer.isEmpty())
+            layer_->setCurrentText(layer);
     }
 }
 
@@ -184,9 +182,7 @@ void AttributionView::compute()
     request.region = region_;
     request.setup = document_->setup();
     header_->setText(tr("Computing…"));
-    RunWorker* worker = controller_->worker();
-    QMetaObject::invokeMethod(
-        worker, [worker, request] { worker->attribute(request); }, Qt::QueuedConnection);
+    controller_->attribute(request);
 }
 
 void AttributionView::redraw()
@@ -280,8 +276,19 @@ QString AttributionView::savePng(const QString& path) const
 {
     if (image_.isNull())
         return tr("nothing to export: compute Grad-CAM or saliency first");
+    // Pixels enlarged whole (a 28 × 28 input stays readable), with the colour bar beside them.
+    const int scale = std::max(1, (256 + std::min(image_.width(), image_.height()) - 1) / std::min(image_.width(), image_.height()));
+    const QImage picture = image_.scaled(image_.size() * scale, Qt::IgnoreAspectRatio, Qt::FastTransformation);
+    const QImage bar = colorBar_->image(std::max(picture.height(), 160));
+    QImage exported(picture.width() + 8 + bar.width(), bar.height(), QImage::Format_RGB32);
+    exported.fill(Qt::white);
+    {
+        QPainter painter(&exported);
+        painter.drawImage(0, 0, picture);
+        painter.drawImage(picture.width() + 8, 0, bar);
+    }
     QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly) || !image_.save(&file, "PNG") || !file.commit())
+    if (!file.open(QIODevice::WriteOnly) || !exported.save(&file, "PNG") || !file.commit())
         return tr("could not write %1: %2").arg(path, file.errorString());
     return {};
 }

@@ -1,7 +1,7 @@
 #pragma once
 
 #include "common/float_tensor.h"
-#include "imaging/channel_maps.h"
+#include "maps/channel_maps.h"
 
 #include <QImage>
 #include <QWidget>

@@ -39,12 +39,31 @@ void ColorBar::paintEvent(QPaintEvent*)
     if (!shown_)
         return;
     QPainter painter(this);
+    paint(painter, size(), palette().color(QPalette::WindowText));
+}
+
+QImage ColorBar::image(int height) const
+{
+    QImage image(sizeHint().width(), height, QImage::Format_RGB32);
+    image.fill(Qt::white);
+    if (shown_) {
+        QPainter painter(&image);
+        painter.setFont(font());
+        paint(painter, image.size(), Qt::black);
+    }
+    return image;
+}
+
+void ColorBar::paint(QPainter& painter, const QSize& size, const QColor& text) const
+{
+    const int width = size.width(), height = size.height();
+    painter.setPen(text);
     const QFontMetrics metrics = painter.fontMetrics();
     const int line = metrics.height();
     // The title above (wrapped into the bar's width), then the bar with its numbers to the right.
-    const QRect titleRect(0, 0, width(), 3 * line);
+    const QRect titleRect(0, 0, width, 3 * line);
     painter.drawText(titleRect, Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap, title_);
-    const int top = titleRect.bottom() + line / 2, bottom = height() - line;
+    const int top = titleRect.bottom() + line / 2, bottom = height - line;
     if (bottom - top < 16)
         return;
     const QRect bar(4, top, 16, bottom - top);
@@ -54,12 +73,12 @@ void ColorBar::paintEvent(QPaintEvent*)
         painter.setPen(QColor(rgb[0], rgb[1], rgb[2]));
         painter.drawLine(bar.left(), y, bar.right(), y);
     }
-    painter.setPen(palette().color(QPalette::WindowText));
+    painter.setPen(text);
     painter.drawRect(bar.adjusted(0, 0, -1, -1));
     const int textX = bar.right() + 4;
     auto label = [&](double value, int y) {
         painter.drawLine(bar.right(), y, bar.right() + 2, y);
-        painter.drawText(QRect(textX, y - line / 2, width() - textX, line), Qt::AlignLeft | Qt::AlignVCenter,
+        painter.drawText(QRect(textX, y - line / 2, width - textX, line), Qt::AlignLeft | Qt::AlignVCenter,
             scaleNumber(value));
     };
     label(high_, bar.top());

@@ -1,9 +1,12 @@
 #pragma once
 
-#include "imaging/colormap.h"
+#include "maps/colormap.h"
 
+#include <QImage>
 #include <QString>
 #include <QWidget>
+
+class QPainter;
 
 namespace torchscope {
 
@@ -20,6 +23,8 @@ public:
     double low() const { return low_; }
     double high() const { return high_; }
     QString title() const { return title_; }
+    // The bar as an image for exports: black on white, `height` pixels high, sizeHint's width.
+    QImage image(int height) const;
     QSize sizeHint() const override { return {96, 240}; }
     QSize minimumSizeHint() const override { return {72, 120}; }
 
@@ -27,6 +32,8 @@ protected:
     void paintEvent(QPaintEvent* event) override;
 
 private:
+    void paint(QPainter& painter, const QSize& size, const QColor& text) const;
+
     double low_ = 0.0;
     double high_ = 0.0;
     ColorMap colorMap_ = ColorMap::Viridis;

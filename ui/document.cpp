@@ -1,5 +1,7 @@
 #include "document.h"
 
+#include "capture_keys.h"
+
 #include <QDir>
 #include <QFileInfo>
 
@@ -61,7 +63,7 @@ void Document::setGrabbed(const QString& spec, bool grabbed)
         return;
     if (grabbed) {
         // Show the new grab unless the selection still shows one of the others.
-        const bool selectionGrabbed = grabs_.contains(selectedKey_.section('#', 0, 0));
+        const bool selectionGrabbed = grabs_.contains(grabOf(selectedKey_));
         grabs_ << spec;
         if (!selectionGrabbed)
             selectedKey_ = spec;
@@ -170,7 +172,7 @@ void Document::setTargetClass(int target)
     targetClass_ = target;
     bool usesGradients = false;
     for (const auto& g : grabs_)
-        usesGradients = usesGradients || g.endsWith(":grad");
+        usesGradients = usesGradients || isGradientKey(g);
     if (usesGradients)
         Q_EMIT requestChanged();
 }

@@ -13,8 +13,8 @@
 #include "probes_panel.h"
 #include "recorders_panel.h"
 #include "run_controller.h"
-#include "run_worker.h"
 #include "save_dialog.h"
+#include "session_io.h"
 #include "setup_actions.h"
 #include "statistics_panel.h"
 
@@ -31,7 +31,6 @@
 #include <QMimeData>
 #include <QProgressBar>
 #include <QResizeEvent>
-#include <QSaveFile>
 #include <QScrollArea>
 #include <QSettings>
 #include <QSpinBox>
@@ -69,6 +68,7 @@ MainWindow::MainWindow(QWidget* parent)
     , attribution_(new AttributionView(document_, controller_))
     , patching_(new PatchingView(document_, controller_))
     , setup_(new SetupActions(document_, controller_, this))
+    , sessions_(new SessionIo(document_, controller_, activations_, this))
     , central_(new QTabWidget)
 {
     setAcceptDrops(true);
@@ -85,7 +85,8 @@ MainWindow::MainWindow(QWidget* parent)
     createToolBar();
     createStatusBar();
 
-    connect(controller_, &RunController::failed, this, &MainWindow::reportError);
+    connect(controller_, &RunController::failed, this,
+        [this](WorkerTask, const QString& title, const QString& message) { reportError(title, message); });
     connect(probes_, &ProbesPanel::failed, this, &MainWindow::reportError);
     connect(attribution_, &AttributionView::failed, this, &MainWindow::reportError);
     connect(patching_, &PatchingView::failed, this, &MainWindow::reportError);
@@ -101,6 +102,16 @@ MainWindow::MainWindow(QWidget* parent)
                              .arg(100.0 * l.validationAccuracy, 0, 'f', 1));
     });
     connect(exports_, &ExportActions::failed, this, &MainWindow::reportError);
+    connect(sessions_, &SessionIo::modelWanted, this, [this](const QString& model, const QString& device) {
+        if (device_->findText(device) >= 0) {
+            const QSignalBlocker block(device_);
+            device_->setCurrentText(device);
+            document_->setDevice(device);
+        }
+        openModel(model);
+    });
+    connect(sessions_, &SessionIo::opened, this,
+        [this](const QString& path) { log_->append(tr("Opened session %1").arg(path)); });
     connect(setup_, &SetupActions::failed, this, &MainWindow::reportError);
     connect(setup_, &SetupActions::message, this, [this](const QString& message) {
         log_->append(message);
@@ -298,7 +309,7 @@ void MainWindow::createToolBar()
     bar->setObjectName("RunToolBar");
     bar->addWidget(new QLabel(tr(" Device: ")));
     device_ = new QComboBox;
-    device_->addItems(RunWorker::availableDevices());
+    device_->addItems(RunController::availableDevices());
     device_->setToolTip(tr("CUDA when this LibTorch sees a GPU, else the CPU"));
     document_->setDevice(device_->currentText());
     connect(device_, &QComboBox::currentTextChanged, this, [this](const QString& device) {
@@ -421,12 +432,8 @@ void MainWindow::openFiles(const QStringList& paths)
 
 QString MainWindow::saveSession(const QString& path)
 {
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly))
-        return file.errorString();
-    file.write(QByteArray::fromStdString(document_->toSession().toJson()));
-    if (!file.commit())
-        return file.errorString();
+    if (const QString error = sessions_->save(path); !error.isEmpty())
+        return error;
     log_->append(tr("Saved session %1").arg(path));
     rememberRecent(RecentSessions, path);
     return {};
@@ -434,34 +441,8 @@ QString MainWindow::saveSession(const QString& path)
 
 QString MainWindow::openSession(const QString& path)
 {
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly))
-        return tr("Could not open '%1': %2").arg(path, file.errorString());
-    const std::string text = file.readAll().toStdString();
-    SessionFile session;
-    try {
-        session = SessionFile::parse(text, document_->setup());
-    } catch (const std::exception& e) {
-        return tr("'%1': %2").arg(path, QString::fromStdString(e.what()));
-    }
-    const QString model = QString::fromStdString(session.model);
-    if (!QFileInfo::exists(model))
-        return tr("The session's model '%1' does not exist").arg(model);
-    // Apply the rest once the model is open: grabs and edits are checked against its tree.
-    auto* once = new QObject(this);
-    connect(controller_, &RunController::modelOpened, once, [this, once, text, path] {
-        once->deleteLater();
-        // Parsed again on the opened model's setup: what a version-1 session leaves out comes from it.
-        document_->applySession(SessionFile::parse(text, document_->setup()));
-        log_->append(tr("Opened session %1").arg(path));
-    });
-    const QString device = QString::fromStdString(session.device);
-    if (device_->findText(device) >= 0) {
-        const QSignalBlocker block(device_);
-        device_->setCurrentText(device);
-        document_->setDevice(device);
-    }
-    openModel(model);
+    if (const QString error = sessions_->open(path); !error.isEmpty())
+        return error;
     rememberRecent(RecentSessions, path);
     return {};
 }

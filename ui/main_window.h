@@ -24,6 +24,7 @@ class ModuleTreePanel;
 class PredictionsPanel;
 class RecordersPanel;
 class RunController;
+class SessionIo;
 class SetupActions;
 class StatisticsPanel;
 
@@ -102,6 +103,7 @@ private:
     AttributionView* attribution_;
     PatchingView* patching_;
     SetupActions* setup_;
+    SessionIo* sessions_;
     QTabWidget* central_ = nullptr;
     QMenu* recentMenu_ = nullptr;
     QMenu* recentSessionsMenu_ = nullptr;

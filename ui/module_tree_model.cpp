@@ -3,6 +3,7 @@
 #include <QColor>
 #include <QFont>
 
+#include "capture_keys.h"
 #include "common/strings.h"
 #include "document.h"
 
@@ -105,8 +106,8 @@ QString ModuleTreeModel::marks(const ModuleInfo& module) const
     if (isCutAway(module))
         marks << tr("cut away");
     for (const auto& spec : document_->grabs())
-        if (spec.startsWith(path + ":"))
-            marks << (spec.endsWith(":grad") ? QStringLiteral("∇") : spec.section(':', 1));
+        if (const CaptureKey grab = captureKey(spec); grab.path == module.path && grab.kind != CaptureKind::Output)
+            marks << (grab.kind == CaptureKind::Gradient ? QStringLiteral("∇") : QString("in%1").arg(grab.inputIndex));
     for (const auto& edit : document_->edits())
         if (edit.path == module.path)
             marks << "✎ " + QString::fromStdString(edit.toString()).section(':', 1);

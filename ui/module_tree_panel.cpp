@@ -1,5 +1,6 @@
 #include "module_tree_panel.h"
 
+#include "capture_keys.h"
 #include "document.h"
 #include "module_filter_proxy.h"
 #include "module_tree_model.h"
@@ -108,7 +109,7 @@ void ModuleTreePanel::showContextMenu(const QPoint& position)
     }
     bool gradients = false;
     for (const auto& spec : document_->grabs())
-        gradients = gradients || spec.endsWith(":grad");
+        gradients = gradients || isGradientKey(spec);
     const bool truncated = !document_->truncation().isEmpty();
     auto addToggle = [&](const QString& text, const QString& spec) {
         QAction* action = menu.addAction(text);

@@ -1,7 +1,7 @@
 #include "overlay_image.h"
 
 #include "common/float_tensor.h"
-#include "imaging/channel_maps.h"
+#include "maps/channel_maps.h"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "imaging/colormap.h"
+#include "maps/colormap.h"
 
 #include <QImage>
 

@@ -3,7 +3,6 @@
 #include "document.h"
 #include "overlay_image.h"
 #include "run_controller.h"
-#include "run_worker.h"
 
 #include <QComboBox>
 #include <QFileInfo>
@@ -71,10 +70,10 @@ PatchingView::PatchingView(Document* document, RunController* controller, QWidge
         channels_->clear();
         fillChoices();
     });
-    connect(controller_->worker(), &RunWorker::patchFinished, this, &PatchingView::showResult);
-    connect(controller_->worker(), &RunWorker::patchFailed, this, [this](const QString& title, const QString& text) {
-        header_->setText(text);
-        Q_EMIT failed(title, text);
+    connect(controller_, &RunController::patchFinished, this, &PatchingView::showResult);
+    connect(controller_, &RunController::failed, this, [this](WorkerTask task, const QString&, const QString& text) {
+        if (task == WorkerTask::Patch)
+            header_->setText(text);
     });
 }
 
@@ -140,9 +139,7 @@ void PatchingView::compute()
         }
     }
     header_->setText(tr("Running…"));
-    RunWorker* worker = controller_->worker();
-    QMetaObject::invokeMethod(
-        worker, [worker, request] { worker->patch(request); }, Qt::QueuedConnection);
+    controller_->patch(request);
 }
 
 void PatchingView::showResult(const PatchSnapshotPtr& snapshot)

@@ -1,10 +1,10 @@
 #include "probes_panel.h"
 
+#include "capture_keys.h"
 #include "document.h"
 #include "plot_file.h"
 #include "qcustomplot_include.h"
 #include "run_controller.h"
-#include "run_worker.h"
 #include "save_dialog.h"
 #include "setup_and_results.h"
 
@@ -159,7 +159,7 @@ ProbesPanel::ProbesPanel(Document* document, RunController* controller, QWidget*
         }
         train(layers);
     });
-    connect(cancelButton_, &QPushButton::clicked, this, [this] { controller_->worker()->cancelProbes(); });
+    connect(cancelButton_, &QPushButton::clicked, this, [this] { controller_->cancelProbes(); });
     connect(layerChoice_, &QComboBox::currentIndexChanged, this, &ProbesPanel::showLayer);
     connect(exportModule, &QPushButton::clicked, this, [this] { exportProbe(false); });
     connect(exportState, &QPushButton::clicked, this, [this] { exportProbe(true); });
@@ -184,23 +184,22 @@ ProbesPanel::ProbesPanel(Document* document, RunController* controller, QWidget*
         progress_->setValue(0);
     });
 
-    RunWorker* worker = controller_->worker();
-    connect(worker, &RunWorker::probeProgress, this, [this](qint64 done, qint64 total, const QString& stage) {
+    connect(controller_, &RunController::probeProgress, this, [this](qint64 done, qint64 total, const QString& stage) {
         progress_->setRange(0, static_cast<int>(total));
         progress_->setValue(static_cast<int>(done));
         progress_->setFormat(stage == "training" ? tr("training layer %v of %m") : tr("activations: %v / %m images"));
     });
-    connect(worker, &RunWorker::probesFinished, this, [this](const ProbeSnapshotPtr& snapshot) {
+    connect(controller_, &RunController::probesFinished, this, [this](const ProbeSnapshotPtr& snapshot) {
         setRunning(false);
         showResult(snapshot);
         Q_EMIT finished(snapshot);
     });
-    connect(worker, &RunWorker::probeScores, this, &ProbesPanel::showScores);
-    connect(worker, &RunWorker::probeExported, this,
+    connect(controller_, &RunController::probeScores, this, &ProbesPanel::showScores);
+    connect(controller_, &RunController::probeExported, this,
         [this](const QString& path) { Q_EMIT message(tr("Exported the probe to %1").arg(path)); });
-    connect(worker, &RunWorker::probesFailed, this, [this](const QString& title, const QString& text) {
-        setRunning(false);
-        Q_EMIT failed(title, text);
+    connect(controller_, &RunController::failed, this, [this](WorkerTask task) {
+        if (task == WorkerTask::Probes)
+            setRunning(false);
     });
 }
 
@@ -216,10 +215,7 @@ QString ProbesPanel::dataFolder() const
 
 QString ProbesPanel::selectedLayer() const
 {
-    const QString key = document_->selectedKey();
-    if (key.isEmpty() || key.contains(':') || key == "output")
-        return {};
-    return key.section('#', 0, 0);
+    return outputModule(document_->selectedKey());
 }
 
 QStringList ProbesPanel::tickedLayers() const
@@ -253,9 +249,7 @@ void ProbesPanel::train(const QStringList& layers)
     request.setup = document_->setup();
     setRunning(true);
     summary_->setText(tr("Grabbing activations of %n layer(s)…", nullptr, static_cast<int>(layers.size())));
-    RunWorker* worker = controller_->worker();
-    QMetaObject::invokeMethod(
-        worker, [worker, request] { worker->trainProbes(request); }, Qt::QueuedConnection);
+    controller_->trainProbes(request);
 }
 
 void ProbesPanel::setRunning(bool running)
@@ -390,10 +384,7 @@ void ProbesPanel::exportProbe(bool stateDict)
         QString("probe_%1%2.pt").arg(layer, stateDict ? "_state" : ""), tr("PyTorch files (*.pt)"));
     if (path.isEmpty())
         return;
-    RunWorker* worker = controller_->worker();
-    QMetaObject::invokeMethod(
-        worker, [worker, layer, path, stateDict] { worker->exportProbe(layer, path, stateDict); },
-        Qt::QueuedConnection);
+    controller_->exportProbe(layer, path, stateDict);
 }
 
 void ProbesPanel::importProbe()
@@ -406,12 +397,7 @@ void ProbesPanel::importProbe()
         Q_EMIT failed(tr("Error Importing Probe"), tr("Drop images on the window first: the probe scores them."));
         return;
     }
-    RunWorker* worker = controller_->worker();
-    const QStringList images = document_->images();
-    const ModelSetup setup = document_->setup();
-    QMetaObject::invokeMethod(
-        worker, [worker, path, images, setup] { worker->applyProbeFile(path, images, setup); },
-        Qt::QueuedConnection);
+    controller_->applyProbeFile(path, document_->images(), document_->setup());
 }
 
 void ProbesPanel::showScores(const ProbeScoresPtr& scores)

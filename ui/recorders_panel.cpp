@@ -114,8 +114,8 @@ RecordersPanel::RecordersPanel(Document* document, RunController* controller, QW
         progress_->setValue(int(done));
     });
     connect(controller_, &RunController::recordFinished, this, &RecordersPanel::showRecording);
-    connect(controller_, &RunController::failed, this, [this](const QString& title, const QString&) {
-        if (title == tr("Error Recording")) {
+    connect(controller_, &RunController::failed, this, [this](WorkerTask task) {
+        if (task == WorkerTask::Record) {
             start_->setEnabled(true);
             cancel_->setEnabled(false);
         }

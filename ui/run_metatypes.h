@@ -9,6 +9,7 @@
 #include <QMetaType>
 
 Q_DECLARE_METATYPE(torchscope::ModelSummary)
+Q_DECLARE_METATYPE(torchscope::WorkerTask)
 Q_DECLARE_METATYPE(torchscope::RunRequest)
 Q_DECLARE_METATYPE(torchscope::RunSnapshotPtr)
 Q_DECLARE_METATYPE(torchscope::RecordRequest)

@@ -5,6 +5,7 @@
 #include "common/float_tensor.h"
 #include "graph/output_kinds.h"
 #include "graph/request.h"
+#include "imaging/image_run.h"
 #include "model/model_setup.h"
 #include "model/module_info.h"
 #include "record/layer_statistics.h"
@@ -26,39 +27,19 @@ struct ModelSummary {
     std::string frozenNote; // see Model::frozenNote()
 };
 
-struct RunRequest {
+// What a failure belongs to, so that the view that started it can stop waiting.
+enum class WorkerTask { OpenModel, Run, Export, Record, Probes, Setup, Attribution, Patch };
+
+// The per-image run (core/imaging/image_run.h) of one request of the Document.
+struct RunRequest : ImageRunConfig {
     int generation = 0;
-    std::vector<std::string> images;
-    Request request;
-    ModelSetup setup;
-    int topK = 5;
 };
 
-struct ImageResult {
-    std::string path;
-    FloatTensor picture; // the decoded image, [H, W, 3] in [0, 1], for overlays
-    int thumbnailWidth = 0; // RGB8, made on the worker thread
-    int thumbnailHeight = 0;
-    std::vector<uint8_t> thumbnail;
-    FloatTensor modelInput; // what the model saw, [C, H, W]
-    FloatTensor inputPicture; // the same as a picture, [H, W, 3] in [0, 1] (boxes and class maps)
-    FloatTensor output; // the model's (or the truncation point's) output for this image
-    ImagePrediction prediction; // top classes, a class map or detections
-    std::map<std::string, FloatTensor> values; // grabbed values, batch dimension removed
-};
+using ImageResult = ImageRunItem;
 
-struct RunSnapshot {
+struct RunSnapshot : ImageRunResult {
     int generation = 0;
-    bool cancelled = false;
     int requestedImages = 0;
-    double seconds = 0.0;
-    std::vector<ImageResult> images;
-    std::vector<std::pair<std::string, std::string>> failures; // image path, why
-    std::vector<std::string> warnings;
-    std::string gradientTarget; // what :grad grabs are of, for the first image ("class 3", ...)
-    std::map<std::string, LayerStatistics> statistics; // per grabbed key, over the images
-    std::vector<ModuleInfo> modules; // with output shapes from a dry run, when one was made
-    std::vector<std::string> cutAway; // modules the truncation point cuts away (none without one)
 };
 
 using RunSnapshotPtr = std::shared_ptr<const RunSnapshot>;

@@ -10,8 +10,9 @@
 
 namespace torchscope {
 
-// Loads the model and runs it, on its own thread (see RunController). Requests come in as
-// queued slot calls, progress and results go out as signals. Torch lives only in its .cpp.
+// Owns the model and its engine on their own thread (see RunController, which gives the typed
+// calls). Requests come in as queued slot calls, progress and results go out as signals, every
+// failure as failed(). Torch lives only in its .cpp files.
 class RunWorker : public QObject {
     Q_OBJECT
 public:
@@ -33,41 +34,35 @@ public Q_SLOTS:
     void exportTensors(const QString& path);
     void record(const torchscope::RecordRequest& request);
     void exportRecording(const QString& path);
-    // Probes, Grad-CAM and patching: analysis_worker.cpp.
-    void trainProbes(const torchscope::ProbeRequest& request);
-    void exportProbe(const QString& layer, const QString& path, bool stateDict);
-    void applyProbeFile(const QString& path, const QStringList& images, const torchscope::ModelSetup& setup);
     // What the model says about its input (the setup dialog's suggestions): setupAdvised.
     void adviseSetup(const torchscope::ModelSetup& current);
     // A copy of the open model's file with the setup stored as its torchscope.json.
     void saveSetupIntoModel(const QString& path, const torchscope::ModelSetup& setup);
+    // Probes, Grad-CAM and patching: run_worker_analyses.cpp.
+    void trainProbes(const torchscope::ProbeRequest& request);
+    void exportProbe(const QString& layer, const QString& path, bool stateDict);
+    void applyProbeFile(const QString& path, const QStringList& images, const torchscope::ModelSetup& setup);
     void attribute(const torchscope::AttributionRequest& request);
     void patch(const torchscope::PatchRequest& request);
 
 Q_SIGNALS:
     void modelOpened(const torchscope::ModelSummary& summary);
-    void modelFailed(const QString& path, const QString& message);
     void progress(int generation, int done, int total);
+    // Also a run the model failed on every image of (RunSnapshot::error); see RunController.
     void runFinished(const torchscope::RunSnapshotPtr& snapshot);
-    // setupProblem: the model failed on what looks like a wrong input (size, channels).
-    void runFailed(int generation, const QString& message, bool setupProblem);
     void setupAdvised(const torchscope::SetupAdvice& advice);
     void setupSaved(const QString& path);
-    void setupSaveFailed(const QString& path, const QString& message);
     void exported(const QString& path, const QStringList& leftOut);
-    void exportFailed(const QString& path, const QString& message);
     void recordProgress(qint64 done, qint64 total);
     void recordFinished(const torchscope::RecordSnapshotPtr& snapshot);
-    void recordFailed(const QString& message);
     void probeProgress(qint64 done, qint64 total, const QString& stage);
     void probesFinished(const torchscope::ProbeSnapshotPtr& snapshot);
     void probeExported(const QString& path);
     void probeScores(const torchscope::ProbeScoresPtr& scores);
     void attributionFinished(const torchscope::AttributionSnapshotPtr& snapshot);
     void patchFinished(const torchscope::PatchSnapshotPtr& snapshot);
-    void probesFailed(const QString& title, const QString& message); // training, export, import
-    void attributionFailed(const QString& title, const QString& message);
-    void patchFailed(const QString& title, const QString& message);
+    // Every task's failure, with the dialog title and the message for the researcher.
+    void failed(torchscope::WorkerTask task, const QString& title, const QString& message);
 
 private:
     struct State;

@@ -3,7 +3,6 @@
 #include "document.h"
 #include "model_setup_dialog.h"
 #include "run_controller.h"
-#include "run_worker.h"
 #include "save_dialog.h"
 
 #include <QFileDialog>
@@ -44,13 +43,9 @@ SetupActions::SetupActions(Document* document, RunController* controller, QWidge
     connect(dialog_, &ModelSetupDialog::resetRequested, this, [this] {
         dialog_->setSetup(document_->model().setup, QFileInfo(document_->modelPath()).fileName());
     });
-    RunWorker* worker = controller_->worker();
-    connect(worker, &RunWorker::setupAdvised, dialog_, &ModelSetupDialog::setAdvice);
-    connect(worker, &RunWorker::setupSaved, this, [this](const QString& path) {
+    connect(controller_, &RunController::setupAdvised, dialog_, &ModelSetupDialog::setAdvice);
+    connect(controller_, &RunController::setupSaved, this, [this](const QString& path) {
         Q_EMIT message(tr("Saved %1 with the input setup as its torchscope.json: it opens with this setup").arg(path));
-    });
-    connect(worker, &RunWorker::setupSaveFailed, this, [this](const QString& path, const QString& text) {
-        Q_EMIT failed(tr("Error Saving Setup"), tr("Could not write '%1':\n%2").arg(path, text));
     });
     showStatus();
 }
@@ -77,18 +72,13 @@ void SetupActions::openDialog()
         return;
     dialog_->setSetup(document_->setup(), QFileInfo(document_->modelPath()).fileName());
     dialog_->setAdvicePending();
-    RunWorker* worker = controller_->worker();
-    const ModelSetup current = document_->setup();
-    QMetaObject::invokeMethod(worker, [worker, current] { worker->adviseSetup(current); }, Qt::QueuedConnection);
+    controller_->adviseSetup(document_->setup());
     dialog_->open();
 }
 
 void SetupActions::saveIntoModel(const QString& path)
 {
-    RunWorker* worker = controller_->worker();
-    const ModelSetup setup = document_->setup();
-    QMetaObject::invokeMethod(
-        worker, [worker, path, setup] { worker->saveSetupIntoModel(path, setup); }, Qt::QueuedConnection);
+    controller_->saveSetupIntoModel(path, document_->setup());
 }
 
 void SetupActions::modelOpened()

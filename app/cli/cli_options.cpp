@@ -193,6 +193,9 @@ CliOptions parseCommandLine(int argc, char** argv)
     addTarget(run, o, box);
     repeatable(run, "--probe", o.probes, "NAME=PROBE.pt[@LAYER]: add the probe's scores as \"probe:NAME\"");
     run->add_flag("--probe-only", o.probeOnly, "stop after the last probed layer; leave out the model's output");
+    run->add_flag("--each-image", o.eachImage,
+        "run the images one at a time, as the window does: any sizes mix, an unreadable image is skipped with a "
+        "warning, and each grab's values are concatenated along dim 0");
 
     CLI::App* record = app.add_subcommand("record", "stream many images through the model and fold what the grabs take");
     addModelOptions(record, o,

@@ -54,6 +54,7 @@ struct CliOptions {
     // run with probes: NAME=FILE.pt or NAME=FILE.pt@LAYER
     std::vector<std::string> probes;
     bool probeOnly = false;
+    bool eachImage = false; // run: one image at a time (the window's run)
 };
 
 // CLI11 does the parsing: per-command options, ranges and choices checked, --help per command.

@@ -2,7 +2,6 @@
 
 #include "common/error.h"
 #include "common/strings.h"
-#include "export/pt_export.h"
 #include "export/write_tensors.h"
 #include "graph/engine.h"
 #include "graph/model_output.h"
@@ -10,6 +9,8 @@
 #include "inputs.h"
 #include "model/model.h"
 #include "open_model.h"
+#include "prediction_text.h"
+#include "run_request.h"
 #include "probe/linear_probe.h"
 #include "probe/model_extender.h"
 
@@ -59,25 +60,11 @@ std::string describePredictions(const c10::IValue& output, const ModelSetup& set
         return {};
     std::ostringstream out;
     const std::string from = scores.element.empty() ? "" : " (output element '" + scores.element + "')";
-    const char* what = scores.kind == OutputKind::Classes ? "top-3 predictions"
-        : scores.kind == OutputKind::Segmentation         ? "segmentation: classes by share of the pixels"
-                                                          : "detections (label, score, box x0,y0,x1,y1)";
-    out << "\n" << what << from << ":\n";
-    for (int64_t i = 0; i < samples; ++i) {
-        const ImagePrediction p = predictImage(scores, i, setup.labels, 3);
-        out << "  " << (static_cast<size_t>(i) < names.size() ? names[static_cast<size_t>(i)] : "sample " + std::to_string(i)) << ":";
-        if (p.kind == OutputKind::Detection) {
-            if (p.detections.empty())
-                out << "  nothing detected";
-            for (const auto& d : p.detections)
-                out << "\n    " << d.labelText << " " << std::fixed << std::setprecision(3) << d.score << "  "
-                    << std::setprecision(0) << d.x0 << "," << d.y0 << "," << d.x1 << "," << d.y1;
-        } else {
-            for (const auto& top : p.top)
-                out << "  " << top.label << " " << std::fixed << std::setprecision(1) << 100.0 * top.probability << "%";
-        }
-        out << '\n';
-    }
+    out << "\n" << predictionHeading(scores.kind) << from << ":\n";
+    for (int64_t i = 0; i < samples; ++i)
+        out << predictionText(static_cast<size_t>(i) < names.size() ? names[static_cast<size_t>(i)]
+                                                                    : "sample " + std::to_string(i),
+            predictImage(scores, i, setup.labels, 3));
     return out.str();
 }
 
@@ -94,9 +81,7 @@ ExtendedOutput forwardOrExplain(ModelExtender& extender, const ForwardInputs& in
         const std::string advice = inputs.sampleNames.empty() ? "" : inputMismatchAdvice(e.what(), shape, setup);
         if (advice.empty())
             throw;
-        throw Error(std::string(e.what()) + "\n" + advice
-            + ": give the model's input with --preprocess SETUP.json (torchscope-cli setup MODEL.pt lists the input "
-              "sizes that run)");
+        throw Error(explainSetupProblem(e.what(), advice));
     }
 }
 
@@ -176,33 +161,9 @@ int runInspect(const CliOptions& options)
 int runModel(const CliOptions& options)
 {
     auto model = openModel(options);
-    Request request;
-    std::vector<at::Tensor> editTensors;
-    for (const auto& grab : options.grabs)
-        request.grabs.push_back(GrabSpec::parse(grab));
-    for (const auto& text : options.edits) {
-        // PATH:add:FILE.pt / PATH:replace:FILE.pt carry a tensor file after the operation.
-        std::string spec = text;
-        for (const char* op : {":add:", ":replace:"}) {
-            const auto at = text.find(op);
-            if (at == std::string::npos)
-                continue;
-            spec = text.substr(0, at + std::string(op).size() - 1);
-            const auto tensor = readTorchSaveFile(text.substr(at + std::string(op).size()));
-            if (!tensor.isTensor())
-                throw Error("edit '" + text + "': the file holds no single tensor");
-            editTensors.push_back(tensor.toTensor());
-        }
-        request.edits.push_back(EditSpec::parse(spec));
-        if (request.edits.back().takesTensor() && editTensors.size() < request.edits.size())
-            throw Error("edit '" + text + "' needs a tensor file: PATH:add:FILE.pt or PATH:replace:FILE.pt");
-    }
-    request.truncateAt = options.truncate;
-    request.targetClass = options.target;
-    request.targetRegion = options.targetBox;
     const ModelSetup setup = chooseSetup(*model, options);
-    request.scores = setup.scores;
-    request.labels = setup.labels;
+    std::vector<at::Tensor> editTensors;
+    const Request request = runRequest(options, setup, editTensors);
     ModelExtender extender(model);
     registerProbes(extender, options.probes);
     if (options.probeOnly && options.probes.empty())

@@ -6,12 +6,8 @@
 #include "graph/engine.h"
 #include "model/model.h"
 
-#ifdef TORCHSCOPE_HAVE_IMAGING
-#include "imaging/image_decoder.h"
-#include "imaging/image_tensor.h"
-#endif
+#include "image_inputs.h"
 
-#include <filesystem>
 #include <iostream>
 
 namespace torchscope::cli {
@@ -75,23 +71,9 @@ ForwardInputs loadForwardInputs(
     if (std::any_of(inputs.begin(), inputs.end(), isTensorFile))
         throw Error("--input mixes tensor files and images; give either tensors or images");
 
-#ifdef TORCHSCOPE_HAVE_IMAGING
     std::vector<std::string> images;
-    for (const auto& input : inputs) {
-        if (std::filesystem::is_directory(input)) {
-            const auto found = listImages(input);
-            if (found.empty())
-                throw Error("the folder '" + input + "' holds no images (.png, .jpg, .bmp, .tif, .webp)");
-            images.insert(images.end(), found.begin(), found.end());
-        } else {
-            images.push_back(input);
-        }
-    }
-    return {forwardInputsFromBatch(model, loadImageBatch(images, preprocessing)), images};
-#else
-    throw Error("this TorchScope was built without OpenCV (TORCHSCOPE_IMAGING=OFF), so it reads no images; "
-                "give a tensor saved with torch.save as --input");
-#endif
+    const at::Tensor batch = loadImageInputs(inputs, preprocessing, images);
+    return {forwardInputsFromBatch(model, batch), images};
 }
 
 } // namespace torchscope::cli

@@ -2,6 +2,7 @@
 // and truncating ('torchscope-cli --help'). Errors go to stderr with exit code 1 (2 for usage errors).
 #include "cli_options.h"
 #include "commands.h"
+#include "each_image_command.h"
 #include "common/error.h"
 #include "probe_command.h"
 #include "record_command.h"
@@ -26,7 +27,9 @@ int main(int argc, char** argv)
             return runSetup(options);
         if (options.command == "probe")
             return runProbe(options);
-        return options.command == "record" ? runRecord(options) : runModel(options);
+        if (options.command == "record")
+            return runRecord(options);
+        return options.eachImage ? runEachImage(options) : runModel(options);
     } catch (const UsageError& e) {
         std::cerr << "torchscope-cli: " << e.what() << '\n';
         return 2;

@@ -5,6 +5,7 @@
 #include "export/atomic_file.h"
 #include "graph/engine.h"
 #include "graph/selector.h"
+#include "image_inputs.h"
 #include "model/model.h"
 #include "open_model.h"
 #include "probe/activation_cache.h"
@@ -12,11 +13,6 @@
 #include "probe/linear_probe.h"
 #include "probe/probe_dataset.h"
 #include "record/labelled_samples.h"
-
-#ifdef TORCHSCOPE_HAVE_IMAGING
-#include "probe/probe_folder.h"
-#include "record/image_folder.h"
-#endif
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -51,14 +47,8 @@ std::string cacheDirectory(const CliOptions& options)
 ProbeSamples loadSamples(const Model& model, const CliOptions& options)
 {
     if (std::filesystem::is_directory(options.data)) {
-#ifdef TORCHSCOPE_HAVE_IMAGING
-        const ModelSetup setup = chooseSetup(model, options);
         const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-        return folderSamples(ImageFolder::scan(options.data, setup.labels), setup.preprocessing, options.batch, threads);
-#else
-        throw Error("--data " + options.data + " is a folder of images, and this TorchScope was built without "
-            + "OpenCV (TORCHSCOPE_IMAGING=OFF): give a tensor file {\"samples\": [N, ...], \"labels\": [N]}");
-#endif
+        return folderProbeSamples(options.data, chooseSetup(model, options), options.batch, threads);
     }
     const LabelledSamples saved = readLabelledSamples(options.data);
     if (saved.labels.empty())

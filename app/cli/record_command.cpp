@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "graph/engine.h"
+#include "image_inputs.h"
 #include "inputs.h"
 #include "model/model.h"
 #include "open_model.h"
@@ -10,13 +11,8 @@
 #include "record/recorder.h"
 #include "record/recording_files.h"
 
-#ifdef TORCHSCOPE_HAVE_IMAGING
-#include "record/folder_run.h"
-#endif
-
 #include <atomic>
 #include <csignal>
-#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -30,12 +26,6 @@ std::atomic_bool interrupted{false};
 int runRecord(const CliOptions& options)
 {
     const bool tensorStream = options.inputs.size() == 1 && isTensorFile(options.inputs[0]);
-#ifndef TORCHSCOPE_HAVE_IMAGING
-    if (!tensorStream)
-        throw Error("record reads image folders only when built with OpenCV, and this TorchScope was built "
-                    "without it (TORCHSCOPE_IMAGING=OFF); give one tensor file: --input FILE.pt with [N, ...] "
-                    "rows or {\"samples\": [N, ...], \"labels\": [N]}");
-#endif
     for (const auto& input : options.inputs)
         if (isTensorFile(input) && !tensorStream)
             throw Error("record takes one tensor file on its own, or image folders and images: '" + input
@@ -79,34 +69,12 @@ int runRecord(const CliOptions& options)
             source.labelSource = "the tensor file's classes";
         }
     }
-#ifdef TORCHSCOPE_HAVE_IMAGING
     else {
-        ImageFolder folder;
-        for (const auto& input : options.inputs) {
-            const ImageFolder part = std::filesystem::is_directory(input) ? ImageFolder::scan(input, setup.labels)
-                                                                          : ImageFolder::fromFiles({input});
-            if (folder.classes.empty()) {
-                folder.classes = part.classes;
-                folder.classLabels = part.classLabels;
-                folder.labelSource = part.labelSource;
-            }
-            folder.images.insert(folder.images.end(), part.images.begin(), part.images.end());
-        }
-        if (folder.images.empty())
-            throw Error("nothing to record: the inputs hold no images");
-        FolderRunOptions run;
-        run.batchSize = options.batch;
-        run.decodeThreads = options.decodeThreads > 0
+        const int threads = options.decodeThreads > 0
             ? options.decodeThreads
             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-        summary = recordFolder(engine, recorder, folder, setup.preprocessing, run, progress);
-        source.classes = folder.classes;
-        source.classLabels = folder.classLabels;
-        source.labelSource = folder.labelSource;
-        for (const auto& image : folder.images)
-            source.imageFiles.push_back(image.path);
+        summary = recordImageInputs(engine, recorder, options.inputs, setup, options.batch, threads, progress, source);
     }
-#endif
     std::cerr << '\n';
     std::signal(SIGINT, SIG_DFL);
 

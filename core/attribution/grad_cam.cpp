@@ -3,7 +3,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "graph/engine.h"
-#include "imaging/channel_maps.h"
+#include "maps/channel_maps.h"
 
 #include <ATen/ATen.h>
 

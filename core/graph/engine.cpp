@@ -18,10 +18,7 @@ namespace {
 
 std::string callKey(const CaptureSlot& slot, size_t call)
 {
-    if (call == 0)
-        return slot.key;
-    // Later calls: PATH#1, PATH:in0#1, PATH:grad#1.
-    return slot.key + "#" + std::to_string(call);
+    return CaptureKey{slot.path, slot.kind, slot.inputIndex, static_cast<int>(call)}.format();
 }
 
 c10::IValue toDevice(const c10::IValue& value, const c10::Device& device)
@@ -279,7 +276,7 @@ std::vector<std::string> modulesCutAway(Model& model, const std::vector<c10::IVa
 {
     std::set<std::string> reached;
     for (const auto& [key, value] : grabEveryModule(model, inputs, truncateAt).values)
-        reached.insert(key.substr(0, key.find('#')));
+        reached.insert(CaptureKey::parse(key).path);
     std::vector<std::string> cut;
     for (const auto& module : model.modules()) {
         const bool ancestor = module.path.empty() || startsWith(truncateAt, module.path + ".");
@@ -296,8 +293,7 @@ void dryRun(Model& model, const std::vector<c10::IValue>& inputs)
     for (const auto& [key, value] : result.values) {
         if (key == "output")
             continue;
-        const std::string path = key.substr(0, key.find('#'));
-        shapes[path].push_back(value.isTensor() ? value.toTensor().sizes().vec() : std::vector<int64_t>{});
+        shapes[CaptureKey::parse(key).path].push_back(value.isTensor() ? value.toTensor().sizes().vec() : std::vector<int64_t>{});
     }
     for (auto& [path, list] : shapes)
         model.setOutputShapes(path, std::move(list));

@@ -114,6 +114,47 @@ std::string GrabSpec::suffix() const
     return "";
 }
 
+CaptureKey CaptureKey::parse(const std::string& text)
+{
+    CaptureKey key;
+    key.path = text;
+    std::string rest = text;
+    if (const auto hash = rest.rfind('#'); hash != std::string::npos && hash + 1 < rest.size()
+        && rest.find_first_not_of("0123456789", hash + 1) == std::string::npos && rest.size() - hash <= 6) {
+        key.call = std::stoi(rest.substr(hash + 1));
+        rest = rest.substr(0, hash);
+    }
+    key.path = rest;
+    const auto colon = rest.rfind(':');
+    if (colon == std::string::npos || colon == 0)
+        return key;
+    const std::string suffix = rest.substr(colon + 1);
+    if (suffix == "grad") {
+        key.kind = CaptureKind::Gradient;
+    } else if (startsWith(suffix, "in") && suffix.size() > 2 && suffix.size() <= 6
+        && suffix.find_first_not_of("0123456789", 2) == std::string::npos) {
+        key.kind = CaptureKind::Input;
+        key.inputIndex = std::stoi(suffix.substr(2));
+    } else {
+        return key; // "probe:NAME": a name, not a capture of a module
+    }
+    key.path = rest.substr(0, colon);
+    return key;
+}
+
+std::string CaptureKey::grab() const
+{
+    GrabSpec spec;
+    spec.kind = kind;
+    spec.inputIndex = inputIndex;
+    return path + spec.suffix();
+}
+
+std::string CaptureKey::format() const
+{
+    return call == 0 ? grab() : grab() + "#" + std::to_string(call);
+}
+
 EditSpec EditSpec::parse(const std::string& text)
 {
     const auto parts = split(text, ':');

@@ -21,6 +21,21 @@ struct GrabSpec {
     std::string suffix() const; // "", ":in0", ":grad"
 };
 
+// The key a grabbed value goes by in results and files: PATH, PATH:in0, PATH:grad, and "#N" after
+// it for the module's later calls (PATH#1, PATH:in0#1). "output" and "probe:NAME" parse as paths of
+// their own; "input:grad" as the gradient of "input".
+struct CaptureKey {
+    std::string path;
+    CaptureKind kind = CaptureKind::Output;
+    int inputIndex = 0; // for CaptureKind::Input
+    int call = 0; // 0: the first call
+
+    // Never throws: a key that is not PATH[:inN|:grad][#N] is a path of its own.
+    static CaptureKey parse(const std::string& key);
+    std::string format() const;
+    std::string grab() const; // the grab spec that asks for it: the key without "#N"
+};
+
 enum class EditKind {
     ZeroChannels, // channels along dim 1 set to 0
     ScaleChannels, // channels along dim 1 multiplied by factor

@@ -2,7 +2,7 @@
 
 #include "common/error.h"
 #include "common/strings.h"
-#include "imaging/preprocess_tensor.h"
+#include "preprocess/preprocess_tensor.h"
 
 #include <ATen/ATen.h>
 

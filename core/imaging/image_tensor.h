@@ -1,7 +1,7 @@
 #pragma once
 
 #include "imaging/image_decoder.h"
-#include "imaging/preprocessing.h"
+#include "preprocess/preprocessing.h"
 
 #include <ATen/core/Tensor.h>
 

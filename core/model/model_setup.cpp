@@ -3,7 +3,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "export/atomic_file.h"
-#include "imaging/preprocessing_json.h"
+#include "preprocess/preprocessing_json.h"
 #include "model/file_diagnosis.h"
 #include "model/model.h"
 

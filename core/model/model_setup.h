@@ -1,6 +1,6 @@
 #pragma once
 
-#include "imaging/preprocessing.h"
+#include "preprocess/preprocessing.h"
 
 #include <optional>
 #include <string>

@@ -144,4 +144,11 @@ ProbeExtension loadProbeExtension(const std::string& path)
     return extension;
 }
 
+std::vector<double> probeProbabilities(const at::Tensor& scores)
+{
+    const at::Tensor s = scores.detach().to(at::kCPU, at::kDouble).flatten();
+    const at::Tensor p = s.numel() == 1 ? at::cat({1 - s.sigmoid(), s.sigmoid()}) : s.softmax(0);
+    return {p.data_ptr<double>(), p.data_ptr<double>() + p.numel()};
+}
+
 } // namespace torchscope

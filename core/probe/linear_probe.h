@@ -37,6 +37,10 @@ struct ProbeExtension {
 // are inside, so Python runs it on the layer's raw output.
 ProbeExtension toExtension(const LinearProbe& probe);
 
+// One sample's class probabilities from a probe's scores: [1] is the logit of the second of two
+// classes (logistic regression), [K] a softmax's logits.
+std::vector<double> probeProbabilities(const at::Tensor& scores);
+
 // TorchScript .pt for torch.jit.load, with a torchscope_probe.json extra file (layer, classes,
 // pooling) that loadProbeExtension reads back. Atomic. Throws torchscope::Error.
 void saveProbeModule(const std::string& path, const LinearProbe& probe);

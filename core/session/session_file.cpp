@@ -1,6 +1,9 @@
 #include "session/session_file.h"
 
 #include "common/error.h"
+#include "maps/colormap.h"
+
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 
@@ -53,7 +56,46 @@ int64_t integerField(const json& session, const char* name, int64_t fallback, in
     return value.get<int64_t>();
 }
 
+// The "view" object: each field optional, each checked against what the window can show.
+SessionView viewField(const json& session)
+{
+    SessionView view;
+    if (!session.contains("view") || session["view"].is_null())
+        return view;
+    const json& object = session["view"];
+    if (!object.is_object())
+        throw Error("the session's \"view\" must be an object, not " + describeValue(object));
+    view.colorMap = stringField(object, "color_map");
+    const auto& maps = colorMapNames();
+    if (!view.colorMap.empty()
+        && std::none_of(maps.begin(), maps.end(), [&](const auto& entry) { return entry.second == view.colorMap; })) {
+        std::string known;
+        for (const auto& entry : maps)
+            known += (known.empty() ? "" : ", ") + entry.second;
+        throw Error("the session's view has an unknown \"color_map\" '" + view.colorMap + "' (known: " + known + ")");
+    }
+    view.contrast = stringField(object, "contrast");
+    const auto& contrasts = SessionView::contrastNames();
+    if (!view.contrast.empty() && std::find(contrasts.begin(), contrasts.end(), view.contrast) == contrasts.end())
+        throw Error("the session's view has an unknown \"contrast\" '" + view.contrast
+            + "' (known: per-channel, shared, symmetric)");
+    view.zoom = static_cast<int>(integerField(object, "zoom", 0, 0));
+    if (view.zoom > 32)
+        throw Error("the session's view has \"zoom\" " + std::to_string(view.zoom) + ": at most 32 pixels per value");
+    view.overlayOpacity = static_cast<int>(integerField(object, "overlay_opacity", -1, 0));
+    if (view.overlayOpacity > 100)
+        throw Error("the session's view has \"overlay_opacity\" " + std::to_string(view.overlayOpacity)
+            + ": a percentage, at most 100");
+    return view;
+}
+
 } // namespace
+
+const std::vector<std::string>& SessionView::contrastNames()
+{
+    static const std::vector<std::string> names{"per-channel", "shared", "symmetric"};
+    return names;
+}
 
 SessionFile SessionFile::parse(const std::string& text, const ModelSetup& base)
 {
@@ -96,6 +138,7 @@ SessionFile SessionFile::parse(const std::string& text, const ModelSetup& base)
     file.selectedLayer = stringField(session, "selected_layer");
     file.images = stringsField(session, "images");
     file.selectedImage = integerField(session, "selected_image", 0, 0);
+    file.view = viewField(session);
     return file;
 }
 
@@ -109,6 +152,17 @@ std::string SessionFile::toJson() const
         {"selected_layer", selectedLayer}, {"selected_image", selectedImage}};
     if (setup)
         session["setup"] = json::parse(setup->toJson());
+    json shown = json::object();
+    if (!view.colorMap.empty())
+        shown["color_map"] = view.colorMap;
+    if (!view.contrast.empty())
+        shown["contrast"] = view.contrast;
+    if (view.zoom > 0)
+        shown["zoom"] = view.zoom;
+    if (view.overlayOpacity >= 0)
+        shown["overlay_opacity"] = view.overlayOpacity;
+    if (!shown.empty())
+        session["view"] = shown;
     return session.dump(2) + "\n";
 }
 

@@ -10,7 +10,7 @@
 #include "imaging/image_tensor.h"
 #include "model/model.h"
 #include "model/model_setup.h"
-#include "record/folder_run.h"
+#include "imaging/folder_run.h"
 #include "record/recorder.h"
 
 #include <ATen/Parallel.h>

@@ -254,6 +254,44 @@ class CliRun(unittest.TestCase):
 
 
 @unittest.skipIf(HEADLESS, "built without OpenCV")
+class CliEachImage(unittest.TestCase):
+    """run --each-image: the window's per-image run, against the fixture's forward hooks."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.out = pathlib.Path(self.tmp.name) / "each.pt"
+        self.expected = torch.load(FIXTURES / "labelled_expected.pt")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_each_image_skips_what_it_cannot_read_and_matches_forward_hooks(self):
+        folders = sorted((FIXTURES / "labelled").iterdir())  # ImageFolder's order, as in the fixture
+        inputs = [folders[0], FIXTURES / "images" / "not_an_image.png", *folders[1:]]
+        result = cli("run", FASHION, *[arg for f in inputs for arg in ("--input", f)], "--each-image",
+                     "--grab", "features.1", "--grab", "classifier.2", "--out", self.out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("skipped", result.stderr)
+        self.assertIn("not_an_image.png", result.stderr)
+        got = torch.load(self.out)
+        self.assertEqual(sorted(got), ["classifier.2", "features.1", "output"])
+        self.assertLess(max_diff(got["features.1"], self.expected["all/features.1/none"]), 1e-5)
+        self.assertLess(max_diff(got["classifier.2"], self.expected["all/classifier.2/none"]), 1e-5)
+        # One prediction line per image that ran, its top class the hooks' argmax.
+        labels = (FIXTURES / "fashion_labels.txt").read_text().split("\n")
+        lines = [l for l in result.stdout.splitlines() if l.startswith("  ") and ".png:" in l]
+        self.assertEqual(len(lines), 36)
+        for line, logits in zip(lines, self.expected["all/classifier.2/none"]):
+            self.assertIn(":  " + labels[int(logits.argmax())] + " ", line)
+
+    def test_tensor_inputs_and_probes_are_refused(self):
+        result = cli("run", FASHION, "--input", FIXTURES / "labelled_inputs.pt", "--each-image", "--out", self.out)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("is a tensor file", result.stderr)
+        self.assertFalse(self.out.exists())
+
+
+@unittest.skipIf(HEADLESS, "built without OpenCV")
 class CliRecord(unittest.TestCase):
     """torchscope-cli record over the labelled folder, read back by torch.load, NumPy and csv, and
     compared with the statistics the fixture script computed with forward hooks."""

@@ -7,7 +7,7 @@
 #include "common/strings.h"
 #include "imaging/image_decoder.h"
 #include "imaging/image_tensor.h"
-#include "imaging/preprocessing.h"
+#include "preprocess/preprocessing.h"
 
 #include <filesystem>
 

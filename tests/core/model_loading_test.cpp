@@ -1,7 +1,7 @@
 // Loading, the module tree (against Python's named_modules()), and messages for wrong files.
 #include "test_support.h"
 
-#include "imaging/preprocessing.h"
+#include "preprocess/preprocessing.h"
 #include "model/model_setup.h"
 #include "record/batch_run.h"
 #include "record/labelled_samples.h"

@@ -3,7 +3,7 @@
 #include "test_support.h"
 
 #include "graph/setup_advice.h"
-#include "imaging/preprocess_tensor.h"
+#include "preprocess/preprocess_tensor.h"
 #include "model/model_setup.h"
 
 #include <cstdio>

@@ -1,8 +1,8 @@
 // Preprocessing against torchvision.transforms.functional on the same decoded pixels.
 #include "test_support.h"
 
-#include "imaging/preprocess_tensor.h"
-#include "imaging/preprocessing.h"
+#include "preprocess/preprocess_tensor.h"
+#include "preprocess/preprocessing.h"
 
 namespace torchscope::test {
 namespace {

@@ -5,11 +5,11 @@
 
 #include "imaging/image_decoder.h"
 #include "imaging/image_tensor.h"
-#include "imaging/preprocessing.h"
+#include "preprocess/preprocessing.h"
 #include "probe/probe_dataset.h"
-#include "probe/probe_folder.h"
+#include "imaging/probe_folder.h"
 #include "probe/probe_training.h"
-#include "record/image_folder.h"
+#include "imaging/image_folder.h"
 
 #include <torch/torch.h>
 

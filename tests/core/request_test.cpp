@@ -31,6 +31,39 @@ TEST(GrabSpec, RejectsUnknownSuffix)
     }
 }
 
+TEST(CaptureKey, ParsesEveryKeyTheEngineWrites)
+{
+    const CaptureKey later = CaptureKey::parse("layer1.0.conv1:in1#12");
+    EXPECT_EQ(later.path, "layer1.0.conv1");
+    EXPECT_EQ(later.kind, CaptureKind::Input);
+    EXPECT_EQ(later.inputIndex, 1);
+    EXPECT_EQ(later.call, 12);
+    EXPECT_EQ(later.grab(), "layer1.0.conv1:in1");
+    const CaptureKey gradient = CaptureKey::parse("features.3:grad#1");
+    EXPECT_EQ(gradient.path, "features.3");
+    EXPECT_EQ(gradient.kind, CaptureKind::Gradient);
+    EXPECT_EQ(gradient.call, 1);
+    EXPECT_EQ(CaptureKey::parse("fc#2").path, "fc");
+    EXPECT_EQ(CaptureKey::parse("fc#2").kind, CaptureKind::Output);
+    EXPECT_EQ(CaptureKey::parse("input:grad").path, "input");
+    // Names that are not module captures stay whole.
+    for (const std::string name : {"output", "probe:footwear", "", "a:b:c", "x#", "x#y", "type:Conv2d", "m:in"}) {
+        const CaptureKey key = CaptureKey::parse(name);
+        EXPECT_EQ(key.path, name);
+        EXPECT_EQ(key.kind, CaptureKind::Output) << name;
+        EXPECT_EQ(key.call, 0) << name;
+        EXPECT_EQ(key.format(), name);
+    }
+}
+
+TEST(CaptureKey, FormatsWhatItParses)
+{
+    for (const std::string key : {"layer1", "layer1#1", "layer1:in0", "layer1:in3#7", "layer4.1.relu:grad",
+             "layer4.1.relu:grad#2", "", "output"})
+        EXPECT_EQ(CaptureKey::parse(key).format(), key);
+    EXPECT_EQ((CaptureKey{"blocks.0", CaptureKind::Gradient, 0, 3}).format(), "blocks.0:grad#3");
+}
+
 TEST(EditSpec, Parses)
 {
     const auto zero = EditSpec::parse("layer2:zero:0,5-7");

@@ -25,6 +25,7 @@ TEST(SessionFile, RoundTripKeepsEverything)
     session.selectedLayer = "layer1";
     session.images = {"/images/a.png", "/images/b.jpg"};
     session.selectedImage = 1;
+    session.view = {"magma", "symmetric", 9, 30};
 
     const SessionFile back = SessionFile::parse(session.toJson(), ModelSetup());
     EXPECT_EQ(back.toJson(), session.toJson());
@@ -35,6 +36,10 @@ TEST(SessionFile, RoundTripKeepsEverything)
     ASSERT_TRUE(back.setup.has_value());
     EXPECT_TRUE(*back.setup == setup);
     EXPECT_EQ(back.selectedImage, 1);
+    EXPECT_EQ(back.view.colorMap, "magma");
+    EXPECT_EQ(back.view.contrast, "symmetric");
+    EXPECT_EQ(back.view.zoom, 9);
+    EXPECT_EQ(back.view.overlayOpacity, 30);
 }
 
 TEST(SessionFile, WrongFieldsAreNamed)
@@ -53,6 +58,12 @@ TEST(SessionFile, WrongFieldsAreNamed)
     EXPECT_NE(error(R"("grabs": ["a:in-1"])").find("is not an input index"), std::string::npos);
     EXPECT_NE(error(R"("setup": {"preprocess": {"crop": "big"}})").find("the session's input setup"), std::string::npos);
     EXPECT_NE(error(R"("preprocess": "/dev/zero")").find("not a regular file"), std::string::npos);
+    EXPECT_NE(error(R"("view": {"color_map": "jet"})").find("unknown \"color_map\" 'jet' (known: viridis, magma"),
+        std::string::npos);
+    EXPECT_NE(error(R"("view": {"contrast": "auto"})").find("unknown \"contrast\" 'auto'"), std::string::npos);
+    EXPECT_NE(error(R"("view": {"zoom": 33})").find("at most 32"), std::string::npos);
+    EXPECT_NE(error(R"("view": {"overlay_opacity": 101})").find("at most 100"), std::string::npos);
+    EXPECT_NE(error(R"("view": [1])").find("\"view\" must be an object"), std::string::npos);
     EXPECT_NE(errorOf([] { SessionFile::parse(R"({"format": "torchscope-session", "version": 9, "model": "m"})", {}); })
                   .find("newer TorchScope (session version 9"),
         std::string::npos);

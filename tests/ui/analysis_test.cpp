@@ -2,6 +2,7 @@
 // (which their own tests check against Python) and what patching must do by construction.
 #include "attribution/grad_cam.h"
 #include "attribution_view.h"
+#include "color_bar.h"
 #include "document.h"
 #include "graph/engine.h"
 #include "gui_test_support.h"
@@ -14,7 +15,6 @@
 #include "probes_panel.h"
 #include "qcustomplot_include.h"
 #include "run_controller.h"
-#include "run_worker.h"
 
 #include <ATen/ATen.h>
 
@@ -95,15 +95,14 @@ private Q_SLOTS:
         QCOMPARE(probes->lastResult()->cachedLayers, (std::vector<std::string>{"features.1"}));
 
         // Export the probe, import it back: it scores the window's images (footwear, then the rest).
-        RunWorker* worker = window.controller()->worker();
+        RunController* controller = window.controller();
         const QString file = dir.filePath("probe.pt");
-        QSignalSpy exported(worker, &RunWorker::probeExported);
-        QMetaObject::invokeMethod(worker, [worker, file] { worker->exportProbe("features.1", file, false); });
+        QSignalSpy exported(controller, &RunController::probeExported);
+        controller->exportProbe("features.1", file, false);
         QVERIFY(exported.wait(Timeout));
-        QSignalSpy scored(worker, &RunWorker::probeScores);
+        QSignalSpy scored(controller, &RunController::probeScores);
         const QStringList images{probeImage("footwear", 5), probeImage("rest", 5)};
-        const ModelSetup setup = window.document()->setup();
-        QMetaObject::invokeMethod(worker, [worker, file, images, setup] { worker->applyProbeFile(file, images, setup); });
+        controller->applyProbeFile(file, images, window.document()->setup());
         QVERIFY(scored.wait(Timeout));
         const auto scores = scored.takeFirst().at(0).value<ProbeScoresPtr>();
         QCOMPARE(scores->layer, std::string("features.1"));
@@ -139,7 +138,13 @@ private Q_SLOTS:
 
         QTemporaryDir dir;
         QCOMPARE(view->savePng(dir.filePath("gradcam.png")), QString());
-        QCOMPARE(QImage(dir.filePath("gradcam.png")).size(), QSize(28, 28));
+        // The 28 × 28 map enlarged ten times, its colour bar beside it (title, scale, numbers).
+        const QImage exported(dir.filePath("gradcam.png"));
+        QCOMPARE(exported.size(), QSize(280 + 8 + 96, 280));
+        QCOMPARE(exported.pixel(5, 5), exported.pixel(9, 9)); // one map pixel, enlarged
+        const QRgb middle = view->colorBar()->image(280).pixel(8, 140);
+        QVERIFY(middle != qRgb(255, 255, 255));
+        QCOMPARE(exported.pixel(288 + 8, 140), middle);
         view->setShowSaliency(true);
         QCOMPARE(view->savePng(dir.filePath("saliency.png")), QString());
         QVERIFY(QImage(dir.filePath("saliency.png")) != QImage(dir.filePath("gradcam.png")));

@@ -16,6 +16,7 @@
 #include "recorders_panel.h"
 #include "run_controller.h"
 #include "save_dialog.h"
+#include "session/session_file.h"
 #include "statistics_panel.h"
 #include "statistics_plots.h"
 #include <ATen/ATen.h>
@@ -383,6 +384,9 @@ private Q_SLOTS:
             window.document()->setTruncation("features.2");
             window.document()->addEdit(EditSpec::parse("features.0:zero:1,2"));
             QVERIFY(waitForRun(window));
+            window.document()->setSelectedKey("features.1");
+            window.activationView()->applyViewSettings({"magma", "symmetric", 9, 30});
+            window.activationView()->refresh();
             QCOMPARE(window.saveSession(path), QString());
         }
         MainWindow reopened;
@@ -396,6 +400,13 @@ private Q_SLOTS:
         QCOMPARE(document->edits().size(), size_t(1));
         QCOMPARE(document->images(), test::demoImages().mid(2, 2));
         QVERIFY(document->selectedResult());
+        // How the map was drawn comes back too; the zoom is the session's, not the fitted one.
+        const SessionView view = reopened.activationView()->viewSettings();
+        QCOMPARE(view.colorMap, std::string("magma"));
+        QCOMPARE(view.contrast, std::string("symmetric"));
+        QCOMPARE(view.zoom, 9);
+        QCOMPARE(view.overlayOpacity, 30);
+        QCOMPARE(reopened.activationView()->shownKey(), QString("features.1"));
     }
 
     void unreadableImagesAreListedWithTheReason()
@@ -418,7 +429,7 @@ private Q_SLOTS:
         QSignalSpy failed(window.controller(), &RunController::failed);
         window.openModel(test::fixture("bad_state_dict.pt"));
         QVERIFY(failed.wait(Timeout));
-        QVERIFY(failed.first().at(1).toString().contains("state_dict"));
+        QVERIFY(failed.first().at(2).toString().contains("state_dict"));
         QVERIFY(window.logDock()->text().contains("state_dict"));
     }
 
@@ -431,7 +442,7 @@ private Q_SLOTS:
         QSignalSpy failed(window.controller(), &RunController::failed);
         window.document()->addEdit(EditSpec::parse("features.0:zero:999"));
         QVERIFY(failed.wait(Timeout));
-        QVERIFY(failed.first().at(1).toString().contains("channel 999 is out of range"));
+        QVERIFY(failed.first().at(2).toString().contains("channel 999 is out of range"));
         QVERIFY(window.logDock()->text().contains("channel 999 is out of range"));
     }
 };

@@ -16,7 +16,6 @@
 #include "probes_panel.h"
 #include "recorders_panel.h"
 #include "run_controller.h"
-#include "run_worker.h"
 #include "setup_actions.h"
 #include "statistics_panel.h"
 
@@ -99,7 +98,7 @@ private Q_SLOTS:
 
         // The dialog: the model's advice (one channel), then size, values and labels.
         SetupActions* actions = window.setupActions();
-        QSignalSpy advised(window.controller()->worker(), &RunWorker::setupAdvised);
+        QSignalSpy advised(window.controller(), &RunController::setupAdvised);
         actions->openDialog();
         ModelSetupDialog* dialog = actions->dialog();
         QVERIFY(dialog->isVisible());
@@ -142,7 +141,7 @@ private Q_SLOTS:
 
         // Saved into a copy of the model, the setup is found by Python and by the next open.
         const QString copy = dir.filePath("fashion_with_setup.pt");
-        QSignalSpy saved(window.controller()->worker(), &RunWorker::setupSaved);
+        QSignalSpy saved(window.controller(), &RunController::setupSaved);
         actions->saveIntoModel(copy);
         QVERIFY(saved.wait(Timeout));
         const QString labels = test::runPython(QString("import torch, json\n"
@@ -220,7 +219,7 @@ private Q_SLOTS:
         QSignalSpy failed(window.controller(), &RunController::failed);
         window.openModel(test::fixture("newer_version.pt"));
         QVERIFY(failed.wait(Timeout));
-        QVERIFY(failed.first().at(1).toString().contains("file format version 99"));
+        QVERIFY(failed.first().at(2).toString().contains("file format version 99"));
         QCOMPARE(window.document()->modelPath(), QFileInfo(test::demoModel()).absoluteFilePath());
         QCOMPARE(window.document()->grabs(), QStringList{"features.1"});
         QVERIFY(window.document()->selectedResult());

@@ -1,4 +1,4 @@
-#include "imaging/channel_maps.h"
+#include "maps/channel_maps.h"
 
 #include <algorithm>
 #include <cmath>

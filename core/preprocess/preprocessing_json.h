@@ -2,7 +2,7 @@
 
 // The JSON form of Preprocessing, shared with the model setup (model/model_setup.cpp).
 
-#include "imaging/preprocessing.h"
+#include "preprocess/preprocessing.h"
 
 #include <nlohmann/json_fwd.hpp>
 

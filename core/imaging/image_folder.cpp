@@ -1,4 +1,4 @@
-#include "record/image_folder.h"
+#include "imaging/image_folder.h"
 
 #include "common/error.h"
 #include "imaging/image_decoder.h"

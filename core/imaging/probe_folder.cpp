@@ -1,8 +1,8 @@
-#include "probe/probe_folder.h"
+#include "imaging/probe_folder.h"
 
 #include "common/error.h"
 #include "probe/activation_cache.h"
-#include "record/batch_reader.h"
+#include "imaging/batch_reader.h"
 
 #include <algorithm>
 #include <filesystem>

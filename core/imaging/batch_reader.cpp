@@ -1,10 +1,10 @@
-#include "record/batch_reader.h"
+#include "imaging/batch_reader.h"
 
 #include "common/error.h"
 #include "common/strings.h"
 #include "imaging/image_decoder.h"
 #include "imaging/image_tensor.h"
-#include "imaging/preprocess_tensor.h"
+#include "preprocess/preprocess_tensor.h"
 
 #include <ATen/ATen.h>
 

@@ -1,6 +1,6 @@
-#include "record/folder_run.h"
+#include "imaging/folder_run.h"
 
-#include "record/batch_reader.h"
+#include "imaging/batch_reader.h"
 
 namespace torchscope {
 
@@ -12,6 +12,17 @@ FolderRunSummary recordFolder(Engine& engine, Recorder& recorder, const ImageFol
     return recordBatches(
         engine, recorder, static_cast<int64_t>(folder.images.size()), [&] { return reader.next(); }, progress,
         [&] { reader.cancel(); });
+}
+
+RecordingSource recordingSource(const ImageFolder& folder)
+{
+    RecordingSource source;
+    source.classes = folder.classes;
+    source.classLabels = folder.classLabels;
+    source.labelSource = folder.labelSource;
+    for (const auto& image : folder.images)
+        source.imageFiles.push_back(image.path);
+    return source;
 }
 
 } // namespace torchscope

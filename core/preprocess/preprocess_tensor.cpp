@@ -1,4 +1,4 @@
-#include "imaging/preprocess_tensor.h"
+#include "preprocess/preprocess_tensor.h"
 
 #include "common/error.h"
 #include "common/strings.h"

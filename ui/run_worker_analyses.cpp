@@ -5,14 +5,15 @@
 #include "attribution/grad_cam.h"
 #include "common/error.h"
 #include "common/tensor_conversion.h"
+#include "graph/model_output.h"
 #include "graph/patching.h"
 #include "imaging/image_tensor.h"
-#include "imaging/preprocess_tensor.h"
+#include "preprocess/preprocess_tensor.h"
 #include "probe/activation_cache.h"
 #include "probe/layer_sweep.h"
 #include "probe/model_extender.h"
-#include "probe/probe_folder.h"
-#include "record/image_folder.h"
+#include "imaging/probe_folder.h"
+#include "imaging/image_folder.h"
 
 #include <ATen/ATen.h>
 #include <torch/script.h>
@@ -47,7 +48,7 @@ void RunWorker::trainProbes(const ProbeRequest& request)
 {
     probesCancelled_ = false;
     if (!state_->engine) {
-        Q_EMIT probesFailed(tr("Error Training Probe"), tr("No model is open."));
+        Q_EMIT failed(WorkerTask::Probes, tr("Error Training Probe"), tr("No model is open."));
         return;
     }
     try {
@@ -91,7 +92,7 @@ void RunWorker::trainProbes(const ProbeRequest& request)
         }
         Q_EMIT probesFinished(snapshot);
     } catch (const std::exception& e) {
-        Q_EMIT probesFailed(tr("Error Training Probe"), QString::fromStdString(e.what()));
+        Q_EMIT failed(WorkerTask::Probes, tr("Error Training Probe"), QString::fromStdString(e.what()));
     }
 }
 
@@ -107,14 +108,14 @@ void RunWorker::exportProbe(const QString& layer, const QString& path, bool stat
             saveProbeModule(path.toStdString(), it->second);
         Q_EMIT probeExported(path);
     } catch (const std::exception& e) {
-        Q_EMIT probesFailed(tr("Error Exporting Probe"), QString::fromStdString(e.what()));
+        Q_EMIT failed(WorkerTask::Probes, tr("Error Exporting Probe"), QString::fromStdString(e.what()));
     }
 }
 
 void RunWorker::applyProbeFile(const QString& path, const QStringList& images, const ModelSetup& setup)
 {
     if (!state_->engine) {
-        Q_EMIT probesFailed(tr("Error Importing Probe"), tr("No model is open."));
+        Q_EMIT failed(WorkerTask::Probes, tr("Error Importing Probe"), tr("No model is open."));
         return;
     }
     try {
@@ -133,22 +134,19 @@ void RunWorker::applyProbeFile(const QString& path, const QStringList& images, c
             const ExtendedOutput out = extender.forward(
                 forwardInputsFromBatch(*state_->model, loadImageBatch({image.toStdString()}, setup.preprocessing)),
                 false);
-            const at::Tensor s = out.extensions.at("probe").to(at::kCPU, at::kDouble).flatten();
-            // One logit is the second class's (logistic regression); more are a softmax's.
-            const at::Tensor p = s.numel() == 1 ? at::cat({1 - s.sigmoid(), s.sigmoid()}) : s.softmax(0);
             scores->images.push_back(image.toStdString());
-            scores->probabilities.emplace_back(p.data_ptr<double>(), p.data_ptr<double>() + p.numel());
+            scores->probabilities.push_back(probeProbabilities(out.extensions.at("probe")));
         }
         Q_EMIT probeScores(scores);
     } catch (const std::exception& e) {
-        Q_EMIT probesFailed(tr("Error Importing Probe"), QString::fromStdString(e.what()));
+        Q_EMIT failed(WorkerTask::Probes, tr("Error Importing Probe"), QString::fromStdString(e.what()));
     }
 }
 
 void RunWorker::attribute(const AttributionRequest& request)
 {
     if (!state_->engine) {
-        Q_EMIT attributionFailed(tr("Error Computing Grad-CAM"), tr("No model is open."));
+        Q_EMIT failed(WorkerTask::Attribution, tr("Error Computing Grad-CAM"), tr("No model is open."));
         return;
     }
     try {
@@ -170,7 +168,7 @@ void RunWorker::attribute(const AttributionRequest& request)
         snapshot->saliencyRange = rangeOf(a.saliency[0]);
         Q_EMIT attributionFinished(snapshot);
     } catch (const std::exception& e) {
-        Q_EMIT attributionFailed(tr("Error Computing Grad-CAM"), QString::fromStdString(e.what()));
+        Q_EMIT failed(WorkerTask::Attribution, tr("Error Computing Grad-CAM"), QString::fromStdString(e.what()));
     }
 }
 
@@ -178,7 +176,7 @@ void RunWorker::patch(const PatchRequest& request)
 {
     const QString title = request.ablate ? tr("Error Ablating") : tr("Error Patching");
     if (!state_->engine) {
-        Q_EMIT patchFailed(title, tr("No model is open."));
+        Q_EMIT failed(WorkerTask::Patch, title, tr("No model is open."));
         return;
     }
     try {
@@ -209,7 +207,8 @@ void RunWorker::patch(const PatchRequest& request)
         for (const auto& [title, run] : runs) {
             PatchColumn column;
             column.title = title;
-            column.predictions = predictionOf(run->values.front().second, request.setup, 3).top;
+            column.predictions
+                = predictImage(findScores(run->values.front().second, request.setup.scores), 0, request.setup.labels, 3).top;
             snapshot->columns.push_back(std::move(column));
             if (!request.compareLayer.empty()) {
                 at::Tensor m = run->tensor(request.compareLayer).to(at::kCPU, at::kFloat);
@@ -227,7 +226,7 @@ void RunWorker::patch(const PatchRequest& request)
         }
         Q_EMIT patchFinished(snapshot);
     } catch (const std::exception& e) {
-        Q_EMIT patchFailed(title, QString::fromStdString(e.what()));
+        Q_EMIT failed(WorkerTask::Patch, title, QString::fromStdString(e.what()));
     }
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 
-#include "imaging/preprocessing.h"
+#include "preprocess/preprocessing.h"
 #include "record/batch_run.h"
-#include "record/image_folder.h"
+#include "imaging/image_folder.h"
 
 #include <ATen/core/Tensor.h>
 

@@ -1,7 +1,7 @@
-#include "imaging/preprocessing.h"
+#include "preprocess/preprocessing.h"
 
 #include "common/error.h"
-#include "imaging/preprocessing_json.h"
+#include "preprocess/preprocessing_json.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,7 +1,7 @@
 #pragma once
 
 #include "common/float_tensor.h"
-#include "imaging/colormap.h"
+#include "maps/colormap.h"
 
 #include <cstdint>
 #include <vector>

@@ -1,8 +1,9 @@
 #pragma once
 
-#include "imaging/preprocessing.h"
+#include "preprocess/preprocessing.h"
 #include "record/batch_run.h"
-#include "record/image_folder.h"
+#include "record/recording_files.h"
+#include "imaging/image_folder.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -24,5 +25,9 @@ struct FolderRunOptions {
 FolderRunSummary recordFolder(Engine& engine, Recorder& recorder, const ImageFolder& folder,
     const Preprocessing& preprocessing, const FolderRunOptions& options,
     const std::function<bool(const FolderRunProgress&)>& progress = {});
+
+// What a recording of `folder` says of its samples: the image files in sample order, the class
+// folders and their labels. The caller adds the model and the condition.
+RecordingSource recordingSource(const ImageFolder& folder);
 
 } // namespace torchscope

@@ -1,4 +1,4 @@
-#include "imaging/colormap.h"
+#include "maps/colormap.h"
 
 #include <algorithm>
 #include <cmath>

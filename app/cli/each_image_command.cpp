@@ -1,0 +1,78 @@
+#include "each_image_command.h"
+
+#include "common/error.h"
+#include "graph/engine.h"
+#include "image_inputs.h"
+#include "imaging/image_run.h"
+#include "inputs.h"
+#include "model/model.h"
+#include "open_model.h"
+#include "prediction_text.h"
+#include "run_request.h"
+
+#include <atomic>
+#include <csignal>
+#include <iostream>
+
+namespace torchscope::cli {
+namespace {
+
+std::atomic_bool interrupted{false};
+
+} // namespace
+
+int runEachImage(const CliOptions& options)
+{
+    if (!options.probes.empty())
+        throw Error("--each-image runs the model alone; --probe runs with one batch (leave out --each-image)");
+    for (const auto& input : options.inputs)
+        if (isTensorFile(input))
+            throw Error("--each-image takes images and folders of images; '" + input
+                + "' is a tensor file (leave out --each-image to run it as a batch)");
+    auto model = openModel(options);
+    ImageRunConfig config;
+    config.setup = chooseSetup(*model, options);
+    std::vector<at::Tensor> editTensors;
+    config.request = runRequest(options, config.setup, editTensors);
+    if (!editTensors.empty())
+        throw Error("--each-image takes zero and scale edits; add and replace tensors are of one batch");
+    config.images = listImageInputs(options.inputs);
+    config.topK = 3;
+    config.thumbnailSize = 0;
+    config.keepPictures = false;
+
+    Engine engine(model);
+    ImageRunner runner(model, engine);
+    std::signal(SIGINT, [](int) { interrupted = true; });
+    const ImageRunResult result = runner.run(config, [](const ImageRunProgress& p) {
+        std::cerr << "\r" << p.done << " / " << p.total << " images" << std::flush;
+        return !interrupted;
+    });
+    std::cerr << '\n';
+    std::signal(SIGINT, SIG_DFL);
+
+    if (!result.error.empty())
+        throw Error(result.setupAdvice.empty() ? result.error : explainSetupProblem(result.error, result.setupAdvice));
+    for (const auto& [path, why] : result.failures)
+        std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
+    if (result.images.empty())
+        throw Error("none of the " + std::to_string(config.images.size()) + " images could be run; nothing was written");
+    for (const auto& warning : result.warnings)
+        std::cerr << "torchscope-cli: warning: " << warning << '\n';
+    for (const auto& leftOut : runner.writeRecorded(options.out))
+        std::cerr << "torchscope-cli: warning: left out of " << options.out << ": " << leftOut << '\n';
+    if (result.cancelled)
+        std::cerr << "torchscope-cli: stopped after " << result.images.size() + result.failures.size() << " of "
+                  << config.images.size() << " images; wrote what had run\n";
+    std::cout << "wrote the values of " << result.images.size() << " images to " << options.out << '\n';
+    if (!result.gradientTarget.empty())
+        std::cout << "gradients are of " << result.gradientTarget << " (the first image's)\n";
+    if (!config.request.truncateAt && result.images.front().prediction.kind != OutputKind::Other) {
+        std::cout << '\n' << predictionHeading(result.images.front().prediction.kind) << ":\n";
+        for (const auto& image : result.images)
+            std::cout << predictionText(image.path, image.prediction);
+    }
+    return 0;
+}
+
+} // namespace torchscope::cli

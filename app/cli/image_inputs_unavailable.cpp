@@ -1,0 +1,48 @@
+// A build without OpenCV (TORCHSCOPE_IMAGING=OFF, as on headless GPU machines): every image
+// input is refused with what to give instead.
+
+#include "each_image_command.h"
+#include "image_inputs.h"
+
+#include "common/error.h"
+#include "probe/probe_dataset.h"
+
+namespace torchscope::cli {
+namespace {
+
+[[noreturn]] void refuse(const std::string& what, const std::string& instead)
+{
+    throw Error(what + ": this TorchScope was built without OpenCV (TORCHSCOPE_IMAGING=OFF), so it reads no "
+        + "image files; " + instead);
+}
+
+} // namespace
+
+std::vector<std::string> listImageInputs(const std::vector<std::string>& inputs)
+{
+    refuse("--input " + (inputs.empty() ? std::string() : inputs.front()), "give a tensor saved with torch.save");
+}
+
+at::Tensor loadImageInputs(const std::vector<std::string>& inputs, const Preprocessing&, std::vector<std::string>&)
+{
+    refuse("--input " + (inputs.empty() ? std::string() : inputs.front()), "give a tensor saved with torch.save");
+}
+
+FolderRunSummary recordImageInputs(Engine&, Recorder&, const std::vector<std::string>& inputs, const ModelSetup&, int,
+    int, const std::function<bool(const FolderRunProgress&)>&, RecordingSource&)
+{
+    refuse("record " + (inputs.empty() ? std::string() : inputs.front()),
+        "give one tensor file: --input FILE.pt with [N, ...] rows or {\"samples\": [N, ...], \"labels\": [N]}");
+}
+
+ProbeSamples folderProbeSamples(const std::string& folder, const ModelSetup&, int, int)
+{
+    refuse("--data " + folder, "give a tensor file {\"samples\": [N, ...], \"labels\": [N]}");
+}
+
+int runEachImage(const CliOptions& options)
+{
+    refuse("run --each-image", "give tensors saved with torch.save and leave out --each-image");
+}
+
+} // namespace torchscope::cli

@@ -1,0 +1,192 @@
+#include "imaging/image_run.h"
+
+#include "common/error.h"
+#include "common/tensor_conversion.h"
+#include "export/write_tensors.h"
+#include "graph/engine.h"
+#include "graph/model_output.h"
+#include "graph/setup_advice.h"
+#include "imaging/image_decoder.h"
+#include "imaging/image_tensor.h"
+#include "model/model.h"
+#include "preprocess/preprocess_tensor.h"
+#include "record/tensor_statistics.h"
+
+#include <torch/script.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace torchscope {
+
+struct ImageRunner::Cache {
+    bool dryRunDone = false;
+    std::string cutAwayFor; // the truncation point cutAway was found for
+    std::vector<std::string> cutAway;
+    std::vector<std::pair<std::string, std::vector<at::Tensor>>> recorded; // last run, per key, per image
+};
+
+namespace {
+
+// The decoded image as [H, W, 3] in [0, 1] (grey repeated).
+FloatTensor rgbPicture(const DecodedImage& image)
+{
+    FloatTensor picture;
+    picture.shape = {image.height, image.width, 3};
+    const size_t pixels = static_cast<size_t>(image.height) * image.width;
+    picture.values.reserve(pixels * 3);
+    for (size_t p = 0; p < pixels; ++p)
+        for (int c = 0; c < 3; ++c)
+            picture.values.push_back(image.pixels[p * image.channels + (image.channels == 3 ? c : 0)]);
+    return picture;
+}
+
+void keep(std::vector<std::pair<std::string, std::vector<at::Tensor>>>& recorded, const std::string& key,
+    const at::Tensor& value)
+{
+    auto it = std::find_if(recorded.begin(), recorded.end(), [&](const auto& entry) { return entry.first == key; });
+    if (it == recorded.end())
+        it = recorded.insert(recorded.end(), {key, {}});
+    it->second.push_back(value.detach().cpu());
+}
+
+void addOnce(std::vector<std::string>& list, const std::string& text)
+{
+    if (std::find(list.begin(), list.end(), text) == list.end())
+        list.push_back(text);
+}
+
+} // namespace
+
+ImageRunner::ImageRunner(std::shared_ptr<Model> model, Engine& engine)
+    : model_(std::move(model))
+    , engine_(engine)
+    , cache_(std::make_unique<Cache>())
+{ }
+
+ImageRunner::~ImageRunner() = default;
+
+ImageRunResult ImageRunner::run(const ImageRunConfig& config, const ImageRunCallback& progress)
+{
+    const auto& arguments = model_->forwardArguments();
+    if (arguments.size() > 1 && !arguments[1].hasDefault)
+        throw Error("this model's " + model_->forwardSignature()
+            + " takes several inputs; images feed models with one input (give one tensor file per argument "
+              "to torchscope-cli run)");
+    engine_.prepare(config.request);
+
+    const auto start = std::chrono::steady_clock::now();
+    ImageRunResult result;
+    cache_->recorded.clear();
+    std::vector<std::string> modelFailures;
+    const std::string truncation = config.request.truncateAt.value_or("");
+    const int total = static_cast<int>(config.images.size());
+    for (int i = 0; i < total; ++i) {
+        if (progress && !progress({i, total})) {
+            result.cancelled = true;
+            break;
+        }
+        const std::string& path = config.images[static_cast<size_t>(i)];
+        DecodedImage image;
+        at::Tensor input;
+        try {
+            image = decodeImage(path);
+            input = preprocessImage(imageToTensor(image), config.setup.preprocessing).unsqueeze(0);
+        } catch (const std::exception& e) {
+            result.failures.emplace_back(path, e.what());
+            continue;
+        }
+        try {
+            const auto inputs = forwardInputsFromBatch(*model_, input);
+            if (!cache_->dryRunDone) {
+                dryRun(*model_, inputs);
+                cache_->dryRunDone = true;
+                result.modules = model_->modules();
+            }
+            if (truncation.empty())
+                cache_->cutAway.clear();
+            else if (cache_->cutAwayFor != truncation)
+                cache_->cutAway = modulesCutAway(*model_, inputs, truncation);
+            cache_->cutAwayFor = truncation;
+            const RunResult run = engine_.run(config.request, inputs);
+            ImageRunItem item;
+            item.path = path;
+            if (config.keepPictures) {
+                item.picture = rgbPicture(image);
+                item.modelInput = toFloatTensor(input[0]);
+                item.inputPicture = toFloatTensor(pictureOfInput(input, config.setup.preprocessing));
+            }
+            if (config.thumbnailSize > 0) {
+                const Thumbnail thumbnail = makeThumbnail(image, config.thumbnailSize);
+                item.thumbnailWidth = thumbnail.width;
+                item.thumbnailHeight = thumbnail.height;
+                item.thumbnail = thumbnail.rgb;
+            }
+            if (truncation.empty())
+                item.prediction = predictImage(
+                    findScores(run.values.front().second, config.setup.scores), 0, config.setup.labels, config.topK);
+            if (result.gradientTarget.empty())
+                result.gradientTarget = run.target;
+            for (const auto& [key, value] : run.values) {
+                if (!value.isTensor())
+                    continue;
+                const at::Tensor tensor = value.toTensor();
+                keep(cache_->recorded, key, tensor);
+                const FloatTensor single = toFloatTensor(tensor.dim() > 0 && tensor.size(0) == 1 ? tensor[0] : tensor);
+                if (key == "output")
+                    item.output = single;
+                else
+                    item.values[key] = single;
+            }
+            for (const auto& warning : run.warnings)
+                addOnce(result.warnings, warning);
+            result.images.push_back(std::move(item));
+        } catch (const std::exception& e) {
+            result.failures.emplace_back(path, e.what());
+            modelFailures.push_back(e.what());
+            if (result.setupAdvice.empty())
+                result.setupAdvice = inputMismatchAdvice(e.what(), input.sizes().vec(), config.setup);
+        }
+    }
+    if (progress && !result.cancelled)
+        progress({total, total});
+    result.cutAway = cache_->cutAway;
+    for (const auto& [key, tensors] : cache_->recorded) {
+        try {
+            result.statistics[key] = computeLayerStatistics(at::cat(tensors, 0));
+        } catch (const c10::Error&) {
+            // Calls of different shapes (images of different sizes): no pooled statistics.
+        }
+    }
+    if (result.images.empty() && !modelFailures.empty() && modelFailures.size() == result.failures.size())
+        result.error = modelFailures.front();
+    else
+        result.setupAdvice.clear();
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+}
+
+bool ImageRunner::hasRecorded() const
+{
+    return !cache_->recorded.empty();
+}
+
+std::vector<std::string> ImageRunner::writeRecorded(const std::string& path) const
+{
+    if (cache_->recorded.empty())
+        throw Error("nothing has been recorded yet: run the model on images first");
+    NamedValues values;
+    std::vector<std::string> leftOut;
+    for (const auto& [key, tensors] : cache_->recorded) {
+        try {
+            values.emplace_back(key, at::cat(tensors, 0));
+        } catch (const c10::Error&) {
+            leftOut.push_back(key + " (its shape differs between images)");
+        }
+    }
+    for (const auto& key : writeTensors(path, values))
+        leftOut.push_back(key + " (not a tensor)");
+    return leftOut;
+}
+
+} // namespace torchscope
