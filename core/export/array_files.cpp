@@ -72,6 +72,12 @@ std::string encodeNpy(const at::Tensor& input)
 
 void writeNpz(const std::string& path, const NamedTensors& tensors)
 {
+    if (tensors.empty()) {
+        // libzip writes no file for an archive without entries; numpy.savez() of nothing is the
+        // end-of-central-directory record alone.
+        writeFileAtomically(path, std::string("PK\x05\x06", 4) + std::string(18, '\0'));
+        return;
+    }
     std::vector<std::string> files; // must outlive zip_close, which reads the buffers
     for (const auto& entry : tensors)
         files.push_back(encodeNpy(entry.second));

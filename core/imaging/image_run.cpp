@@ -23,7 +23,8 @@ struct ImageRunner::Cache {
     bool dryRunDone = false;
     std::string cutAwayFor; // the truncation point cutAway was found for
     std::vector<std::string> cutAway;
-    std::vector<std::pair<std::string, std::vector<at::Tensor>>> recorded; // last run, per key, per image
+    // The last run, per key, per image, on the CPU: tensors, or whole outputs (dicts, tuples).
+    std::vector<std::pair<std::string, std::vector<c10::IValue>>> recorded;
 };
 
 namespace {
@@ -41,13 +42,60 @@ FloatTensor rgbPicture(const DecodedImage& image)
     return picture;
 }
 
-void keep(std::vector<std::pair<std::string, std::vector<at::Tensor>>>& recorded, const std::string& key,
-    const at::Tensor& value)
+// A copy on the CPU, detached: tensors inside dicts, lists and tuples too (segmentation outputs).
+c10::IValue onCpu(const c10::IValue& value)
+{
+    if (value.isTensor())
+        return value.toTensor().detach().cpu();
+    if (value.isGenericDict()) {
+        auto dict = value.toGenericDict().copy();
+        for (const auto& entry : value.toGenericDict())
+            dict.insert_or_assign(entry.key(), onCpu(entry.value()));
+        return dict;
+    }
+    if (value.isList()) {
+        auto list = value.toList().copy();
+        for (size_t i = 0; i < list.size(); ++i)
+            list.set(i, onCpu(list.get(i)));
+        return list;
+    }
+    if (value.isTuple()) {
+        std::vector<c10::IValue> elements;
+        for (const auto& element : value.toTupleRef().elements())
+            elements.push_back(onCpu(element));
+        return c10::ivalue::Tuple::create(std::move(elements));
+    }
+    return value;
+}
+
+void keep(std::vector<std::pair<std::string, std::vector<c10::IValue>>>& recorded, const std::string& key,
+    const c10::IValue& value)
 {
     auto it = std::find_if(recorded.begin(), recorded.end(), [&](const auto& entry) { return entry.first == key; });
     if (it == recorded.end())
         it = recorded.insert(recorded.end(), {key, {}});
-    it->second.push_back(value.detach().cpu());
+    it->second.push_back(onCpu(value));
+}
+
+// The images' values of one key along dim 0, or (shapes that differ, or not tensors) a list of
+// them, one per image.
+c10::IValue concatenated(const std::vector<c10::IValue>& values)
+{
+    std::vector<at::Tensor> tensors;
+    for (const auto& value : values)
+        if (value.isTensor())
+            tensors.push_back(value.toTensor());
+    if (tensors.size() == values.size()) {
+        try {
+            return at::cat(tensors, 0);
+        } catch (const c10::Error&) {
+            return c10::List<at::Tensor>(tensors);
+        }
+    }
+    c10::impl::GenericList list(c10::AnyType::get());
+    for (const auto& value : values)
+        list.push_back(value);
+    return list;
 }
 
 void addOnce(std::vector<std::string>& list, const std::string& text)
@@ -128,10 +176,10 @@ ImageRunResult ImageRunner::run(const ImageRunConfig& config, const ImageRunCall
             if (result.gradientTarget.empty())
                 result.gradientTarget = run.target;
             for (const auto& [key, value] : run.values) {
+                keep(cache_->recorded, key, value);
                 if (!value.isTensor())
-                    continue;
+                    continue; // kept for export; the views and statistics show tensors
                 const at::Tensor tensor = value.toTensor();
-                keep(cache_->recorded, key, tensor);
                 const FloatTensor single = toFloatTensor(tensor.dim() > 0 && tensor.size(0) == 1 ? tensor[0] : tensor);
                 if (key == "output")
                     item.output = single;
@@ -151,13 +199,10 @@ ImageRunResult ImageRunner::run(const ImageRunConfig& config, const ImageRunCall
     if (progress && !result.cancelled)
         progress({total, total});
     result.cutAway = cache_->cutAway;
-    for (const auto& [key, tensors] : cache_->recorded) {
-        try {
-            result.statistics[key] = computeLayerStatistics(at::cat(tensors, 0));
-        } catch (const c10::Error&) {
-            // Calls of different shapes (images of different sizes): no pooled statistics.
-        }
-    }
+    for (const auto& [key, values] : cache_->recorded)
+        if (const c10::IValue all = concatenated(values); all.isTensor())
+            result.statistics[key] = computeLayerStatistics(all.toTensor());
+        // else: shapes differ between images, or not tensors: no pooled statistics
     if (result.images.empty() && !modelFailures.empty() && modelFailures.size() == result.failures.size())
         result.error = modelFailures.front();
     else
@@ -176,16 +221,12 @@ std::vector<std::string> ImageRunner::writeRecorded(const std::string& path) con
     if (cache_->recorded.empty())
         throw Error("nothing has been recorded yet: run the model on images first");
     NamedValues values;
+    for (const auto& [key, perImage] : cache_->recorded)
+        values.emplace_back(key, concatenated(perImage));
     std::vector<std::string> leftOut;
-    for (const auto& [key, tensors] : cache_->recorded) {
-        try {
-            values.emplace_back(key, at::cat(tensors, 0));
-        } catch (const c10::Error&) {
-            leftOut.push_back(key + " (its shape differs between images)");
-        }
-    }
     for (const auto& key : writeTensors(path, values))
-        leftOut.push_back(key + " (not a tensor)");
+        leftOut.push_back(key + " (not one tensor: its shape differs between images, or it is not a tensor; a .pt "
+            + "file keeps it as a list, one per image)");
     return leftOut;
 }
 

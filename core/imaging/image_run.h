@@ -83,7 +83,9 @@ public:
 
     bool hasRecorded() const;
     // The last run's values, each key's images concatenated along dim 0, in any format
-    // writeTensors takes. Returns what was left out, with why (shapes that differ between images).
+    // writeTensors takes. A key whose shape differs between images, or whose value is not a tensor
+    // (a dict of segmentation outputs), is a list, one per image, which .pt keeps and the other
+    // formats leave out: returned, with why.
     std::vector<std::string> writeRecorded(const std::string& path) const;
 
 private:

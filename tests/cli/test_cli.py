@@ -284,6 +284,39 @@ class CliEachImage(unittest.TestCase):
         for line, logits in zip(lines, self.expected["all/classifier.2/none"]):
             self.assertIn(":  " + labels[int(logits.argmax())] + " ", line)
 
+    def test_images_of_different_sizes_become_a_list_in_pt(self):
+        images = [FIXTURES / "images" / "rgb.png", FIXTURES / "images" / "grey16.png"]
+        args = ["run", FIXTURES / "relu_twice.pt", "--input", images[0], "--input", images[1], "--each-image",
+                "--preprocess", "none", "--grab", "conv1:in0", "--grab", "relu"]
+        result = cli(*args, "--out", self.out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        got = torch.load(self.out)
+        decoded = torch.load(FIXTURES / "images_expected.pt")
+        self.assertEqual([tuple(t.shape) for t in got["conv1:in0"]], [(1, 3, 150, 200), (1, 3, 64, 48)])
+        self.assertLess(max_diff(got["conv1:in0"][0][0], decoded["rgb.png:decoded"]), 1e-6)
+        self.assertEqual(sorted(got), ["conv1:in0", "output", "relu", "relu#1"])
+        # NumPy's format has no lists: the keys are left out, and the warning says why.
+        npz = pathlib.Path(self.tmp.name) / "each.npz"
+        result = cli(*args, "--out", npz)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("its shape differs between images", result.stderr)
+        import numpy as np
+        self.assertEqual(np.load(npz).files, [])
+
+    def test_a_dict_output_is_kept_per_image(self):
+        # DeepLabV3 returns {"out": ...}: one dict per image in the .pt, the same as a batch run's.
+        image = FIXTURES / "images" / "rgb.png"
+        model = FIXTURES / "deeplabv3_scripted.pt"
+        result = cli("run", model, "--input", image, "--input", image, "--each-image", "--out", self.out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        batch = pathlib.Path(self.tmp.name) / "batch.pt"
+        self.assertEqual(cli("run", model, "--input", image, "--out", batch).returncode, 0)
+        got, want = torch.load(self.out)["output"], torch.load(batch)["output"]["out"]
+        self.assertEqual(len(got), 2)
+        for each in got:
+            self.assertEqual(each["out"].shape, want.shape)
+            self.assertLess(max_diff(each["out"], want), 1e-4)
+
     def test_tensor_inputs_and_probes_are_refused(self):
         result = cli("run", FASHION, "--input", FIXTURES / "labelled_inputs.pt", "--each-image", "--out", self.out)
         self.assertNotEqual(result.returncode, 0)
