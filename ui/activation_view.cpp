@@ -50,7 +50,7 @@ ActivationView::ActivationView(Document* document, QWidget* parent)
     , colorBar_(new ColorBar)
     , overlayLabel_(new QLabel)
     , plot_(new QCustomPlot)
-    , heatScale_(new QCPColorScale(plot_))
+    , heatScale_(new QCPColorScale(plot_)) // in the plot layout only while a heat map is shown
 {
     keys_->setMinimumContentsLength(20);
     keys_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
@@ -108,7 +108,6 @@ ActivationView::ActivationView(Document* document, QWidget* parent)
     spatial->setSizes({600, 400});
     spatial->setChildrenCollapsible(false);
     heatScale_->axis()->setLabel(tr("value"));
-    plot_->plotLayout()->take(heatScale_); // in the layout only while a heat map is shown
     stack_->addWidget(spatial);
     stack_->addWidget(plot_);
 

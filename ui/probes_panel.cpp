@@ -94,6 +94,7 @@ ProbesPanel::ProbesPanel(Document* document, RunController* controller, QWidget*
     for (QCustomPlot* plot : {sweepPlot_, lossPlot_}) {
         // The legend in a row of its own under the plot: it never covers a bar or a curve.
         auto* legendRow = new QCPLayoutGrid;
+        plot->axisRect()->insetLayout()->take(plot->legend);
         plot->plotLayout()->addElement(1, 0, legendRow);
         legendRow->setMargins(QMargins(5, 0, 5, 5));
         legendRow->addElement(0, 0, plot->legend);
@@ -101,6 +102,7 @@ ProbesPanel::ProbesPanel(Document* document, RunController* controller, QWidget*
         plot->legend->setBorderPen(Qt::NoPen);
         plot->plotLayout()->setRowStretchFactor(1, 0.001);
         plot->legend->setVisible(false); // until there is something in it
+        plot->yAxis->ticker()->setTickCount(4); // readable in a short plot
     }
     confusion_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     scores_->setEditTriggers(QAbstractItemView::NoEditTriggers);

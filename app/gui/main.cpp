@@ -18,6 +18,7 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <memory>
 
 int main(int argc, char** argv)
 {
@@ -113,8 +114,17 @@ int main(int argc, char** argv)
             QObject::connect(window.attributionView(), &torchscope::AttributionView::finished, &window,
                 [write, &window] { QTimer::singleShot(300, &window, [write] { write(0); }); });
         } else if (sweeping) {
-            QObject::connect(probes, &torchscope::ProbesPanel::finished, &window,
-                [write, &window] { QTimer::singleShot(500, &window, [write] { write(0); }); });
+            // Both the sweep and the images' run, whichever ends last, so that neither shows half done.
+            auto probesDone = std::make_shared<bool>(false);
+            auto writeWhenBoth = [write, &window, probesDone] {
+                if (*probesDone && window.document()->snapshot() && !window.controller()->isBusy())
+                    QTimer::singleShot(500, &window, [write] { write(0); });
+            };
+            QObject::connect(probes, &torchscope::ProbesPanel::finished, &window, [writeWhenBoth, probesDone] {
+                *probesDone = true;
+                writeWhenBoth();
+            });
+            QObject::connect(window.document(), &torchscope::Document::resultsChanged, &window, writeWhenBoth);
             QObject::connect(
                 probes, &torchscope::ProbesPanel::failed, &window, [write](const QString&, const QString& message) {
                     std::fprintf(stderr, "torchscope: %s\n", qPrintable(message));
