@@ -4,10 +4,10 @@
 #include "common/error.h"
 #include "graph/engine.h"
 #include "graph/setup_advice.h"
+#include "imaging/folder_run.h"
 #include "imaging/image_run.h"
 #include "model/model.h"
 #include "model/model_setup.h"
-#include "imaging/folder_run.h"
 #include "record/recorder.h"
 #include "record/recording_files.h"
 

@@ -7,13 +7,13 @@
 #include "common/tensor_conversion.h"
 #include "graph/model_output.h"
 #include "graph/patching.h"
+#include "imaging/image_folder.h"
 #include "imaging/image_tensor.h"
+#include "imaging/probe_folder.h"
 #include "preprocess/preprocess_tensor.h"
 #include "probe/activation_cache.h"
 #include "probe/layer_sweep.h"
 #include "probe/model_extender.h"
-#include "imaging/probe_folder.h"
-#include "imaging/image_folder.h"
 
 #include <ATen/ATen.h>
 #include <torch/script.h>

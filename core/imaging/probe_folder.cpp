@@ -1,8 +1,8 @@
 #include "imaging/probe_folder.h"
 
 #include "common/error.h"
-#include "probe/activation_cache.h"
 #include "imaging/batch_reader.h"
+#include "probe/activation_cache.h"
 
 #include <algorithm>
 #include <filesystem>

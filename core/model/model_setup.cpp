@@ -3,9 +3,9 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "export/atomic_file.h"
-#include "preprocess/preprocessing_json.h"
 #include "model/file_diagnosis.h"
 #include "model/model.h"
+#include "preprocess/preprocessing_json.h"
 
 #include <caffe2/serialize/inline_container.h>
 #include <nlohmann/json.hpp>

@@ -1,8 +1,8 @@
 // Loading, the module tree (against Python's named_modules()), and messages for wrong files.
 #include "test_support.h"
 
-#include "preprocess/preprocessing.h"
 #include "model/model_setup.h"
+#include "preprocess/preprocessing.h"
 #include "record/batch_run.h"
 #include "record/labelled_samples.h"
 #include "record/recorder.h"

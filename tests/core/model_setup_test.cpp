@@ -3,8 +3,8 @@
 #include "test_support.h"
 
 #include "graph/setup_advice.h"
-#include "preprocess/preprocess_tensor.h"
 #include "model/model_setup.h"
+#include "preprocess/preprocess_tensor.h"
 
 #include <cstdio>
 #include <filesystem>

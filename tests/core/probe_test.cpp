@@ -4,12 +4,12 @@
 #include "model/model_setup.h"
 
 #include "imaging/image_decoder.h"
+#include "imaging/image_folder.h"
 #include "imaging/image_tensor.h"
+#include "imaging/probe_folder.h"
 #include "preprocess/preprocessing.h"
 #include "probe/probe_dataset.h"
-#include "imaging/probe_folder.h"
 #include "probe/probe_training.h"
-#include "imaging/image_folder.h"
 
 #include <torch/torch.h>
 
