@@ -12,7 +12,6 @@
 #include <iterator>
 
 namespace torchscope {
-namespace {
 
 c10::IValue toCpu(const c10::IValue& value)
 {
@@ -40,8 +39,6 @@ c10::IValue toCpu(const c10::IValue& value)
     }
     return value;
 }
-
-} // namespace
 
 void writePtDictionary(const std::string& path, const std::vector<std::pair<std::string, c10::IValue>>& values)
 {

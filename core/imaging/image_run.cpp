@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "common/tensor_conversion.h"
+#include "export/pt_export.h"
 #include "export/write_tensors.h"
 #include "graph/engine.h"
 #include "graph/model_output.h"
@@ -42,39 +43,13 @@ FloatTensor rgbPicture(const DecodedImage& image)
     return picture;
 }
 
-// A copy on the CPU, detached: tensors inside dicts, lists and tuples too (segmentation outputs).
-c10::IValue onCpu(const c10::IValue& value)
-{
-    if (value.isTensor())
-        return value.toTensor().detach().cpu();
-    if (value.isGenericDict()) {
-        auto dict = value.toGenericDict().copy();
-        for (const auto& entry : value.toGenericDict())
-            dict.insert_or_assign(entry.key(), onCpu(entry.value()));
-        return dict;
-    }
-    if (value.isList()) {
-        auto list = value.toList().copy();
-        for (size_t i = 0; i < list.size(); ++i)
-            list.set(i, onCpu(list.get(i)));
-        return list;
-    }
-    if (value.isTuple()) {
-        std::vector<c10::IValue> elements;
-        for (const auto& element : value.toTupleRef().elements())
-            elements.push_back(onCpu(element));
-        return c10::ivalue::Tuple::create(std::move(elements));
-    }
-    return value;
-}
-
 void keep(std::vector<std::pair<std::string, std::vector<c10::IValue>>>& recorded, const std::string& key,
     const c10::IValue& value)
 {
     auto it = std::find_if(recorded.begin(), recorded.end(), [&](const auto& entry) { return entry.first == key; });
     if (it == recorded.end())
         it = recorded.insert(recorded.end(), {key, {}});
-    it->second.push_back(onCpu(value));
+    it->second.push_back(toCpu(value));
 }
 
 // The images' values of one key along dim 0, or (shapes that differ, or not tensors) a list of
