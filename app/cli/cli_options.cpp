@@ -258,6 +258,34 @@ CliOptions parseCommandLine(int argc, char** argv)
     train->add_option("--state-dict", o.stateDict, "FILE.pt: the probe's tensors as well");
     sweep->add_option("--csv", o.csv, "FILE.csv: the sweep's table");
 
+    CLI::App* compare = app.add_subcommand("compare", "compare two models, two checkpoints or two precisions layer by layer");
+    addModelOptions(compare, o,
+        "Modes:\n"
+        "  cka          linear CKA for every pair of A's and B's layers (any architectures; without MODEL_B, A\n"
+        "               against itself), streamed batch by batch with the unbiased HSIC (Nguyen et al. 2021)\n"
+        "  checkpoints  two checkpoints of one architecture on the same inputs: per layer CKA, cosine,\n"
+        "               relative L2 and the first layer whose CKA falls below --threshold (default 0.99)\n"
+        "  precision    MODEL in float64 on the CPU against --precision (default: float32, bfloat16 and,\n"
+        "               with a GPU, cuda float32/float16/bfloat16): per layer max absolute and relative\n"
+        "               error, and the first layer whose relative L2 error exceeds --threshold (default 1e-3)\n"
+        "Both models get MODEL's input setup. Writes FILE.pt (torch.load), FILE.json or FILE.csv.\n");
+    compare->add_option("model_b", o.modelB, "the second TorchScript file (cka, checkpoints)");
+    compare->add_option("--mode", o.mode, "cka, checkpoints or precision (default: cka with MODEL_B, else precision)")
+        ->check(CLI::IsMember({"cka", "checkpoints", "precision"}));
+    repeatable(compare, "--input", o.inputs, "image folders and images, or one tensor .pt ([N, ...])")->required();
+    repeatable(compare, "--layer", o.layers, "layers of MODEL to compare (paths, globs, type:X; repeatable)")->required();
+    repeatable(compare, "--layer-b", o.layersB, "cka: layers of MODEL_B (default: the --layer specs)");
+    repeatable(compare, "--precision", o.precisions, "precision: [DEVICE:]DTYPE to compare with float64 (repeatable)");
+    compare->add_option("--threshold", o.threshold, "where two runs part (see the modes)");
+    compare->add_flag("--pooled", o.pooled, "CKA on each channel's spatial mean instead of every value");
+    compare->add_option("--out,-o", o.out, "FILE.pt, FILE.json or FILE.csv");
+    compare->add_option("--batch", o.batch, "samples per forward pass (CKA needs 4 or more)")
+        ->check(CLI::Range(1, 65536))
+        ->capture_default_str();
+    compare->add_option("--decode-threads", o.decodeThreads, "image decoding threads; 0: automatic")
+        ->check(CLI::Range(0, 1024))
+        ->capture_default_str();
+
     CLI::App* help = app.add_subcommand("help", "Print this help");
 
     try {
@@ -281,7 +309,7 @@ CliOptions parseCommandLine(int argc, char** argv)
         return o;
     } catch (const CLI::ParseError& e) {
         CLI::App* failed = &app; // the deepest command the parser entered
-        for (CLI::App* command : {inspect, setup, run, record, probe, train, sweep})
+        for (CLI::App* command : {inspect, setup, run, record, probe, train, sweep, compare})
             if (command->parsed())
                 failed = command;
         if (failed == probe)
@@ -289,13 +317,13 @@ CliOptions parseCommandLine(int argc, char** argv)
                              "for the subcommands.");
         if (failed == &app && dynamic_cast<const CLI::ExtrasError*>(&e))
             throw UsageError("unknown command '" + std::string(argv[1])
-                + "'; expected inspect, setup, run, record or probe\nRun 'torchscope-cli --help' for the commands.");
+                + "'; expected inspect, setup, run, record, probe or compare\nRun 'torchscope-cli --help' for the commands.");
         const std::string name = failed == &app ? "" : (failed->get_parent() == probe ? "probe " : "") + failed->get_name();
         throw UsageError((name.empty() ? "" : name + ": ") + e.what() + "\nRun 'torchscope-cli "
             + (name.empty() ? "" : name + " ") + "--help' for the options.");
     }
     if (o.command.empty()) {
-        for (CLI::App* command : {inspect, setup, run, record})
+        for (CLI::App* command : {inspect, setup, run, record, compare})
             if (command->parsed())
                 o.command = command->get_name();
         if (probe->parsed()) {

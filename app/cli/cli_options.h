@@ -15,7 +15,7 @@ struct UsageError : std::runtime_error {
 };
 
 struct CliOptions {
-    std::string command; // "inspect", "setup", "run", "record", "probe", "help"
+    std::string command; // "inspect", "setup", "run", "record", "probe", "compare", "help"
     std::string helpText; // for "help": the help of the command asked about
     std::string subcommand; // probe: "train", "sweep"
     std::string model;
@@ -55,6 +55,13 @@ struct CliOptions {
     std::vector<std::string> probes;
     bool probeOnly = false;
     bool eachImage = false; // run: one image at a time (the window's run)
+    // compare
+    std::string modelB;
+    std::vector<std::string> layersB;
+    std::string mode; // "" : cka with MODEL_B, precision without
+    std::vector<std::string> precisions;
+    std::optional<double> threshold;
+    bool pooled = false;
 };
 
 // CLI11 does the parsing: per-command options, ranges and choices checked, --help per command.

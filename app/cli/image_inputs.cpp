@@ -1,6 +1,7 @@
 #include "image_inputs.h"
 
 #include "common/error.h"
+#include "imaging/batch_reader.h"
 #include "imaging/folder_run.h"
 #include "imaging/image_decoder.h"
 #include "imaging/image_folder.h"
@@ -36,9 +37,10 @@ at::Tensor loadImageInputs(
     return loadImageBatch(names, preprocessing);
 }
 
-FolderRunSummary recordImageInputs(Engine& engine, Recorder& recorder, const std::vector<std::string>& inputs,
-    const ModelSetup& setup, int batchSize, int decodeThreads,
-    const std::function<bool(const FolderRunProgress&)>& progress, RecordingSource& source)
+namespace {
+
+// Image folders (a folder's subfolders are its classes) and single images, in the order given.
+ImageFolder folderOfInputs(const std::vector<std::string>& inputs, const ModelSetup& setup, const std::string& what)
 {
     ImageFolder folder;
     for (const auto& input : inputs) {
@@ -52,7 +54,17 @@ FolderRunSummary recordImageInputs(Engine& engine, Recorder& recorder, const std
         folder.images.insert(folder.images.end(), part.images.begin(), part.images.end());
     }
     if (folder.images.empty())
-        throw Error("nothing to record: the inputs hold no images");
+        throw Error("nothing to " + what + ": the inputs hold no images");
+    return folder;
+}
+
+} // namespace
+
+FolderRunSummary recordImageInputs(Engine& engine, Recorder& recorder, const std::vector<std::string>& inputs,
+    const ModelSetup& setup, int batchSize, int decodeThreads,
+    const std::function<bool(const FolderRunProgress&)>& progress, RecordingSource& source)
+{
+    const ImageFolder folder = folderOfInputs(inputs, setup, "record");
     FolderRunOptions options;
     options.batchSize = batchSize;
     options.decodeThreads = decodeThreads;
@@ -63,6 +75,18 @@ FolderRunSummary recordImageInputs(Engine& engine, Recorder& recorder, const std
     source.classLabels = found.classLabels;
     source.labelSource = found.labelSource;
     return summary;
+}
+
+CompareStream compareImageInputs(
+    const std::vector<std::string>& inputs, const ModelSetup& setup, int batchSize, int decodeThreads)
+{
+    const ImageFolder folder = folderOfInputs(inputs, setup, "compare");
+    auto reader = std::make_shared<BatchReader>(folder, setup.preprocessing, batchSize, decodeThreads);
+    CompareStream stream;
+    stream.total = static_cast<int64_t>(folder.images.size());
+    stream.next = [reader] { return reader->next(); };
+    stream.stop = [reader] { reader->cancel(); };
+    return stream;
 }
 
 ProbeSamples folderProbeSamples(const std::string& folder, const ModelSetup& setup, int batchSize, int threads)

@@ -3,6 +3,7 @@
 // What the CLI reads from image files. image_inputs.cpp is built with the torchscope_imaging
 // target (OpenCV); a build without it gets image_inputs_unavailable.cpp, which says so.
 
+#include "compare/compare_run.h"
 #include "record/batch_run.h"
 #include "record/recording_files.h"
 
@@ -35,6 +36,10 @@ std::vector<std::string> listImageInputs(const std::vector<std::string>& inputs)
 FolderRunSummary recordImageInputs(Engine& engine, Recorder& recorder, const std::vector<std::string>& inputs,
     const ModelSetup& setup, int batchSize, int decodeThreads,
     const std::function<bool(const FolderRunProgress&)>& progress, RecordingSource& source);
+
+// Images and image folders as batches for compare, decoded ahead on `decodeThreads` threads.
+CompareStream compareImageInputs(
+    const std::vector<std::string>& inputs, const ModelSetup& setup, int batchSize, int decodeThreads);
 
 // --data FOLDER for probe: one subfolder per class.
 ProbeSamples folderProbeSamples(const std::string& folder, const ModelSetup& setup, int batchSize, int threads);

@@ -35,6 +35,12 @@ FolderRunSummary recordImageInputs(Engine&, Recorder&, const std::vector<std::st
         "give one tensor file: --input FILE.pt with [N, ...] rows or {\"samples\": [N, ...], \"labels\": [N]}");
 }
 
+CompareStream compareImageInputs(const std::vector<std::string>& inputs, const ModelSetup&, int, int)
+{
+    refuse("compare " + (inputs.empty() ? std::string() : inputs.front()),
+        "give one tensor file: --input FILE.pt with [N, ...] rows");
+}
+
 ProbeSamples folderProbeSamples(const std::string& folder, const ModelSetup&, int, int)
 {
     refuse("--data " + folder, "give a tensor file {\"samples\": [N, ...], \"labels\": [N]}");

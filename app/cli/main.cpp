@@ -2,6 +2,7 @@
 // and truncating ('torchscope-cli --help'). Errors go to stderr with exit code 1 (2 for usage errors).
 #include "cli_options.h"
 #include "commands.h"
+#include "compare_command.h"
 #include "each_image_command.h"
 #include "common/error.h"
 #include "probe_command.h"
@@ -29,6 +30,8 @@ int main(int argc, char** argv)
             return runProbe(options);
         if (options.command == "record")
             return runRecord(options);
+        if (options.command == "compare")
+            return runCompare(options);
         return options.eachImage ? runEachImage(options) : runModel(options);
     } catch (const UsageError& e) {
         std::cerr << "torchscope-cli: " << e.what() << '\n';

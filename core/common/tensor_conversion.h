@@ -4,12 +4,16 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <string>
 #include <vector>
 
 namespace torchscope {
 
 // A contiguous float copy on the CPU (any dtype, any device).
 FloatTensor toFloatTensor(const at::Tensor& tensor);
+
+// "float64", "float32", "bfloat16", "float16" -> the ScalarType; throws torchscope::Error.
+at::ScalarType scalarTypeNamed(const std::string& name);
 
 // The values of a tensor as doubles, on the CPU, in row-major order.
 std::vector<double> toDoubles(const at::Tensor& tensor);

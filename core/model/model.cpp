@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "common/strings.h"
+#include "common/tensor_conversion.h"
 #include "model/call_graph.h"
 #include "model/file_diagnosis.h"
 #include "model/operator_libraries.h"
@@ -118,6 +119,17 @@ std::shared_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
         if (!content.empty())
             model->extraFiles_[name] = content;
     model->module_->eval();
+    if (!options.dtype.empty()) {
+        const at::ScalarType dtype = scalarTypeNamed(options.dtype);
+        auto convert = [dtype](at::Tensor tensor) {
+            if (tensor.is_floating_point())
+                tensor.set_data(tensor.to(dtype));
+        };
+        for (const at::Tensor& parameter : model->module_->parameters())
+            convert(parameter);
+        for (const at::Tensor& buffer : model->module_->buffers())
+            convert(buffer);
+    }
 
     const CallGraph calls = traceCalls(*model->module_);
     for (const auto& named : model->module_->named_modules()) {

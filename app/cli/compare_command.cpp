@@ -1,0 +1,204 @@
+#include "compare_command.h"
+
+#include "common/error.h"
+#include "common/strings.h"
+#include "compare/compare_files.h"
+#include "compare/compare_run.h"
+#include "image_inputs.h"
+#include "inputs.h"
+#include "model/model.h"
+#include "model/model_setup.h"
+#include "open_model.h"
+#include "record/labelled_samples.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+namespace torchscope::cli {
+namespace {
+
+std::atomic_bool interrupted{false};
+
+std::string fixed(double value, int digits)
+{
+    if (std::isnan(value))
+        return "n/a";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.*f", digits, value);
+    return text;
+}
+
+std::string scientific(double value)
+{
+    if (std::isnan(value))
+        return "n/a";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2e", value);
+    return text;
+}
+
+std::string padded(const std::string& text, size_t width)
+{
+    return text.size() >= width ? text : text + std::string(width - text.size(), ' ');
+}
+
+size_t widest(const std::vector<std::string>& names, size_t least)
+{
+    size_t width = least;
+    for (const auto& name : names)
+        width = std::max(width, name.size());
+    return width + 2;
+}
+
+// The matrix with B's layers as numbered columns, named under it.
+void printMatrix(const CompareResult& result)
+{
+    const size_t width = widest(result.layersA, 7);
+    std::cout << padded("A \\ B", width);
+    for (size_t j = 0; j < result.layersB.size(); ++j)
+        std::cout << padded("[" + std::to_string(j) + "]", 7);
+    std::cout << '\n';
+    for (size_t i = 0; i < result.layersA.size(); ++i) {
+        std::cout << padded(result.layersA[i], width);
+        for (size_t j = 0; j < result.layersB.size(); ++j)
+            std::cout << padded(fixed(result.ckaAt(i, j), 3), 7);
+        std::cout << '\n';
+    }
+    std::cout << "B:";
+    for (size_t j = 0; j < result.layersB.size(); ++j)
+        std::cout << " [" << j << "] " << result.layersB[j];
+    std::cout << '\n';
+}
+
+void printComparison(const CompareResult& result, const Comparison& comparison)
+{
+    const bool checkpoints = result.mode == CompareMode::Checkpoints;
+    std::cout << '\n' << (checkpoints ? "B against A" : comparison.name + " against cpu float64") << ":\n";
+    if (!comparison.unavailable.empty()) {
+        std::cout << "  not run: " << comparison.unavailable << '\n';
+        return;
+    }
+    std::vector<std::string> names;
+    for (const auto& layer : comparison.layers)
+        names.push_back(layer.layer);
+    const size_t width = widest(names, 5);
+    std::cout << "  " << padded("layer", width) << (checkpoints ? padded("CKA", 8) + padded("cosine", 10) : "")
+              << padded("rel. L2", 11) << padded("max abs", 11) << padded("max rel.", 11) << '\n';
+    for (size_t i = 0; i < comparison.layers.size(); ++i) {
+        const LayerDifference& d = comparison.layers[i];
+        std::cout << "  " << padded(d.layer, width)
+                  << (checkpoints ? padded(fixed(d.cka, 4), 8) + padded(fixed(d.cosine, 6), 10) : "")
+                  << padded(scientific(d.relativeL2), 11) << padded(scientific(d.maxAbsError), 11)
+                  << padded(scientific(d.maxRelativeError), 11)
+                  << (comparison.firstOver == i ? (checkpoints ? "<- first below " : "<- first over ") : "")
+                  << (comparison.firstOver == i ? (checkpoints ? fixed(result.threshold, 3) : scientific(result.threshold)) : "")
+                  << '\n';
+    }
+    if (!comparison.firstOver)
+        std::cout << "  no layer " << (checkpoints ? "below CKA " : "over relative L2 ")
+                  << (checkpoints ? fixed(result.threshold, 3) : scientific(result.threshold)) << '\n';
+}
+
+void printResult(const CompareResult& result)
+{
+    const std::string features = result.features == CkaFeatures::Pooled ? "channel means" : "flattened activations";
+    if (result.mode != CompareMode::Precision) {
+        std::cout << "Linear CKA (" << features << "), minibatch estimate over " << result.ckaSamples << " samples in "
+                  << result.ckaBatches << " batches\n";
+        printMatrix(result);
+    } else {
+        std::cout << result.samples << " samples; every precision against the model in float64 on the CPU\n";
+    }
+    for (const auto& comparison : result.comparisons)
+        printComparison(result, comparison);
+}
+
+CompareMode modeOf(const CliOptions& options)
+{
+    if (!options.mode.empty())
+        return parseCompareMode(options.mode);
+    return options.modelB.empty() ? CompareMode::Precision : CompareMode::Cka;
+}
+
+} // namespace
+
+int runCompare(const CliOptions& options)
+{
+    CompareConfig config;
+    config.mode = modeOf(options);
+    config.layers = options.layers;
+    config.layersB = options.layersB;
+    config.threshold = options.threshold;
+    config.features = options.pooled ? CkaFeatures::Pooled : CkaFeatures::Flattened;
+    for (const auto& p : options.precisions)
+        config.precisions.push_back(Precision::parse(p));
+    if (config.mode == CompareMode::Checkpoints && options.modelB.empty())
+        throw UsageError("compare: --mode checkpoints needs MODEL_B, the second checkpoint");
+    if (config.mode == CompareMode::Precision && !options.modelB.empty())
+        throw UsageError("compare: --mode precision runs one model; leave out MODEL_B '" + options.modelB + "'");
+    if (config.mode != CompareMode::Precision && !options.precisions.empty())
+        throw UsageError("compare: --precision belongs to --mode precision");
+    if (config.mode != CompareMode::Cka && !options.layersB.empty())
+        throw UsageError("compare: --layer-b belongs to --mode cka (checkpoints compare the same layers)");
+    if (!options.out.empty() && !(endsWith(options.out, ".pt") || endsWith(options.out, ".json") || endsWith(options.out, ".csv")))
+        throw UsageError("compare: --out must be FILE.pt, FILE.json or FILE.csv, got '" + options.out + "'");
+
+    const bool tensorInput = options.inputs.size() == 1 && isTensorFile(options.inputs[0]);
+    for (const auto& input : options.inputs)
+        if (isTensorFile(input) && !tensorInput)
+            throw Error("compare takes one tensor file on its own, or image folders and images: '" + input
+                + "' is a tensor file among other inputs");
+
+    auto modelA = openModel(options);
+    const ModelSetup setup = chooseSetup(*modelA, options);
+    CompareStream stream;
+    if (tensorInput) {
+        stream = tensorStream(readLabelledSamples(options.inputs[0]).samples, options.batch);
+    } else {
+        const int threads = options.decodeThreads > 0
+            ? options.decodeThreads
+            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        stream = compareImageInputs(options.inputs, setup, options.batch, threads);
+    }
+
+    std::signal(SIGINT, [](int) { interrupted = true; });
+    const auto progress = [](const FolderRunProgress& p) {
+        std::cerr << "\r" << p.imagesDone << " / " << p.imagesTotal << " samples" << std::flush;
+        return !interrupted;
+    };
+    CompareResult result;
+    if (config.mode == CompareMode::Precision) {
+        LoadOptions load;
+        load.operatorLibraries = options.operatorLibraries;
+        modelA.reset(); // loaded again in each precision
+        result = comparePrecisions(options.model, load, config, stream, progress);
+    } else {
+        std::shared_ptr<Model> modelB = modelA;
+        if (!options.modelB.empty()) {
+            CliOptions second = options;
+            second.model = options.modelB;
+            modelB = openModel(second);
+        }
+        result = compareModels(modelA, modelB, config, stream, progress);
+    }
+    std::cerr << '\n';
+    std::signal(SIGINT, SIG_DFL);
+
+    printResult(result);
+    if (result.cancelled)
+        std::cerr << "torchscope-cli: interrupted after " << result.samples << " samples; the results are theirs\n";
+    for (const auto& w : result.warnings)
+        std::cerr << "torchscope-cli: warning: " << w << '\n';
+    for (const auto& [path, why] : result.failures)
+        std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
+    if (!options.out.empty())
+        writeComparison(options.out, result);
+    return 0;
+}
+
+} // namespace torchscope::cli

@@ -1,0 +1,9 @@
+#pragma once
+
+#include "cli_options.h"
+
+namespace torchscope::cli {
+
+int runCompare(const CliOptions& options);
+
+} // namespace torchscope::cli
