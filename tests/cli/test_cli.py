@@ -1,5 +1,6 @@
 """torchscope-cli end to end: what it writes is read back by torch.load and compared with the
 expectations the fixture script computed with forward hooks."""
+import csv
 import json
 import os
 import pathlib
@@ -620,6 +621,95 @@ class CliBadInput(unittest.TestCase):
         self.assertEqual(json.loads(result.stdout)["selected"], int(((saved["labels"] == 0) | (saved["labels"] == 9)).sum()))
         want = expected["true:0,9/features.1/stats:mean"]
         self.assertLess(max_diff(got["features.1:mean"], want), 1e-5 * want.abs().max().item())
+
+
+class CliCompare(unittest.TestCase):
+    """compare: the matrix and tables against NumPy's CKA and differences on forward hooks
+    (tests/fixtures/cka_numpy.py, computed by the fixture script)."""
+
+    LAYERS = ["features.0", "features.1", "features.2", "classifier.2"]
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = pathlib.Path(self.tmp.name)
+        self.expected = torch.load(FIXTURES / "compare_expected.pt")
+        self.samples = self.dir / "samples.pt"
+        torch.save(torch.load(FIXTURES / "labelled_inputs.pt")["samples"], self.samples)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def layers(self):
+        return [arg for layer in self.LAYERS for arg in ("--layer", layer)]
+
+    @unittest.skipIf(HEADLESS, "reads image files")
+    def test_cka_over_an_image_folder_equals_numpy(self):
+        # The demo's own input setup decodes the folder into the fixture's samples.
+        out = self.dir / "cka.pt"
+        result = cli("compare", FASHION, FIXTURES / "compare_b.pt", "--input", FIXTURES / "labelled",
+                     *self.layers(), "--batch", "12", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        saved = torch.load(out)
+        self.assertEqual(saved["mode"], "cka")
+        self.assertEqual(saved["layers_a"], self.LAYERS)
+        self.assertEqual(saved["samples"], 36)
+        self.assertLess(max_diff(saved["cka"], self.expected["cka_minibatch"]), 1e-5)
+        self.assertIn("minibatch estimate over 36 samples in 3 batches", result.stdout)
+
+    def test_checkpoints_table_csv_and_json(self):
+        common = ["compare", FIXTURES / "compare_a.pt", FIXTURES / "compare_b.pt", "--mode", "checkpoints",
+                  "--input", self.samples, *self.layers(), "--batch", "12"]
+        result = cli(*common, "--out", self.dir / "ck.csv")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertRegex(result.stdout, r"features\.2 .*<- first below 0\.990")
+        with open(self.dir / "ck.csv", newline="") as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual([r["layer"] for r in rows], self.LAYERS)
+        for row in rows:
+            for measure in ("cosine", "relative_l2", "max_abs_error", "max_relative_error"):
+                expected = float(self.expected[f"checkpoints/{row['layer']}/{measure}"])
+                self.assertAlmostEqual(float(row[measure]), expected, delta=1e-8 + 1e-8 * abs(expected))
+        self.assertEqual([r["layer"] for r in rows if r["first_over"] == "yes"], ["features.2"])
+
+        result = cli(*common, "--out", self.dir / "ck.json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        saved = json.loads((self.dir / "ck.json").read_text())
+        self.assertEqual(saved["comparisons"][0]["first_over"], "features.2")
+        cka = torch.tensor(saved["cka"], dtype=torch.float64)
+        self.assertLess(max_diff(cka, self.expected["cka_minibatch"]), 1e-6)
+
+    def test_precision_drift_against_float64(self):
+        out = self.dir / "drift.pt"
+        layers = json.loads((FIXTURES / "drift_layers.json").read_text())
+        result = cli("compare", FIXTURES / "compare_a.pt", "--input", self.samples, "--precision", "float32",
+                     *[arg for layer in layers for arg in ("--layer", layer)], "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("cpu float32 against cpu float64", result.stdout)
+        saved = torch.load(out)
+        drift = saved["comparisons"][0]
+        self.assertEqual(drift["layers"], layers)
+        for i, layer in enumerate(layers):
+            expected = float(self.expected[f"drift/float32/{layer}/max_abs_error"])
+            self.assertAlmostEqual(float(drift["max_abs_error"][i]), expected, delta=1e-6 * expected)
+
+    def test_mistakes_are_named(self):
+        no_b = cli("compare", FIXTURES / "compare_a.pt", "--mode", "checkpoints", "--input", self.samples,
+                   "--layer", "features.1")
+        self.assertEqual(no_b.returncode, 2)
+        self.assertIn("needs MODEL_B", no_b.stderr)
+        bad = cli("compare", FIXTURES / "compare_a.pt", "--input", self.samples, "--layer", "features.1",
+                  "--precision", "float8")
+        self.assertEqual(bad.returncode, 1)
+        self.assertIn("unknown precision 'float8'", bad.stderr)
+        out = cli("compare", FIXTURES / "compare_a.pt", FIXTURES / "compare_b.pt", "--input", self.samples,
+                  "--layer", "features.1", "--out", self.dir / "x.txt")
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("FILE.pt, FILE.json or FILE.csv", out.stderr)
+        unknown = cli("compare", FIXTURES / "compare_a.pt", FIXTURES / "compare_b.pt", "--input", self.samples,
+                      "--layer", "featurs.1")
+        self.assertEqual(unknown.returncode, 1)
+        self.assertIn("featurs.1", unknown.stderr)
+        self.assertIn("features.1", unknown.stderr)  # the closest existing path
 
 
 class CliInspect(unittest.TestCase):
