@@ -3,6 +3,7 @@
 // What the probe, Grad-CAM and patching tools send to the run worker and get back: plain values,
 // no Torch, no Qt.
 
+#include "compare/input_difference.h"
 #include "common/float_tensor.h"
 #include "model/model_setup.h"
 #include "run_types.h"
@@ -84,6 +85,7 @@ struct PatchRequest {
     std::string imageB; // unused for ablation
     std::string layer;
     bool ablate = false;
+    bool difference = false; // compare A and B at `layer`: A, B and A - B, channels ranked
     std::vector<int64_t> channels;
     std::string compareLayer; // a later layer whose maps are shown side by side ("" : none)
     ModelSetup setup;
@@ -100,6 +102,7 @@ struct PatchSnapshot {
     std::string layer;
     std::string compareLayer;
     std::vector<PatchColumn> columns; // A, B (patching only), patched / ablated
+    std::shared_ptr<const InputDifference> difference; // the difference mode's maps at `layer`
 };
 using PatchSnapshotPtr = std::shared_ptr<const PatchSnapshot>;
 

@@ -19,9 +19,30 @@ ChannelGrid::ChannelGrid(QWidget* parent)
 
 void ChannelGrid::setMaps(const FloatTensor& maps, Contrast contrast, ColorMap colorMap)
 {
+    setNormalized(maps, normalizeChannelMaps(maps, contrast), colorMap);
+}
+
+void ChannelGrid::setMaps(const FloatTensor& maps, float low, float high, ColorMap colorMap)
+{
+    setNormalized(maps, normalizeChannelMaps(maps, low, high), colorMap);
+}
+
+void ChannelGrid::setChannelNumbers(const std::vector<int64_t>& numbers)
+{
+    numbers_ = numbers;
+    update();
+}
+
+int64_t ChannelGrid::numberOf(int tile) const
+{
+    return tile >= 0 && static_cast<size_t>(tile) < numbers_.size() ? numbers_[static_cast<size_t>(tile)] : tile;
+}
+
+void ChannelGrid::setNormalized(const FloatTensor& maps, NormalizedMaps normalized, ColorMap colorMap)
+{
     layout_ = mapLayout(maps.shape);
     maps_ = maps;
-    normalized_ = normalizeChannelMaps(maps, contrast);
+    normalized_ = std::move(normalized);
     colorMap_ = colorMap;
     if (selected_ >= layout_.channels)
         selected_ = -1;
@@ -127,7 +148,7 @@ QString ChannelGrid::describeAt(const QPoint& position) const
         return {};
     const size_t index = (static_cast<size_t>(channel) * layout_.height + y) * layout_.width + x;
     const ChannelRange range = channelRange(channel);
-    QString text = tr("channel %1 at (%2, %3): %4").arg(channel).arg(y).arg(x).arg(maps_.values[index], 0, 'g', 5);
+    QString text = tr("channel %1 at (%2, %3): %4").arg(numberOf(channel)).arg(y).arg(x).arg(maps_.values[index], 0, 'g', 5);
     text += range.constant ? tr(" (constant channel)")
                            : tr(" (scale %1 … %2)").arg(range.low, 0, 'g', 4).arg(range.high, 0, 'g', 4);
     return text;
@@ -173,7 +194,7 @@ void ChannelGrid::paintEvent(QPaintEvent*)
     if (tw >= metrics.horizontalAdvance("0000") + 4 && th >= 2 * metrics.height()) {
         for (int c = 0; c < layout_.channels; ++c) {
             const QRect r = tile(c);
-            const QString number = QString::number(c);
+            const QString number = QString::number(numberOf(c));
             const QRect label(r.left(), r.top(), metrics.horizontalAdvance(number) + 4, metrics.height());
             painter.fillRect(label, QColor(0, 0, 0, 140));
             painter.setPen(Qt::white);

@@ -17,6 +17,11 @@ public:
     explicit ChannelGrid(QWidget* parent = nullptr);
 
     void setMaps(const FloatTensor& maps, Contrast contrast, ColorMap colorMap);
+    // Every channel on the scale low … high (shared with another grid).
+    void setMaps(const FloatTensor& maps, float low, float high, ColorMap colorMap);
+    // The numbers the tiles show and hover names, when they are a selection of a layer's channels
+    // (ranked); empty: 0, 1, 2 ...
+    void setChannelNumbers(const std::vector<int64_t>& numbers);
     void setZoom(int pixelsPerValue);
     void setSelectedChannel(int channel);
 
@@ -44,6 +49,8 @@ private:
     void render();
     int columns() const;
     int channelAt(const QPoint& position, int* y = nullptr, int* x = nullptr) const;
+    int64_t numberOf(int tile) const;
+    void setNormalized(const FloatTensor& maps, NormalizedMaps normalized, ColorMap colorMap);
 
     FloatTensor maps_;
     NormalizedMaps normalized_;
@@ -51,6 +58,7 @@ private:
     ColorMap colorMap_ = ColorMap::Viridis;
     int zoom_ = 4;
     int selected_ = -1;
+    std::vector<int64_t> numbers_;
     QImage image_;
     static constexpr int Gap = 2;
 };

@@ -2,6 +2,7 @@
 
 #include "activation_view.h"
 #include "attribution_view.h"
+#include "compare_panel.h"
 #include "document.h"
 #include "export_actions.h"
 #include "file_drop.h"
@@ -67,6 +68,7 @@ MainWindow::MainWindow(QWidget* parent)
     , probes_(new ProbesPanel(document_, controller_))
     , attribution_(new AttributionView(document_, controller_))
     , patching_(new PatchingView(document_, controller_))
+    , compare_(new ComparePanel(document_))
     , setup_(new SetupActions(document_, controller_, this))
     , sessions_(new SessionIo(document_, controller_, activations_, this))
     , central_(new QTabWidget)
@@ -78,6 +80,7 @@ MainWindow::MainWindow(QWidget* parent)
     central_->addTab(patching_, tr("Patching / Ablation"));
     central_->addTab(recorders_, tr("Recorders"));
     central_->addTab(probes_, tr("Probes"));
+    central_->addTab(compare_, tr("Compare"));
     central_->setDocumentMode(true);
     setCentralWidget(central_);
     createDocks();
@@ -90,6 +93,13 @@ MainWindow::MainWindow(QWidget* parent)
     connect(probes_, &ProbesPanel::failed, this, &MainWindow::reportError);
     connect(attribution_, &AttributionView::failed, this, &MainWindow::reportError);
     connect(patching_, &PatchingView::failed, this, &MainWindow::reportError);
+    connect(compare_, &ComparePanel::failed, this, &MainWindow::reportError);
+    connect(compare_, &ComparePanel::finished, this, [this](const CompareResultPtr& result) {
+        log_->append(tr("Compared %1 images: %2 × %3 layers")
+                         .arg(result->samples)
+                         .arg(result->layersA.size())
+                         .arg(result->layersB.size()));
+    });
     connect(probes_, &ProbesPanel::message, this, [this](const QString& message) {
         log_->append(message);
         statusBar()->showMessage(message, 5000);

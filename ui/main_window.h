@@ -14,6 +14,7 @@ namespace torchscope {
 
 class ActivationView;
 class AttributionView;
+class ComparePanel;
 class PatchingView;
 class ProbesPanel;
 class Document;
@@ -50,8 +51,9 @@ public:
     ProbesPanel* probesPanel() const { return probes_; }
     AttributionView* attributionView() const { return attribution_; }
     PatchingView* patchingView() const { return patching_; }
+    ComparePanel* comparePanel() const { return compare_; }
     SetupActions* setupActions() const { return setup_; }
-    enum class CentralTab { Activations, Attribution, Patching, Recorders, Probes };
+    enum class CentralTab { Activations, Attribution, Patching, Recorders, Probes, Compare };
     void showCentralTab(CentralTab tab);
 
     // Errors are shown in a message box unless the window is not interactive (tests, screenshots);
@@ -102,6 +104,7 @@ private:
     ProbesPanel* probes_;
     AttributionView* attribution_;
     PatchingView* patching_;
+    ComparePanel* compare_;
     SetupActions* setup_;
     SessionIo* sessions_;
     QTabWidget* central_ = nullptr;

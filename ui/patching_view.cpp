@@ -1,5 +1,6 @@
 #include "patching_view.h"
 
+#include "channel_grid.h"
 #include "document.h"
 #include "overlay_image.h"
 #include "run_controller.h"
@@ -11,7 +12,10 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QVBoxLayout>
+
+#include <array>
 
 namespace torchscope {
 
@@ -27,8 +31,9 @@ PatchingView::PatchingView(Document* document, RunController* controller, QWidge
     , compare_(new QComboBox)
     , header_(new QLabel(tr("Patch a layer's output from image B into the run of image A, or zero channels of it.")))
     , columns_(new QHBoxLayout)
+    , differenceBox_(new QWidget)
 {
-    mode_->addItems({tr("Patch from B"), tr("Ablate channels")});
+    mode_->addItems({tr("Patch from B"), tr("Ablate channels"), tr("Compare A and B at the layer")});
     channels_->setPlaceholderText(tr("channels to zero: 0,5,7"));
     channels_->setEnabled(false);
     layer_->setEditable(true);
@@ -51,19 +56,27 @@ PatchingView::PatchingView(Document* document, RunController* controller, QWidge
     layout->addWidget(run);
     layout->addWidget(header_);
     layout->addLayout(columns_, 1);
+    auto* differenceScroll = new QScrollArea;
+    differenceScroll->setWidget(differenceBox_);
+    differenceScroll->setWidgetResizable(true);
+    differenceScroll->setFrameShape(QFrame::NoFrame);
+    new QVBoxLayout(differenceBox_);
+    layout->addWidget(differenceScroll, 2);
 
     connect(mode_, &QComboBox::currentIndexChanged, this, [this](int mode) {
         channels_->setEnabled(mode == 1);
-        imageB_->setEnabled(mode == 0);
+        imageB_->setEnabled(mode != 1);
+        compare_->setEnabled(mode != 2);
     });
     connect(run, &QPushButton::clicked, this, &PatchingView::compute);
     connect(document_, &Document::imagesChanged, this, &PatchingView::fillChoices);
     connect(document_, &Document::modelChanged, this, [this] {
         result_.reset();
-        while (QLayoutItem* item = columns_->takeAt(0)) {
-            delete item->widget();
-            delete item;
-        }
+        for (QLayout* layout : {static_cast<QLayout*>(columns_), differenceBox_->layout()})
+            while (QLayoutItem* item = layout->takeAt(0)) {
+                delete item->widget();
+                delete item;
+            }
         header_->setText(tr("Patch a layer's output from image B into the run of image A, or zero channels of it."));
         layer_->clearEditText();
         compare_->clearEditText();
@@ -114,6 +127,49 @@ void PatchingView::setup(
     channels_->setText(channels);
 }
 
+void PatchingView::setMode(Mode mode)
+{
+    mode_->setCurrentIndex(static_cast<int>(mode));
+}
+
+QList<ChannelGrid*> PatchingView::differenceGrids() const
+{
+    return differenceBox_->findChildren<ChannelGrid*>();
+}
+
+void PatchingView::showDifference(const InputDifference& d)
+{
+    // The most different channels first, at most 32: A and B on one scale, A − B on a symmetric one.
+    const size_t shown = std::min<size_t>(32, d.ranked.size());
+    const std::vector<int64_t> ranked(d.ranked.begin(), d.ranked.begin() + static_cast<std::ptrdiff_t>(shown));
+    auto* layout = differenceBox_->layout();
+    QStringList top;
+    for (size_t i = 0; i < std::min<size_t>(8, shown); ++i)
+        top << tr("%1 (%2)").arg(ranked[i]).arg(d.channelDifference[static_cast<size_t>(ranked[i])], 0, 'g', 3);
+    auto* summary = new QLabel(tr("Channels ranked by mean |A − B|: %1. A and B share one scale (%2 … %3); "
+                                  "A − B runs from −%4 (blue) to %4 (red).")
+                                   .arg(top.join(", "))
+                                   .arg(d.low, 0, 'g', 4)
+                                   .arg(d.high, 0, 'g', 4)
+                                   .arg(d.largest, 0, 'g', 4));
+    summary->setWordWrap(true);
+    layout->addWidget(summary);
+    const std::array<std::pair<QString, const FloatTensor*>, 3> rows{
+        {{tr("A"), &d.a}, {tr("B"), &d.b}, {tr("A − B"), &d.difference}}};
+    for (const auto& [title, maps] : rows) {
+        auto* grid = new ChannelGrid;
+        const FloatTensor picked = InputDifference::rankedChannels(*maps, ranked, shown);
+        if (maps == &d.difference)
+            grid->setMaps(picked, -d.largest, d.largest, ColorMap::CoolWarm);
+        else
+            grid->setMaps(picked, d.low, d.high, ColorMap::Viridis);
+        grid->setChannelNumbers(ranked);
+        grid->setToolTip(title);
+        layout->addWidget(new QLabel("<b>" + title + "</b>"));
+        layout->addWidget(grid);
+    }
+}
+
 void PatchingView::compute()
 {
     if (imageA_->currentIndex() < 0) {
@@ -125,7 +181,8 @@ void PatchingView::compute()
     request.imageB = imageB_->currentData().toString().toStdString();
     request.layer = layer_->currentText().toStdString();
     request.ablate = mode_->currentIndex() == 1;
-    request.compareLayer = compare_->currentText().toStdString();
+    request.difference = mode_->currentIndex() == 2;
+    request.compareLayer = request.difference ? std::string() : compare_->currentText().toStdString();
     request.setup = document_->setup();
     if (request.ablate) {
         for (const auto& part : channels_->text().split(',', Qt::SkipEmptyParts)) {
@@ -145,10 +202,13 @@ void PatchingView::compute()
 void PatchingView::showResult(const PatchSnapshotPtr& snapshot)
 {
     result_ = snapshot;
-    while (QLayoutItem* item = columns_->takeAt(0)) {
-        delete item->widget();
-        delete item;
-    }
+    for (QLayout* layout : {static_cast<QLayout*>(columns_), differenceBox_->layout()})
+        while (QLayoutItem* item = layout->takeAt(0)) {
+            delete item->widget();
+            delete item;
+        }
+    if (snapshot->difference)
+        showDifference(*snapshot->difference);
     for (const auto& column : snapshot->columns) {
         auto* box = new QWidget;
         auto* v = new QVBoxLayout(box);
@@ -168,7 +228,10 @@ void PatchingView::showResult(const PatchSnapshotPtr& snapshot)
         v->addStretch();
         columns_->addWidget(box);
     }
-    header_->setText(snapshot->compareLayer.empty()
+    if (snapshot->difference)
+        header_->setText(tr("A and B at %1").arg(QString::fromStdString(snapshot->layer)));
+    else
+        header_->setText(snapshot->compareLayer.empty()
             ? tr("Edited: %1").arg(QString::fromStdString(snapshot->layer))
             : tr("Edited: %1; maps of %2 (mean over channels, one scale for all)")
                   .arg(QString::fromStdString(snapshot->layer), QString::fromStdString(snapshot->compareLayer)));

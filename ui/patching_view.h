@@ -11,20 +11,26 @@ class QLineEdit;
 
 namespace torchscope {
 
+class ChannelGrid;
 class Document;
 class RunController;
 
 // Activation patching and ablation side by side: image A, image B and A with B's activation of
 // a layer (or A with channels of the layer zeroed), each with its top predictions and a later
-// layer's map on one shared colour scale.
+// layer's map on one shared colour scale. The difference mode shows the layer itself for A, B and
+// A − B, channels ranked by how much A and B differ there.
 class PatchingView : public QWidget {
     Q_OBJECT
 public:
     PatchingView(Document* document, RunController* controller, QWidget* parent = nullptr);
 
     // Selects images by their index in the Document, the layers by path; ablate with channels.
+    enum class Mode { Patch, Ablate, Difference };
     void setup(int imageA, int imageB, const QString& layer, const QString& compareLayer, bool ablate = false,
         const QString& channels = {});
+    void setMode(Mode mode);
+    // The difference mode's rows: A, B and A − B of the most different channels.
+    QList<ChannelGrid*> differenceGrids() const;
     void compute();
     PatchSnapshotPtr lastResult() const { return result_; }
 
@@ -35,6 +41,7 @@ Q_SIGNALS:
 private:
     void fillChoices();
     void showResult(const PatchSnapshotPtr& snapshot);
+    void showDifference(const InputDifference& difference);
 
     Document* document_;
     RunController* controller_;
@@ -46,6 +53,7 @@ private:
     QComboBox* compare_;
     QLabel* header_;
     QHBoxLayout* columns_;
+    QWidget* differenceBox_;
     PatchSnapshotPtr result_;
 };
 

@@ -308,7 +308,7 @@ void ProbesPanel::showResult(const ProbeSnapshotPtr& snapshot)
     chanceLine->setPen(QPen(Qt::gray, 1.5, Qt::DashLine));
     chanceLine->setData({-0.6, static_cast<double>(snapshot->layers.size()) - 0.4}, {chance, chance});
     sweepPlot_->xAxis->setTicker(ticker);
-    sweepPlot_->xAxis->setTickLabelRotation(snapshot->layers.size() > 4 ? 45 : 0);
+    sweepPlot_->xAxis->setTickLabelRotation(snapshot->layers.size() > 4 ? -45 : 0); // ends at the tick: none cut off
     sweepPlot_->xAxis->setRange(-0.6, static_cast<double>(snapshot->layers.size()) - 0.4);
     sweepPlot_->yAxis->setRange(std::max(0.0, chance - 0.1), 1.02);
     sweepPlot_->legend->setVisible(true);

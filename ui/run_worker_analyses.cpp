@@ -5,6 +5,7 @@
 #include "attribution/grad_cam.h"
 #include "common/error.h"
 #include "common/tensor_conversion.h"
+#include "compare/input_difference.h"
 #include "graph/model_output.h"
 #include "graph/patching.h"
 #include "imaging/image_folder.h"
@@ -174,7 +175,9 @@ void RunWorker::attribute(const AttributionRequest& request)
 
 void RunWorker::patch(const PatchRequest& request)
 {
-    const QString title = request.ablate ? tr("Error Ablating") : tr("Error Patching");
+    const QString title = request.ablate ? tr("Error Ablating")
+        : request.difference             ? tr("Error Comparing Inputs")
+                                         : tr("Error Patching");
     if (!state_->engine) {
         Q_EMIT failed(WorkerTask::Patch, title, tr("No model is open."));
         return;
@@ -188,7 +191,17 @@ void RunWorker::patch(const PatchRequest& request)
         std::vector<at::Tensor> inputs;
         PatchRuns patched;
         AblationRuns ablated;
-        if (request.ablate) {
+        RunResult runA, runB;
+        if (request.difference) {
+            const at::Tensor b = loadImageBatch({request.imageB}, request.setup.preprocessing);
+            Request both;
+            both.grabs = grabs;
+            both.grabOutput(request.layer);
+            runA = state_->engine->run(both, forwardInputsFromBatch(*state_->model, a));
+            runB = state_->engine->run(both, forwardInputsFromBatch(*state_->model, b));
+            runs = {{"A", &runA}, {"B", &runB}};
+            inputs = {a, b};
+        } else if (request.ablate) {
             ablated = ablateChannels(
                 *state_->engine, forwardInputsFromBatch(*state_->model, a), request.layer, request.channels, grabs);
             runs = {{"A", &ablated.original}, {"A, channels zeroed", &ablated.ablated}};
@@ -203,6 +216,9 @@ void RunWorker::patch(const PatchRequest& request)
         auto snapshot = std::make_shared<PatchSnapshot>();
         snapshot->layer = request.layer;
         snapshot->compareLayer = request.compareLayer;
+        if (request.difference)
+            snapshot->difference = std::make_shared<const InputDifference>(
+                compareInputs(runA.tensor(request.layer), runB.tensor(request.layer)));
         std::vector<at::Tensor> maps;
         for (const auto& [title, run] : runs) {
             PatchColumn column;

@@ -26,7 +26,13 @@ GuiOptions parseGuiOptions(const QStringList& arguments)
     const QCommandLineOption setup("setup", "An input setup (as torchscope-cli --preprocess) for the model.", "SETUP.json");
     const QCommandLineOption labels("labels", "Class names for the model's outputs (one per line, or JSON).",
         "LABELS.txt");
-    parser.addOptions({help, version, select, screenshot, probeData, sweep, sweepPlot, gradCam, setup, labels});
+    const QCommandLineOption compareData("compare-data", "Run the Compare tab on this image folder once the model is open.", "DIR");
+    const QCommandLineOption compareWith("compare-with", "The Compare tab's model B.", "B.pt");
+    const QCommandLineOption compareMode("compare-mode",
+        "cka, checkpoints or precision (default: checkpoints with --compare-with, else precision).", "MODE");
+    const QCommandLineOption compareLayers("compare-layers", "The layers to compare (specs, comma-separated).", "SPECS");
+    parser.addOptions({help, version, select, screenshot, probeData, sweep, sweepPlot, gradCam, setup, labels,
+        compareData, compareWith, compareMode, compareLayers});
     parser.addPositionalArgument(
         "files", "A model (.pt), images, image folders or a session (.torchscope.json).", "[MODEL] [IMAGES|FOLDERS...]");
 
@@ -52,6 +58,15 @@ GuiOptions parseGuiOptions(const QStringList& arguments)
     options.gradCam = parser.value(gradCam);
     options.setup = parser.value(setup);
     options.labels = parser.value(labels);
+    options.compareData = parser.value(compareData);
+    options.compareWith = parser.value(compareWith);
+    options.compareLayers = parser.value(compareLayers);
+    options.compareMode = parser.isSet(compareMode) ? parser.value(compareMode)
+                                                    : (options.compareWith.isEmpty() ? "precision" : "checkpoints");
+    if (!QStringList{"cka", "checkpoints", "precision"}.contains(options.compareMode))
+        options.error = "--compare-mode: expected cka, checkpoints or precision, got '" + options.compareMode + "'";
+    if (options.compareData.isEmpty() && (parser.isSet(compareWith) || parser.isSet(compareMode) || parser.isSet(compareLayers)))
+        options.error = "--compare-with, --compare-mode and --compare-layers need --compare-data DIR";
     if (!options.sweep.isEmpty() && options.probeData.isEmpty())
         options.error = "--sweep needs --probe-data DIR (one subfolder per class)";
     return options;

@@ -4,6 +4,7 @@
 // is open; --sweep-plot writes its accuracy-by-layer plot. --gradcam LAYER shows the Grad-CAM tab
 // for the selected image once the first run is in.
 #include "attribution_view.h"
+#include "compare_panel.h"
 #include "document.h"
 #include "gui_options.h"
 #include "main_window.h"
@@ -102,6 +103,17 @@ int main(int argc, char** argv)
             window.attributionView()->compute();
         });
     }
+    const bool comparing = !options.compareData.isEmpty();
+    if (comparing) {
+        auto* once = new QObject(&window);
+        QObject::connect(window.controller(), &torchscope::RunController::modelOpened, once, [&window, &options, once] {
+            once->deleteLater();
+            window.showCentralTab(torchscope::MainWindow::CentralTab::Compare);
+            window.comparePanel()->setUp(options.compareMode, options.compareWith,
+                options.compareLayers.split(',', Qt::SkipEmptyParts).join(' '), options.compareData);
+            window.comparePanel()->start();
+        });
+    }
     if (screenshot) {
         auto write = [&window, &options](int code) {
             QApplication::processEvents();
@@ -110,7 +122,10 @@ int main(int argc, char** argv)
                 stderr, "torchscope: %s %s\n", saved ? "wrote" : "could not write", qPrintable(options.screenshot));
             QApplication::exit(saved ? code : 1);
         };
-        if (gradCam) {
+        if (comparing) {
+            QObject::connect(window.comparePanel(), &torchscope::ComparePanel::finished, &window,
+                [write, &window] { QTimer::singleShot(500, &window, [write] { write(0); }); });
+        } else if (gradCam) {
             QObject::connect(window.attributionView(), &torchscope::AttributionView::finished, &window,
                 [write, &window] { QTimer::singleShot(300, &window, [write] { write(0); }); });
         } else if (sweeping) {

@@ -55,20 +55,36 @@ at::Tensor sampleFeatures(const at::Tensor& activations, CkaFeatures features)
 {
     if (activations.dim() < 1 || activations.size(0) == 0)
         throw Error("CKA needs activations of shape [N, ...] with N > 0");
-    at::Tensor values = activations.detach().to(at::kDouble);
+    at::Tensor values = activations.detach();
     if (features == CkaFeatures::Pooled && values.dim() > 2) {
         std::vector<int64_t> spatial;
         for (int64_t d = 2; d < values.dim(); ++d)
             spatial.push_back(d);
-        values = values.mean(spatial);
+        values = values.to(at::kDouble).mean(spatial);
     }
+    // Float32 stays float32 here: linearGram converts it a slice at a time.
     return values.reshape({values.size(0), -1});
 }
 
 at::Tensor linearGram(const at::Tensor& features)
 {
-    const at::Tensor x = features.to(at::kDouble);
-    return at::matmul(x, x.t());
+    // Summed in float64 (the unbiased HSIC subtracts large terms), but converted a few thousand
+    // columns at a time: a whole [N, C*H*W] float64 copy of an early layer would cost more memory
+    // traffic than the product itself.
+    const int64_t n = features.size(0), width = features.dim() > 1 ? features.size(1) : 1;
+    const at::Tensor x = features.reshape({n, width});
+    at::Tensor gram = at::zeros({n, n}, x.options().dtype(at::kDouble));
+    if (x.scalar_type() == at::kDouble)
+        return gram.addmm_(x, x.t());
+    const int64_t step = std::min<int64_t>(width, 4096);
+    at::Tensor buffer = at::empty({n, step}, gram.options()); // one buffer: no allocation per slice
+    for (int64_t start = 0; start < width; start += step) {
+        const int64_t columns = std::min(width, start + step) - start;
+        at::Tensor part = buffer.narrow(1, 0, columns);
+        part.copy_(x.narrow(1, start, columns));
+        gram.addmm_(part, part.t());
+    }
+    return gram;
 }
 
 double unbiasedHsic(const at::Tensor& k, const at::Tensor& l)

@@ -12,11 +12,11 @@
 
 namespace torchscope {
 
-// [N, ...] activations -> [N, F] float64 features: every value of a sample (Flattened), or each
-// channel's mean over dims 2.. (Pooled; [N, F] stays as it is).
+// [N, ...] activations -> [N, F] features: every value of a sample (Flattened, in the activations'
+// dtype), or each channel's mean over dims 2.. in float64 (Pooled; [N, F] stays as it is).
 at::Tensor sampleFeatures(const at::Tensor& activations, CkaFeatures features);
 
-// The linear kernel's Gram matrix X Xᵀ ([N, N], float64) of [N, F] features.
+// The linear kernel's Gram matrix X Xᵀ ([N, N]) of [N, F] features, summed in float64.
 at::Tensor linearGram(const at::Tensor& features);
 
 // The unbiased HSIC estimator (Song et al. 2012) of two [N, N] Gram matrices; N >= 4.

@@ -98,6 +98,25 @@ NormalizedMaps normalizeChannelMaps(const FloatTensor& maps, Contrast contrast)
     return out;
 }
 
+NormalizedMaps normalizeChannelMaps(const FloatTensor& maps, float low, float high)
+{
+    NormalizedMaps out;
+    out.values.assign(maps.values.size(), 0.0f);
+    const MapLayout layout = mapLayout(maps.shape);
+    const size_t channels = static_cast<size_t>(std::max<int64_t>(layout.channels, 1));
+    const size_t size = maps.values.empty() ? 0 : maps.values.size() / channels;
+    const float span = high - low;
+    out.channels.resize(maps.values.empty() ? 0 : channels);
+    for (size_t c = 0; c < out.channels.size(); ++c) {
+        const auto [ownLo, ownHi] = std::minmax_element(
+            maps.values.begin() + static_cast<std::ptrdiff_t>(c * size), maps.values.begin() + static_cast<std::ptrdiff_t>((c + 1) * size));
+        out.channels[c] = {low, high, *ownLo == *ownHi};
+        for (size_t i = c * size; i < (c + 1) * size; ++i)
+            out.values[i] = span > 0 ? std::clamp((maps.values[i] - low) / span, 0.f, 1.f) : 0.5f;
+    }
+    return out;
+}
+
 std::vector<float> normalizeChannels(const FloatTensor& maps, Contrast contrast)
 {
     return normalizeChannelMaps(maps, contrast).values;

@@ -31,6 +31,8 @@ struct NormalizedMaps {
 // against zero: 0 at the bottom, a positive constant at the top, and marks the channel constant.
 NormalizedMaps normalizeChannelMaps(const FloatTensor& maps, Contrast contrast);
 std::vector<float> normalizeChannels(const FloatTensor& maps, Contrast contrast); // the values only
+// Every channel on one given scale, low … high (maps of two runs side by side on the same colours).
+NormalizedMaps normalizeChannelMaps(const FloatTensor& maps, float low, float high);
 
 // Number of channels and map size of an output for one image: [C,H,W] -> (C,H,W), [F] -> (F,1,1),
 // [T,F] -> (1,T,F).
