@@ -169,7 +169,12 @@ DriftPlot::DriftPlot(QWidget* parent)
     plot_->legend->setVisible(true);
     plot_->legend->setFont(QFont(font().family(), 8));
     plot_->xAxis->setTickLabelRotation(-45);
-    plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignLeft);
+    // The legend in a row of its own under the plot: over the axis rect it hides points.
+    plot_->axisRect()->insetLayout()->take(plot_->legend);
+    plot_->plotLayout()->addElement(1, 0, plot_->legend);
+    plot_->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    plot_->legend->setWrap(4);
+    plot_->plotLayout()->setRowStretchFactor(1, 0.001);
 }
 
 void DriftPlot::clear()
