@@ -61,4 +61,11 @@ for device in ("cuda", "cpu"):
         print(f"  truncate at {t['at']}: time {t['time_ratio_to_full']:.3f} of full, FLOP share "
               f"{t['flop_share']:.3f}, ours / Python hooks {t['ours_over_python']:.3f}")
 PY
+
+# Precision and device drift of ResNet-50 against float64 on the CPU: CUDA float32, float16 and
+# bfloat16 (and the CPU's), the first layer over a relative L2 error of 1e-3 in each.
+"$python" -c "import torch; torch.manual_seed(0); torch.save(torch.randn(16, 3, 224, 224), '$build/bench/drift_inputs.pt')"
+"$build/app/torchscope-cli" compare "$build/bench/resnet50_scripted.pt" --input "$build/bench/drift_inputs.pt" \
+  --layer conv1 --layer 'layer?' --layer 'layer?.?' --layer fc --batch 8 --out "$out/drift.json" 2>/dev/null | tee "$out/drift.txt" \
+  | grep -E 'against|first over|no layer over|not run'
 echo "gpu_check: all tests passed, the CUDA ones ran; figures in $out"

@@ -1,6 +1,7 @@
-// Grab, edit, condition and reduction specs from the command line and sessions: parsed or
+// Grab, edit, condition, reduction and precision specs from the command line and sessions: parsed or
 // refused with a torchscope::Error. An edit spec that parses prints back to the same spec.
 #include "common/error.h"
+#include "compare/comparison.h"
 #include "graph/request.h"
 #include "record/recorder_config.h"
 
@@ -32,6 +33,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     }
     try {
         (void)parseReduction(text);
+    } catch (const Error&) {
+    }
+    try {
+        // A precision that parses names itself again: "cuda:1:float16" -> "cuda:1 float16".
+        const Precision precision = Precision::parse(text);
+        const Precision again = Precision::parse(precision.device + ":" + precision.dtype);
+        if (again.name() != precision.name())
+            std::abort();
+    } catch (const Error&) {
+    }
+    try {
+        (void)parseCompareMode(text);
     } catch (const Error&) {
     }
     return 0;
