@@ -258,7 +258,7 @@ void DriftPlot::show(const CompareResult& result)
         plot_->yAxis->setScaleType(QCPAxis::stLinear);
         plot_->yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
         plot_->yAxis->setNumberFormat("g");
-        plot_->yAxis->setLabel(tr("B against A on the same inputs"));
+        plot_->yAxis->setLabel(tr("B against A"));
         double low = result.threshold;
         for (int g = 0; g < plot_->graphCount(); ++g) {
             bool found = false;

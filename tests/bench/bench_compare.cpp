@@ -138,9 +138,9 @@ int main(int argc, char** argv)
         forwardBoth(o.batch); // warm-up, both paths
         CompareResult result = compareModels(a, b, config, streamOf(pool, o.batch * 4, o.batch));
 
-        // Alternating chunks of about a quarter of the images (whole batches), so that neither path
+        // Alternating chunks of about an eighth of the images (whole batches), so that neither path
         // gets the machine's quieter minutes.
-        const int chunk = std::max(o.batch, (o.images / 4 / o.batch) * o.batch);
+        const int chunk = std::max(o.batch, (o.images / 8 / o.batch) * o.batch);
         double forwardSeconds = 0, compareSeconds = 0;
         for (int done = 0; done < o.images; done += chunk) {
             const int n = std::min(chunk, o.images - done);

@@ -29,14 +29,6 @@ namespace {
 
 constexpr int Timeout = 120000;
 
-void openDemo(MainWindow& window)
-{
-    window.setInteractive(false);
-    QSignalSpy opened(window.controller(), &RunController::modelOpened);
-    window.openModel(test::demoModel());
-    QVERIFY(opened.wait(Timeout));
-}
-
 QString probeImage(const QString& cls, int k)
 {
     return test::fixture(QString("probe/%1/%2.png").arg(cls).arg(k, 2, 10, QChar('0')));
@@ -58,7 +50,7 @@ private Q_SLOTS:
     void sweepsTickedLayersAndMarksTheBestInTheTree()
     {
         MainWindow window;
-        openDemo(window);
+        test::openDemo(window);
         ModuleTreeModel* tree = window.treePanel()->model();
         for (const char* layer : {"features.0", "features.1", "features.2"})
             QVERIFY(tree->setData(tree->indexOfPath(layer), Qt::Checked, Qt::CheckStateRole));
@@ -115,7 +107,7 @@ private Q_SLOTS:
     void gradCamOfTheSelectedImageEqualsTheCoreComputation()
     {
         MainWindow window;
-        openDemo(window);
+        test::openDemo(window);
         const QString image = probeImage("footwear", 3);
         window.document()->addImages({image});
         AttributionView* view = window.attributionView();
@@ -153,7 +145,7 @@ private Q_SLOTS:
     void patchingBsLastLayerIntoAGivesBsPrediction()
     {
         MainWindow window;
-        openDemo(window);
+        test::openDemo(window);
         window.document()->addImages({probeImage("rest", 0), probeImage("footwear", 0)});
         PatchingView* view = window.patchingView();
         view->setup(0, 1, "classifier.2", "features.2");

@@ -30,14 +30,6 @@ namespace {
 
 constexpr int Timeout = 120000;
 
-void openDemo(MainWindow& window)
-{
-    window.setInteractive(false);
-    QSignalSpy opened(window.controller(), &RunController::modelOpened);
-    window.openModel(test::demoModel());
-    QVERIFY(opened.wait(Timeout));
-}
-
 at::Tensor expected(const std::string& key)
 {
     return readTorchSaveFile(test::fixture("compare_expected.pt").toStdString()).toGenericDict().at(key).toTensor();
@@ -57,7 +49,7 @@ private Q_SLOTS:
     void comparesTwoCheckpointsDrawsExportsAndOpensAPair()
     {
         MainWindow window;
-        openDemo(window);
+        test::openDemo(window);
         window.document()->addImages(test::demoImages());
         ComparePanel* panel = window.comparePanel();
         // B is the demo with its last block and classifier moved (tests/fixtures/make_fixtures.py).
@@ -124,7 +116,7 @@ private Q_SLOTS:
         QString error;
         panel->request(&error);
         QVERIFY2(error.contains("Open a model first"), qPrintable(error));
-        openDemo(window);
+        test::openDemo(window);
         panel->setUp("checkpoints", "", "features.1", test::fixture("labelled"));
         panel->request(&error);
         QVERIFY2(error.contains("second checkpoint"), qPrintable(error));
@@ -145,7 +137,7 @@ private Q_SLOTS:
     void patchingComparesTwoInputsAtALayer()
     {
         MainWindow window;
-        openDemo(window);
+        test::openDemo(window);
         const QStringList images = test::demoImages();
         window.document()->addImages({images[0], images[1]});
         PatchingView* view = window.patchingView();

@@ -1,9 +1,21 @@
 #include "gui_test_support.h"
 
+#include "main_window.h"
+#include "run_controller.h"
+
 #include <QDir>
 #include <QProcess>
+#include <QtTest>
 
 namespace torchscope::test {
+
+void openDemo(MainWindow& window)
+{
+    window.setInteractive(false);
+    QSignalSpy opened(window.controller(), &RunController::modelOpened);
+    window.openModel(demoModel());
+    QVERIFY(opened.wait(120000));
+}
 
 QString fixture(const QString& name)
 {

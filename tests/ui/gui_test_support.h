@@ -3,7 +3,15 @@
 #include <QString>
 #include <QStringList>
 
+namespace torchscope {
+class MainWindow;
+}
+
 namespace torchscope::test {
+
+// Opens the demo model in a window made non-interactive (errors go to the log, not boxes); a
+// QtTest failure when it does not open in two minutes.
+void openDemo(MainWindow& window);
 
 QString fixture(const QString& name);
 QString demoModel();

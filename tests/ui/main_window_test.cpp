@@ -43,14 +43,6 @@ bool waitForRun(MainWindow& window)
     return done.wait(Timeout);
 }
 
-void openDemo(MainWindow& window)
-{
-    window.setInteractive(false);
-    QSignalSpy opened(window.controller(), &RunController::modelOpened);
-    window.openModel(test::demoModel());
-    QVERIFY(opened.wait(Timeout));
-}
-
 // Records the labelled fixture folder in the Recorders tab; the panel keeps the result.
 void recordLabelledFolder(MainWindow& window, const QString& grabs)
 {
@@ -87,7 +79,7 @@ private Q_SLOTS:
     void opensTheModelAndShowsItsTree()
     {
         MainWindow window;
-        openDemo(window);
+        test::openDemo(window);
         ModuleTreeModel* tree = window.treePanel()->model();
         QCOMPARE(tree->rowCount(), 3); // features, pool, classifier
         QVERIFY(tree->indexOfPath("features.2.conv").isValid());
@@ -97,7 +89,7 @@ private Q_SLOTS:
     void dropsImagesTicksALayerAndShowsItsMaps()
     {
         MainWindow window;
-        openDemo(window);
+        test::openDemo(window);
         const QStringList images = test::demoImages().mid(0, 3); // ankle_boot, bag, coat
 
         // A drag of a text file is refused where it enters; images are accepted.
@@ -149,7 +141,7 @@ private Q_SLOTS:
     void vectorOutputsArePlotted()
     {
         MainWindow window;
-        openDemo(window);
+        test::openDemo(window);
         window.document()->addImages(test::demoImages().mid(0, 1));
         window.treePanel()->selectPath("classifier.2"); // the 10 class scores
         QVERIFY(waitForRun(window));
@@ -196,7 +188,7 @@ private Q_SLOTS:
     void recordsAFolderAndShowsItsStatistics()
     {
         MainWindow window;
-        openDemo(window);
+        test::openDemo(window);
         recordLabelledFolder(window, "features.1");
         RecordersPanel* panel = window.recordersPanel();
         const auto snapshot = panel->snapshot();
@@ -246,7 +238,7 @@ private Q_SLOTS:
     void recordingsApplyTheTreesEdits()
     {
         MainWindow window;
-        openDemo(window);
+        test::openDemo(window);
         window.document()->addEdit(EditSpec::parse("features.0:zero:1,2"));
         recordLabelledFolder(window, "features.0");
         RecordersPanel* panel = window.recordersPanel();
@@ -261,7 +253,7 @@ private Q_SLOTS:
     void removingAnImageRemovesItsResults()
     {
         MainWindow window;
-        openDemo(window);
+        test::openDemo(window);
         const QStringList images = test::demoImages().mid(0, 3);
         window.document()->addImages(images);
         window.document()->setGrabbed("features.1", true);
@@ -283,7 +275,7 @@ private Q_SLOTS:
     void theTreeShowsGrabKindsEditsAndTheCutPart()
     {
         MainWindow window;
-        openDemo(window);
+        test::openDemo(window);
         window.document()->addImages(test::demoImages().mid(0, 1));
         window.document()->setGrabbed("features.0:grad", true);
         window.document()->setGrabbed("features.1:in0", true);
@@ -325,7 +317,7 @@ private Q_SLOTS:
     void truncationReturnsTheLayerOutput()
     {
         MainWindow window;
-        openDemo(window);
+        test::openDemo(window);
         window.document()->addImages(test::demoImages().mid(0, 2));
         QVERIFY(waitForRun(window));
         window.document()->setTruncation("features.0");
@@ -339,7 +331,7 @@ private Q_SLOTS:
     void exportsWhatPythonReads()
     {
         MainWindow window;
-        openDemo(window);
+        test::openDemo(window);
         window.document()->addImages(test::demoImages().mid(0, 3));
         window.treePanel()->selectPath("features.2");
         window.document()->setGrabbed("features.0:grad", true);
@@ -378,7 +370,7 @@ private Q_SLOTS:
         const QString path = dir.filePath("s.torchscope.json");
         {
             MainWindow window;
-            openDemo(window);
+            test::openDemo(window);
             window.document()->addImages(test::demoImages().mid(2, 2));
             window.document()->setGrabbed("features.1", true);
             window.document()->setTruncation("features.2");
@@ -412,7 +404,7 @@ private Q_SLOTS:
     void unreadableImagesAreListedWithTheReason()
     {
         MainWindow window;
-        openDemo(window);
+        test::openDemo(window);
         window.document()->addImages({test::demoImages().first(), test::fixture("images/not_an_image.png")});
         QVERIFY(waitForRun(window));
         const auto snapshot = window.document()->snapshot();
@@ -436,7 +428,7 @@ private Q_SLOTS:
     void aRunErrorIsReportedNotCrashed()
     {
         MainWindow window;
-        openDemo(window);
+        test::openDemo(window);
         window.document()->addImages(test::demoImages().mid(0, 1));
         QVERIFY(waitForRun(window));
         QSignalSpy failed(window.controller(), &RunController::failed);
