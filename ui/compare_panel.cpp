@@ -191,12 +191,16 @@ ComparePanel::ComparePanel(Document* document, QWidget* parent)
         summary_->setText(message);
         Q_EMIT failed(title, message);
     });
+    connect(worker_, &CompareWorker::mapsFailed, this, [this](const QString& title, const QString& message) {
+        summary_->setText(message); // a comparison may be running: its state stays
+        Q_EMIT failed(title, message);
+    });
     connect(heatMap_, &CkaHeatMap::pairPicked, this, &ComparePanel::showPair);
     connect(worker_, &CompareWorker::mapsReady, this, [this](const LayerPairMaps& maps) {
         auto* dialog = findChild<LayerPairDialog*>();
         if (!dialog)
             dialog = new LayerPairDialog(this);
-        const bool precision = lastRequest_.config.mode == CompareMode::Precision;
+        const bool precision = shownRequest_.config.mode == CompareMode::Precision;
         dialog->showMaps(maps, precision ? tr("float64") : tr("A"), precision ? tr("float32") : tr("B"));
         dialog->show();
         dialog->raise();
@@ -308,6 +312,7 @@ void ComparePanel::showResult(const CompareResultPtr& result)
 {
     setRunning(false);
     result_ = result;
+    shownRequest_ = lastRequest_; // runs are one at a time: the last started made this
     export_->setEnabled(true);
     const bool precision = result->mode == CompareMode::Precision;
     heatMap_->setVisible(!precision);
@@ -356,7 +361,7 @@ void ComparePanel::showPair(const QString& layerA, const QString& layerB)
                               .arg(layerA, layerB));
         return;
     }
-    worker_->layerMaps(lastRequest_, images[selected], layerA, layerB);
+    worker_->layerMaps(shownRequest_, images[selected], layerA, layerB);
 }
 
 QString ComparePanel::exportTo(const QString& path, const QString& plot) const

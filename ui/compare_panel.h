@@ -89,7 +89,8 @@ private:
     CkaHeatMap* heatMap_;
     DriftPlot* drift_;
     CompareResultPtr result_;
-    CompareRequest lastRequest_;
+    CompareRequest lastRequest_; // the run started last
+    CompareRequest shownRequest_; // the run whose result is on screen (a clicked cell's models)
 };
 
 } // namespace torchscope

@@ -137,7 +137,7 @@ void CompareWorker::runMaps(
         }
     });
     if (!failure.isEmpty())
-        Q_EMIT failed(tr("Layer Maps Failed"), failure);
+        Q_EMIT mapsFailed(tr("Layer Maps Failed"), failure);
     else
         Q_EMIT mapsReady(maps);
 }

@@ -49,6 +49,7 @@ Q_SIGNALS:
     void progress(qint64 done, qint64 total);
     void finished(const torchscope::CompareResultPtr& result);
     void mapsReady(const torchscope::LayerPairMaps& maps);
+    void mapsFailed(const QString& title, const QString& message);
     void failed(const QString& title, const QString& message);
 
 private:

@@ -280,7 +280,7 @@ CliOptions parseCommandLine(int argc, char** argv)
     compare->add_flag("--pooled", o.pooled, "CKA on each channel's spatial mean instead of every value");
     compare->add_option("--out,-o", o.out, "FILE.pt, FILE.json or FILE.csv");
     compare->add_option("--batch", o.batch, "samples per forward pass (CKA needs 4 or more)")
-        ->check(CLI::Range(1, 65536))
+        ->check(CLI::Range(1, 4096)) // a float64 Gram matrix per layer is batch²
         ->capture_default_str();
     compare->add_option("--decode-threads", o.decodeThreads, "image decoding threads; 0: automatic")
         ->check(CLI::Range(0, 1024))

@@ -19,7 +19,8 @@ struct HsicTerms {
 
 HsicTerms hsicTerms(const at::Tensor& gram)
 {
-    at::Tensor zeroDiagonal = gram.to(at::kDouble).clone();
+    // On the CPU: the sums are read back as doubles (a Gram matrix is small, batch × batch).
+    at::Tensor zeroDiagonal = gram.to(at::kCPU, at::kDouble).clone();
     zeroDiagonal.fill_diagonal_(0.0);
     HsicTerms terms;
     terms.rowSums = zeroDiagonal.sum(1);

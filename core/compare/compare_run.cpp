@@ -191,7 +191,7 @@ CompareResult compareModels(const std::shared_ptr<Model>& a, const std::shared_p
         for (size_t i = 0; i < differences.size(); ++i) {
             LayerDifference d = differences[i].result();
             d.cka = result.ckaAt(i, i);
-            if (!comparison.firstOver && d.cka < result.threshold)
+            if (!comparison.firstOver && !(d.cka >= result.threshold)) // NaN (undefined) counts as apart
                 comparison.firstOver = i;
             comparison.layers.push_back(std::move(d));
         }
@@ -214,6 +214,10 @@ CompareResult comparePrecisions(const std::string& path, const LoadOptions& opti
     referenceOptions.device = "cpu";
     referenceOptions.dtype = "float64";
     const auto referenceModel = Model::load(path, referenceOptions);
+    if (!referenceModel->frozenNote().empty())
+        throw Error("a precision comparison converts the model's parameters to each dtype, but this model was "
+                    "frozen (torch.jit.freeze): its weights are constants of the graph and stay as saved. "
+                    "Compare the model saved before freezing.");
     Side reference = makeSide("the float64 reference", referenceModel,
         resolveLayers(*referenceModel, config.layers, "the model", result.warnings));
     reference.dtype = at::kDouble;
@@ -235,8 +239,16 @@ CompareResult comparePrecisions(const std::string& path, const LoadOptions& opti
             side.dtype = scalarTypeNamed(precision.dtype);
         } catch (const Error& e) {
             side.unavailable = e.what();
+        } catch (const c10::Error& e) {
+            side.unavailable = torchErrorMessage(e.what_without_backtrace());
         }
         variants.push_back(std::move(side));
+        // Loading (CUDA's start above all) takes a while: a cancel here stops before any batch.
+        if (progress && !progress(FolderRunProgress{0, stream.total})) {
+            result.cancelled = true;
+            stream.stop();
+            return result;
+        }
         differences.emplace_back();
         for (const auto& layer : reference.layers)
             differences.back().emplace_back(layer);
@@ -266,7 +278,7 @@ CompareResult comparePrecisions(const std::string& path, const LoadOptions& opti
         if (comparison.unavailable.empty())
             for (size_t i = 0; i < differences[v].size(); ++i) {
                 comparison.layers.push_back(differences[v][i].result());
-                if (!comparison.firstOver && comparison.layers.back().relativeL2 > result.threshold)
+                if (!comparison.firstOver && !(comparison.layers.back().relativeL2 <= result.threshold)) // NaN is over
                     comparison.firstOver = i;
             }
         result.comparisons.push_back(std::move(comparison));

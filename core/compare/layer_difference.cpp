@@ -32,8 +32,10 @@ void DifferenceAccumulator::add(const at::Tensor& reference, const at::Tensor& o
     const at::Tensor diff = b - a;
     squaredReference_ += (a * a).sum().item<double>();
     squaredDifference_ += (diff * diff).sum().item<double>();
-    difference_.maxAbsError = std::max(difference_.maxAbsError, diff.abs().max().item<double>());
-    maxAbsReference_ = std::max(maxAbsReference_, a.abs().max().item<double>());
+    // NaN wins (std::max would drop it): a run that produced NaN must not look close.
+    auto largest = [](double kept, double value) { return std::isnan(kept) || std::isnan(value) ? NAN : std::max(kept, value); };
+    difference_.maxAbsError = largest(difference_.maxAbsError, diff.abs().max().item<double>());
+    maxAbsReference_ = largest(maxAbsReference_, a.abs().max().item<double>());
     // Per sample: cos(a_i, b_i); two zero vectors are the same (1), one zero vector is not (0).
     const at::Tensor normA = a.norm(2, 1), normB = b.norm(2, 1);
     const at::Tensor dots = (a * b).sum(1);

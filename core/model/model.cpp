@@ -125,10 +125,10 @@ std::shared_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
             if (tensor.is_floating_point())
                 tensor.set_data(tensor.to(dtype));
         };
-        for (const at::Tensor& parameter : model->module_->parameters())
-            convert(parameter);
-        for (const at::Tensor& buffer : model->module_->buffers())
-            convert(buffer);
+        // Parameters, buffers and plain tensor attributes alike (named_attributes covers all).
+        for (const auto& attribute : model->module_->named_attributes(true))
+            if (attribute.value.isTensor())
+                convert(attribute.value.toTensor());
     }
 
     const CallGraph calls = traceCalls(*model->module_);

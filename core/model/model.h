@@ -17,7 +17,8 @@ namespace torchscope {
 struct LoadOptions {
     std::string device = "cpu"; // "cpu", "cuda", "cuda:1"; see resolveDevice()
     // "" keeps the saved dtypes; "float64", "float32", "bfloat16" or "float16" converts every
-    // floating-point parameter and buffer (integer buffers such as num_batches_tracked stay).
+    // floating-point parameter, buffer and tensor attribute (integer ones such as
+    // num_batches_tracked stay; a frozen model's weights are graph constants and stay too).
     std::string dtype;
     std::vector<std::string> operatorLibraries; // custom-op libraries to load first
     bool loadDefaultOperatorLibraries = true; // Debian's torchvision ops when present

@@ -70,6 +70,7 @@ private Q_SLOTS:
                                                                           .arg(i).arg(j).arg(ours).arg(theirs)));
             }
         QCOMPARE(result->comparisons.size(), size_t{1});
+        QVERIFY(result->comparisons[0].firstOver.has_value());
         QCOMPARE(result->comparisons[0].layers[*result->comparisons[0].firstOver].layer, std::string("features.2"));
 
         // The heat map names the cell under the pointer; the drift plot has CKA, cosine, the ring
