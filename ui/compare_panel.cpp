@@ -6,6 +6,7 @@
 #include "layer_pair_dialog.h"
 #include "plot_file.h"
 #include "run_controller.h"
+#include "save_dialog.h"
 #include "setup_and_results.h"
 
 #include <QCheckBox>
@@ -146,25 +147,21 @@ ComparePanel::ComparePanel(Document* document, QWidget* parent)
     layOutSetupAndResults(this, setupColumn, plots);
 
     auto* exportMenu = new QMenu(export_);
-    exportMenu->addAction(tr("Heat Map as PNG or PDF…"), this, [this] {
-        const QString path = QFileDialog::getSaveFileName(this, tr("Export Heat Map"), "cka.png", tr("Pictures (*.png *.pdf)"));
-        if (!path.isEmpty())
-            if (const QString error = exportTo(path, "heat map"); !error.isEmpty())
-                Q_EMIT failed(tr("Export Failed"), error);
-    });
-    exportMenu->addAction(tr("Drift Plot as PNG or PDF…"), this, [this] {
-        const QString path = QFileDialog::getSaveFileName(this, tr("Export Drift Plot"), "drift.png", tr("Pictures (*.png *.pdf)"));
-        if (!path.isEmpty())
-            if (const QString error = exportTo(path, "drift"); !error.isEmpty())
-                Q_EMIT failed(tr("Export Failed"), error);
-    });
-    exportMenu->addAction(tr("Numbers as CSV, JSON or .pt…"), this, [this] {
-        const QString path = QFileDialog::getSaveFileName(
-            this, tr("Export Comparison"), "comparison.csv", tr("Comparison (*.csv *.json *.pt)"));
-        if (!path.isEmpty())
-            if (const QString error = exportTo(path); !error.isEmpty())
-                Q_EMIT failed(tr("Export Failed"), error);
-    });
+    // The project's save dialog (it adds the chosen filter's extension), then exportTo.
+    auto addExport = [this, exportMenu](const QString& text, const QString& caption, const QString& suggested,
+                         const QString& filters, const QString& plot) {
+        exportMenu->addAction(text, this, [=] {
+            const QString path = askSavePath(this, caption, suggested, filters);
+            if (!path.isEmpty())
+                if (const QString error = exportTo(path, plot); !error.isEmpty())
+                    Q_EMIT failed(tr("Export Failed"), error);
+        });
+    };
+    const QString pictures = tr("PNG image (*.png);;PDF (*.pdf)");
+    addExport(tr("Heat Map as PNG or PDF…"), tr("Export Heat Map"), "cka.png", pictures, "heat map");
+    addExport(tr("Drift Plot as PNG or PDF…"), tr("Export Drift Plot"), "drift.png", pictures, "drift");
+    addExport(tr("Numbers as CSV, JSON or .pt…"), tr("Export Comparison"), "comparison.csv",
+        tr("CSV (*.csv);;JSON (*.json);;PyTorch (*.pt)"), QString());
     export_->setMenu(exportMenu);
 
     connect(browseB_, &QPushButton::clicked, this, [this] {

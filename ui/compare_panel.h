@@ -63,7 +63,6 @@ Q_SIGNALS:
 private:
     void updateMode();
     void showResult(const CompareResultPtr& result);
-    void exportDialog();
     void setRunning(bool running);
 
     Document* document_;

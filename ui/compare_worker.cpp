@@ -4,7 +4,7 @@
 #include "common/tensor_conversion.h"
 #include "compare/compare_run.h"
 #include "graph/engine.h"
-#include "imaging/batch_reader.h"
+#include "imaging/folder_run.h"
 #include "imaging/image_folder.h"
 #include "imaging/image_tensor.h"
 #include "model/model.h"
@@ -83,11 +83,9 @@ void CompareWorker::run(const CompareRequest& request)
         const ImageFolder folder = ImageFolder::scan(request.folder);
         if (folder.images.empty())
             throw Error("the folder '" + request.folder + "' holds no images (.png, .jpg, .bmp, .tif, .webp)");
-        auto reader = std::make_shared<BatchReader>(folder, request.preprocessing, request.batch, 2);
-        CompareStream stream;
-        stream.total = static_cast<int64_t>(folder.images.size());
-        stream.next = [reader] { return reader->next(); };
-        stream.stop = [reader] { reader->cancel(); };
+        FolderRunOptions options;
+        options.batchSize = request.batch;
+        const BatchStream stream = folderBatches(folder, request.preprocessing, options);
         const auto progress = [this](const FolderRunProgress& p) {
             Q_EMIT this->progress(p.imagesDone, p.imagesTotal);
             return !cancelled_ && !thread_.isInterruptionRequested();

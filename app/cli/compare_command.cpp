@@ -156,14 +156,14 @@ int runCompare(const CliOptions& options)
 
     auto modelA = openModel(options);
     const ModelSetup setup = chooseSetup(*modelA, options);
-    CompareStream stream;
+    BatchStream stream;
     if (tensorInput) {
-        stream = tensorStream(readLabelledSamples(options.inputs[0]).samples, options.batch);
+        stream = tensorBatches(readLabelledSamples(options.inputs[0]).samples, {}, options.batch);
     } else {
         const int threads = options.decodeThreads > 0
             ? options.decodeThreads
             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-        stream = compareImageInputs(options.inputs, setup, options.batch, threads);
+        stream = imageInputBatches(options.inputs, setup, options.batch, threads);
     }
 
     std::signal(SIGINT, [](int) { interrupted = true; });

@@ -1,7 +1,6 @@
 #include "image_inputs.h"
 
 #include "common/error.h"
-#include "imaging/batch_reader.h"
 #include "imaging/folder_run.h"
 #include "imaging/image_decoder.h"
 #include "imaging/image_folder.h"
@@ -77,16 +76,13 @@ FolderRunSummary recordImageInputs(Engine& engine, Recorder& recorder, const std
     return summary;
 }
 
-CompareStream compareImageInputs(
+BatchStream imageInputBatches(
     const std::vector<std::string>& inputs, const ModelSetup& setup, int batchSize, int decodeThreads)
 {
-    const ImageFolder folder = folderOfInputs(inputs, setup, "compare");
-    auto reader = std::make_shared<BatchReader>(folder, setup.preprocessing, batchSize, decodeThreads);
-    CompareStream stream;
-    stream.total = static_cast<int64_t>(folder.images.size());
-    stream.next = [reader] { return reader->next(); };
-    stream.stop = [reader] { reader->cancel(); };
-    return stream;
+    FolderRunOptions options;
+    options.batchSize = batchSize;
+    options.decodeThreads = decodeThreads;
+    return folderBatches(folderOfInputs(inputs, setup, "compare"), setup.preprocessing, options);
 }
 
 ProbeSamples folderProbeSamples(const std::string& folder, const ModelSetup& setup, int batchSize, int threads)

@@ -3,7 +3,6 @@
 // What the CLI reads from image files. image_inputs.cpp is built with the torchscope_imaging
 // target (OpenCV); a build without it gets image_inputs_unavailable.cpp, which says so.
 
-#include "compare/compare_run.h"
 #include "record/batch_run.h"
 #include "record/recording_files.h"
 
@@ -38,7 +37,7 @@ FolderRunSummary recordImageInputs(Engine& engine, Recorder& recorder, const std
     const std::function<bool(const FolderRunProgress&)>& progress, RecordingSource& source);
 
 // Images and image folders as batches for compare, decoded ahead on `decodeThreads` threads.
-CompareStream compareImageInputs(
+BatchStream imageInputBatches(
     const std::vector<std::string>& inputs, const ModelSetup& setup, int batchSize, int decodeThreads);
 
 // --data FOLDER for probe: one subfolder per class.

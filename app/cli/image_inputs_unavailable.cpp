@@ -35,7 +35,7 @@ FolderRunSummary recordImageInputs(Engine&, Recorder&, const std::vector<std::st
         "give one tensor file: --input FILE.pt with [N, ...] rows or {\"samples\": [N, ...], \"labels\": [N]}");
 }
 
-CompareStream compareImageInputs(const std::vector<std::string>& inputs, const ModelSetup&, int, int)
+BatchStream imageInputBatches(const std::vector<std::string>& inputs, const ModelSetup&, int, int)
 {
     refuse("compare " + (inputs.empty() ? std::string() : inputs.front()),
         "give one tensor file: --input FILE.pt with [N, ...] rows");

@@ -30,6 +30,12 @@ std::string join(const std::vector<std::string>& parts, std::string_view separat
     return out;
 }
 
+void appendUnique(std::vector<std::string>& list, const std::string& item)
+{
+    if (std::find(list.begin(), list.end(), item) == list.end())
+        list.push_back(item);
+}
+
 bool startsWith(std::string_view text, std::string_view prefix)
 {
     return text.substr(0, prefix.size()) == prefix;

@@ -9,6 +9,8 @@ namespace torchscope {
 std::vector<std::string> split(std::string_view text, char separator);
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
 bool startsWith(std::string_view text, std::string_view prefix);
+// Appends `item` unless the list holds it already (warnings repeated by every batch, said once).
+void appendUnique(std::vector<std::string>& list, const std::string& item);
 bool endsWith(std::string_view text, std::string_view suffix);
 
 // Edit distance, used to suggest the closest existing names for a misspelled one.

@@ -13,7 +13,6 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 
 namespace torchscope {
@@ -85,8 +84,7 @@ std::vector<at::Tensor> activations(Side& side, const at::Tensor& batch, std::ve
     const at::Tensor input = side.dtype ? batch.to(device, *side.dtype) : batch.to(device);
     const RunResult result = side.engine->run(side.request, forwardInputsFromBatch(*side.model, input));
     for (const auto& w : result.warnings)
-        if (std::find(warnings.begin(), warnings.end(), w) == warnings.end())
-            warnings.push_back(w);
+        appendUnique(warnings, w);
     std::vector<at::Tensor> values;
     for (const auto& layer : side.layers) {
         const c10::IValue* value = result.find(layer);
@@ -107,28 +105,13 @@ std::vector<at::Tensor> gramsOf(const std::vector<at::Tensor>& values, CkaFeatur
     return grams;
 }
 
-// The loop every mode shares: batches in, `handle` per batch, progress and cancel.
-void streamBatches(const CompareStream& stream, const CompareProgress& progress, CompareResult& result,
-    const std::function<void(const at::Tensor&)>& handle)
+// What the batch loop did, in the result.
+void keepLoop(CompareResult& result, const BatchLoop& loop)
 {
-    const auto start = std::chrono::steady_clock::now();
-    FolderRunProgress state{0, stream.total};
-    while (auto batch = stream.next()) {
-        if (batch->error)
-            std::rethrow_exception(batch->error);
-        result.failures.insert(result.failures.end(), batch->failures.begin(), batch->failures.end());
-        state.imagesDone += static_cast<int64_t>(batch->indices.size() + batch->failures.size());
-        if (batch->images.defined() && batch->images.size(0) > 0) {
-            handle(batch->images);
-            result.samples += batch->images.size(0);
-        }
-        if (progress && !progress(state)) {
-            result.cancelled = true;
-            stream.stop();
-            break;
-        }
-    }
-    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.samples = loop.samples;
+    result.cancelled = loop.cancelled;
+    result.seconds = loop.seconds;
+    result.failures = loop.failures;
 }
 
 void noteShortBatches(CompareResult& result)
@@ -142,7 +125,7 @@ void noteShortBatches(CompareResult& result)
 } // namespace
 
 CompareResult compareModels(const std::shared_ptr<Model>& a, const std::shared_ptr<Model>& b,
-    const CompareConfig& config, const CompareStream& stream, const CompareProgress& progress)
+    const CompareConfig& config, const BatchStream& stream, const BatchProgress& progress)
 {
     if (config.mode == CompareMode::Precision)
         throw Error("a precision comparison runs one model: use comparePrecisions");
@@ -172,7 +155,8 @@ CompareResult compareModels(const std::shared_ptr<Model>& a, const std::shared_p
     if (checkpoints)
         for (const auto& layer : sideA.layers)
             differences.emplace_back(layer);
-    streamBatches(stream, progress, result, [&](const at::Tensor& batch) {
+    keepLoop(result, forEachBatch(stream, progress, [&](const ImageBatch& images) {
+        const at::Tensor& batch = images.images;
         const auto valuesA = activations(sideA, batch, result.warnings);
         const auto valuesB = activations(sideB, batch, result.warnings);
         if (batch.size(0) >= 4) {
@@ -181,7 +165,7 @@ CompareResult compareModels(const std::shared_ptr<Model>& a, const std::shared_p
         }
         for (size_t i = 0; i < differences.size(); ++i)
             differences[i].add(valuesA[i], valuesB[i]);
-    });
+    }));
     result.cka = cka.values();
     result.ckaBatches = cka.batches();
     noteShortBatches(result);
@@ -201,7 +185,7 @@ CompareResult compareModels(const std::shared_ptr<Model>& a, const std::shared_p
 }
 
 CompareResult comparePrecisions(const std::string& path, const LoadOptions& options, const CompareConfig& config,
-    const CompareStream& stream, const CompareProgress& progress)
+    const BatchStream& stream, const BatchProgress& progress)
 {
     const at::NoGradGuard noGrad;
     CompareResult result;
@@ -254,14 +238,14 @@ CompareResult comparePrecisions(const std::string& path, const LoadOptions& opti
             differences.back().emplace_back(layer);
     }
 
-    streamBatches(stream, progress, result, [&](const at::Tensor& batch) {
-        const auto expected = activations(reference, batch, result.warnings);
+    keepLoop(result, forEachBatch(stream, progress, [&](const ImageBatch& images) {
+        const auto expected = activations(reference, images.images, result.warnings);
         for (size_t v = 0; v < variants.size(); ++v) {
             Side& side = variants[v];
             if (!side.unavailable.empty())
                 continue;
             try {
-                const auto values = activations(side, batch, result.warnings);
+                const auto values = activations(side, images.images, result.warnings);
                 for (size_t i = 0; i < values.size(); ++i)
                     differences[v][i].add(expected[i], values[i]);
             } catch (const c10::Error& e) {
@@ -270,7 +254,7 @@ CompareResult comparePrecisions(const std::string& path, const LoadOptions& opti
                 side.unavailable = e.what();
             }
         }
-    });
+    }));
     for (size_t v = 0; v < variants.size(); ++v) {
         Comparison comparison;
         comparison.name = variants[v].name;
@@ -284,30 +268,6 @@ CompareResult comparePrecisions(const std::string& path, const LoadOptions& opti
         result.comparisons.push_back(std::move(comparison));
     }
     return result;
-}
-
-CompareStream tensorStream(const at::Tensor& samples, int batchSize)
-{
-    if (samples.dim() < 1 || samples.size(0) == 0)
-        throw Error("a tensor of samples needs rows: shape [N, ...]");
-    auto next = std::make_shared<int64_t>(0);
-    const int64_t step = std::max(1, batchSize);
-    CompareStream stream;
-    stream.total = samples.size(0);
-    stream.next = [samples, next, step]() -> std::optional<ImageBatch> {
-        if (*next >= samples.size(0))
-            return std::nullopt;
-        ImageBatch batch;
-        const int64_t end = std::min(samples.size(0), *next + step);
-        batch.images = samples.slice(0, *next, end);
-        for (int64_t i = *next; i < end; ++i) {
-            batch.indices.push_back(i);
-            batch.labels.push_back(-1);
-        }
-        *next = end;
-        return batch;
-    };
-    return stream;
 }
 
 } // namespace torchscope

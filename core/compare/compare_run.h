@@ -18,29 +18,19 @@ namespace torchscope {
 class Model;
 struct LoadOptions;
 
-// Where the samples come from: `next` yields batches until it returns nothing; `stop` is called
-// when the run is cancelled (a reader's threads stop).
-struct CompareStream {
-    int64_t total = 0;
-    std::function<std::optional<ImageBatch>()> next;
-    std::function<void()> stop = [] {};
-};
-
-using CompareProgress = std::function<bool(const FolderRunProgress&)>; // false: cancel
+// Samples come as a BatchStream (record/batch_run.h): tensorBatches() for a tensor,
+// folderBatches() (imaging/folder_run.h) for images.
 
 // Cka and Checkpoints modes: A against B on the same inputs. Throws torchscope::Error for specs
 // that select nothing, layers whose output is no tensor, and (Checkpoints) layers B lacks.
 CompareResult compareModels(const std::shared_ptr<Model>& a, const std::shared_ptr<Model>& b,
-    const CompareConfig& config, const CompareStream& stream, const CompareProgress& progress = {});
+    const CompareConfig& config, const BatchStream& stream, const BatchProgress& progress = {});
 
 // Precision mode: the model at `path` in float64 on the CPU is the reference; each of the
 // config's precisions loads it again (on its device, in its dtype) and is compared with it. A
 // precision the machine cannot run (no GPU, an operator without bfloat16 kernels) is reported in
 // its Comparison's `unavailable`, not thrown.
 CompareResult comparePrecisions(const std::string& path, const LoadOptions& options, const CompareConfig& config,
-    const CompareStream& stream, const CompareProgress& progress = {});
-
-// A stream over the rows of a [N, ...] tensor.
-CompareStream tensorStream(const at::Tensor& samples, int batchSize);
+    const BatchStream& stream, const BatchProgress& progress = {});
 
 } // namespace torchscope

@@ -2,20 +2,19 @@
 
 #include "common/error.h"
 #include "common/strings.h"
-
-#include <array>
+#include "common/tensor_conversion.h"
 
 namespace torchscope {
 namespace {
 
-constexpr std::array<const char*, 4> Dtypes{"float64", "float32", "bfloat16", "float16"};
-
 bool isDtype(const std::string& name)
 {
-    for (const char* d : Dtypes)
-        if (name == d)
-            return true;
-    return false;
+    try {
+        scalarTypeNamed(name); // the one list of dtype names
+        return true;
+    } catch (const Error&) {
+        return false;
+    }
 }
 
 } // namespace

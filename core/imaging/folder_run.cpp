@@ -2,16 +2,25 @@
 
 #include "imaging/batch_reader.h"
 
+#include <memory>
+
 namespace torchscope {
 
 FolderRunSummary recordFolder(Engine& engine, Recorder& recorder, const ImageFolder& folder,
     const Preprocessing& preprocessing, const FolderRunOptions& options,
     const std::function<bool(const FolderRunProgress&)>& progress)
 {
-    BatchReader reader(folder, preprocessing, options.batchSize, options.decodeThreads);
-    return recordBatches(
-        engine, recorder, static_cast<int64_t>(folder.images.size()), [&] { return reader.next(); }, progress,
-        [&] { reader.cancel(); });
+    return recordBatches(engine, recorder, folderBatches(folder, preprocessing, options), progress);
+}
+
+BatchStream folderBatches(const ImageFolder& folder, const Preprocessing& preprocessing, const FolderRunOptions& options)
+{
+    auto reader = std::make_shared<BatchReader>(folder, preprocessing, options.batchSize, options.decodeThreads);
+    BatchStream stream;
+    stream.total = static_cast<int64_t>(folder.images.size());
+    stream.next = [reader] { return reader->next(); };
+    stream.stop = [reader] { reader->cancel(); };
+    return stream;
 }
 
 RecordingSource recordingSource(const ImageFolder& folder)

@@ -26,6 +26,10 @@ FolderRunSummary recordFolder(Engine& engine, Recorder& recorder, const ImageFol
     const Preprocessing& preprocessing, const FolderRunOptions& options,
     const std::function<bool(const FolderRunProgress&)>& progress = {});
 
+// The folder's images, decoded and preprocessed ahead on `options.decodeThreads` threads, as a
+// stream (recordings and comparisons read it alike).
+BatchStream folderBatches(const ImageFolder& folder, const Preprocessing& preprocessing, const FolderRunOptions& options);
+
 // What a recording of `folder` says of its samples: the image files in sample order, the class
 // folders and their labels. The caller adds the model and the condition.
 RecordingSource recordingSource(const ImageFolder& folder);

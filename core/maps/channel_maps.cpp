@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 namespace torchscope {
@@ -54,7 +55,22 @@ FloatTensor classTokens(const FloatTensor& tokens, const TokenLayout& layout)
     return {{layout.extraTokens, layout.features}, std::vector<float>(tokens.values.begin(), end)};
 }
 
-NormalizedMaps normalizeChannelMaps(const FloatTensor& maps, Contrast contrast)
+namespace {
+
+std::pair<float, float> valueRange(const std::vector<float>& values, size_t begin, size_t end)
+{
+    float lo = std::numeric_limits<float>::max(), hi = std::numeric_limits<float>::lowest();
+    for (size_t i = begin; i < end; ++i) {
+        lo = std::min(lo, values[i]);
+        hi = std::max(hi, values[i]);
+    }
+    return {lo, hi};
+}
+
+// Scales each channel to [0, 1] over the range `rangeOf(own low, own high)` gives it; a range
+// without span draws the channel at `zero`.
+NormalizedMaps scaleChannels(
+    const FloatTensor& maps, const std::function<ChannelRange(float, float)>& rangeOf, float zero)
 {
     NormalizedMaps out;
     out.values.assign(maps.values.size(), 0.0f);
@@ -63,58 +79,42 @@ NormalizedMaps normalizeChannelMaps(const FloatTensor& maps, Contrast contrast)
     const MapLayout layout = mapLayout(maps.shape);
     const size_t channels = static_cast<size_t>(std::max<int64_t>(layout.channels, 1));
     const size_t size = maps.values.size() / channels;
-    auto range = [&](size_t begin, size_t end) {
-        float lo = std::numeric_limits<float>::max(), hi = std::numeric_limits<float>::lowest();
-        for (size_t i = begin; i < end; ++i) {
-            lo = std::min(lo, maps.values[i]);
-            hi = std::max(hi, maps.values[i]);
-        }
-        return std::make_pair(lo, hi);
-    };
-    auto [sharedLo, sharedHi] = range(0, maps.values.size());
-    if (contrast == Contrast::Symmetric) {
-        const float m = std::max(std::abs(sharedLo), std::abs(sharedHi));
-        sharedLo = -m;
-        sharedHi = m;
-    }
     out.channels.resize(channels);
     for (size_t c = 0; c < channels; ++c) {
-        const auto [ownLo, ownHi] = range(c * size, (c + 1) * size);
-        ChannelRange& r = out.channels[c];
-        r.constant = ownLo == ownHi;
-        if (contrast == Contrast::PerChannel) {
-            r.low = std::min(ownLo, 0.f);
-            r.high = std::max(ownHi, 0.f);
-        } else {
-            r.low = sharedLo;
-            r.high = sharedHi;
-        }
+        const auto [ownLo, ownHi] = valueRange(maps.values, c * size, (c + 1) * size);
+        const ChannelRange r = out.channels[c] = rangeOf(ownLo, ownHi);
         const float span = r.high - r.low;
-        // Only all zeros have no span: drawn where zero sits (the middle of a symmetric scale).
-        const float zero = contrast == Contrast::Symmetric ? 0.5f : 0.f;
         for (size_t i = c * size; i < (c + 1) * size; ++i)
             out.values[i] = span > 0 ? std::clamp((maps.values[i] - r.low) / span, 0.f, 1.f) : zero;
     }
     return out;
 }
 
+} // namespace
+
+NormalizedMaps normalizeChannelMaps(const FloatTensor& maps, Contrast contrast)
+{
+    auto [sharedLo, sharedHi] = valueRange(maps.values, 0, maps.values.size());
+    if (contrast == Contrast::Symmetric) {
+        const float m = std::max(std::abs(sharedLo), std::abs(sharedHi));
+        sharedLo = -m;
+        sharedHi = m;
+    }
+    // Only all zeros have no span: drawn where zero sits (the middle of a symmetric scale).
+    return scaleChannels(
+        maps,
+        [&](float ownLo, float ownHi) {
+            if (contrast == Contrast::PerChannel)
+                return ChannelRange{std::min(ownLo, 0.f), std::max(ownHi, 0.f), ownLo == ownHi};
+            return ChannelRange{sharedLo, sharedHi, ownLo == ownHi};
+        },
+        contrast == Contrast::Symmetric ? 0.5f : 0.f);
+}
+
 NormalizedMaps normalizeChannelMaps(const FloatTensor& maps, float low, float high)
 {
-    NormalizedMaps out;
-    out.values.assign(maps.values.size(), 0.0f);
-    const MapLayout layout = mapLayout(maps.shape);
-    const size_t channels = static_cast<size_t>(std::max<int64_t>(layout.channels, 1));
-    const size_t size = maps.values.empty() ? 0 : maps.values.size() / channels;
-    const float span = high - low;
-    out.channels.resize(maps.values.empty() ? 0 : channels);
-    for (size_t c = 0; c < out.channels.size(); ++c) {
-        const auto [ownLo, ownHi] = std::minmax_element(
-            maps.values.begin() + static_cast<std::ptrdiff_t>(c * size), maps.values.begin() + static_cast<std::ptrdiff_t>((c + 1) * size));
-        out.channels[c] = {low, high, *ownLo == *ownHi};
-        for (size_t i = c * size; i < (c + 1) * size; ++i)
-            out.values[i] = span > 0 ? std::clamp((maps.values[i] - low) / span, 0.f, 1.f) : 0.5f;
-    }
-    return out;
+    return scaleChannels(
+        maps, [&](float ownLo, float ownHi) { return ChannelRange{low, high, ownLo == ownHi}; }, 0.5f);
 }
 
 std::vector<float> normalizeChannels(const FloatTensor& maps, Contrast contrast)

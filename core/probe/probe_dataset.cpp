@@ -98,8 +98,7 @@ ProbeDataset collectProbeDataset(Engine& engine, const std::vector<std::string>&
                 ids.insert(ids.end(), batch->sampleIds.begin(), batch->sampleIds.end());
                 dataset.samplesRun += static_cast<int64_t>(batch->sampleIds.size());
                 for (const auto& w : result.warnings)
-                    if (std::find(dataset.warnings.begin(), dataset.warnings.end(), w) == dataset.warnings.end())
-                        dataset.warnings.push_back(w);
+                    appendUnique(dataset.warnings, w);
             }
             if (progress && !progress(done, total)) {
                 samples.cancel();

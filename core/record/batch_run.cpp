@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 
 namespace torchscope {
 namespace {
@@ -56,9 +57,56 @@ at::Tensor conditionMask(const Condition& condition, const c10::IValue& output, 
 
 } // namespace
 
-FolderRunSummary recordBatches(Engine& engine, Recorder& recorder, int64_t total,
-    const std::function<std::optional<ImageBatch>()>& next,
-    const std::function<bool(const FolderRunProgress&)>& progress, const std::function<void()>& stop)
+BatchLoop forEachBatch(
+    const BatchStream& stream, const BatchProgress& progress, const std::function<void(const ImageBatch&)>& handle)
+{
+    const auto start = std::chrono::steady_clock::now();
+    BatchLoop loop;
+    FolderRunProgress state{0, stream.total};
+    while (auto batch = stream.next()) {
+        loop.failures.insert(loop.failures.end(), batch->failures.begin(), batch->failures.end());
+        state.imagesDone += static_cast<int64_t>(batch->indices.size() + batch->failures.size());
+        if (batch->images.defined() && batch->images.size(0) > 0) {
+            handle(*batch);
+            loop.samples += batch->images.size(0);
+        }
+        if (progress && !progress(state)) {
+            loop.cancelled = true;
+            stream.stop();
+            break;
+        }
+    }
+    loop.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return loop;
+}
+
+BatchStream tensorBatches(const at::Tensor& samples, const std::vector<int64_t>& labels, int batchSize)
+{
+    if (samples.dim() < 1 || samples.size(0) == 0)
+        throw Error("a tensor to record or compare needs rows: shape [N, ...], got " + shapeToString(samples.sizes().vec()));
+    if (!labels.empty() && static_cast<int64_t>(labels.size()) != samples.size(0))
+        throw Error(std::to_string(labels.size()) + " labels for " + std::to_string(samples.size(0)) + " samples");
+    const int64_t step = std::max(1, batchSize);
+    auto next = std::make_shared<int64_t>(0);
+    BatchStream stream;
+    stream.total = samples.size(0);
+    stream.next = [samples, labels, next, step]() -> std::optional<ImageBatch> {
+        if (*next >= samples.size(0))
+            return std::nullopt;
+        ImageBatch batch;
+        const int64_t end = std::min(samples.size(0), *next + step);
+        batch.images = samples.slice(0, *next, end);
+        for (int64_t i = *next; i < end; ++i) {
+            batch.indices.push_back(i);
+            batch.labels.push_back(labels.empty() ? -1 : labels[static_cast<size_t>(i)]);
+        }
+        *next = end;
+        return batch;
+    };
+    return stream;
+}
+
+FolderRunSummary recordBatches(Engine& engine, Recorder& recorder, const BatchStream& stream, const BatchProgress& progress)
 {
     Request request;
     request.grabs = recorder.config().grabs;
@@ -71,60 +119,28 @@ FolderRunSummary recordBatches(Engine& engine, Recorder& recorder, int64_t total
                 + " adds or replaces a tensor, which fits one input, not a folder (use run)");
     engine.prepare(request);
 
-    const auto start = std::chrono::steady_clock::now();
     FolderRunSummary summary;
-    FolderRunProgress state{0, total};
-    while (auto batch = next()) {
-        summary.failures.insert(summary.failures.end(), batch->failures.begin(), batch->failures.end());
-        state.imagesDone += static_cast<int64_t>(batch->indices.size() + batch->failures.size());
-        if (batch->images.defined()) {
-            const RunResult result = engine.run(request, forwardInputsFromBatch(engine.model(), batch->images));
-            const at::Tensor mask
-                = conditionMask(recorder.config().condition, result.values.front().second, recorder.config().scores,
-                    batch->labels);
-            recorder.add(result, batch->indices, mask);
-            summary.images += batch->images.size(0);
-            summary.selected += mask.sum().item<int64_t>();
-            for (const auto& w : result.warnings)
-                if (std::find(summary.warnings.begin(), summary.warnings.end(), w) == summary.warnings.end())
-                    summary.warnings.push_back(w);
-        }
-        if (progress && !progress(state)) {
-            summary.cancelled = true;
-            stop();
-            break;
-        }
-    }
-    summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const BatchLoop loop = forEachBatch(stream, progress, [&](const ImageBatch& batch) {
+        const RunResult result = engine.run(request, forwardInputsFromBatch(engine.model(), batch.images));
+        const at::Tensor mask = conditionMask(
+            recorder.config().condition, result.values.front().second, recorder.config().scores, batch.labels);
+        recorder.add(result, batch.indices, mask);
+        summary.selected += mask.sum().item<int64_t>();
+        for (const auto& w : result.warnings)
+            appendUnique(summary.warnings, w);
+    });
+    summary.images = loop.samples;
+    summary.failures = loop.failures;
+    summary.cancelled = loop.cancelled;
+    summary.seconds = loop.seconds;
     summary.imagesPerSecond = summary.seconds > 0 ? summary.images / summary.seconds : 0.0;
     return summary;
 }
 
 FolderRunSummary recordTensor(Engine& engine, Recorder& recorder, const at::Tensor& samples,
-    const std::vector<int64_t>& labels, int batchSize, const std::function<bool(const FolderRunProgress&)>& progress)
+    const std::vector<int64_t>& labels, int batchSize, const BatchProgress& progress)
 {
-    if (samples.dim() < 1 || samples.size(0) == 0)
-        throw Error("a tensor to record needs rows: shape [N, ...], got " + shapeToString(samples.sizes().vec()));
-    if (!labels.empty() && static_cast<int64_t>(labels.size()) != samples.size(0))
-        throw Error(std::to_string(labels.size()) + " labels for " + std::to_string(samples.size(0)) + " samples");
-    const int64_t step = std::max(1, batchSize);
-    int64_t next = 0;
-    return recordBatches(
-        engine, recorder, samples.size(0),
-        [&]() -> std::optional<ImageBatch> {
-            if (next >= samples.size(0))
-                return std::nullopt;
-            ImageBatch batch;
-            const int64_t end = std::min(samples.size(0), next + step);
-            batch.images = samples.slice(0, next, end);
-            for (int64_t i = next; i < end; ++i) {
-                batch.indices.push_back(i);
-                batch.labels.push_back(labels.empty() ? -1 : labels[static_cast<size_t>(i)]);
-            }
-            next = end;
-            return batch;
-        },
-        progress, [] {});
+    return recordBatches(engine, recorder, tensorBatches(samples, labels, batchSize), progress);
 }
 
 } // namespace torchscope

@@ -37,17 +37,41 @@ struct FolderRunSummary {
     std::vector<std::string> warnings;
 };
 
-// The loop every stream shares: `next` yields batches until it returns nothing; each runs through
-// the model and feeds the recorder. `progress` is called after every batch; returning false
-// cancels (whole batches only, so what was recorded stays consistent) and calls `stop`.
-FolderRunSummary recordBatches(Engine& engine, Recorder& recorder, int64_t total,
-    const std::function<std::optional<ImageBatch>()>& next,
-    const std::function<bool(const FolderRunProgress&)>& progress, const std::function<void()>& stop);
+// Where samples come from, batch by batch: `next` yields batches until it returns nothing; `stop`
+// is called when a run is cancelled (a reader's threads stop). A recording and a comparison take
+// the same streams.
+struct BatchStream {
+    int64_t total = 0;
+    std::function<std::optional<ImageBatch>()> next;
+    std::function<void()> stop = [] {};
+};
 
-// Streams the rows of a tensor ([N, ...], as saved by torch.save) through the model in batches
-// and feeds the recorder; labels (one per row, or empty) serve the conditions.
+using BatchProgress = std::function<bool(const FolderRunProgress&)>; // false: cancel
+
+// What the loop over a stream did.
+struct BatchLoop {
+    int64_t samples = 0; // handed to `handle`
+    bool cancelled = false;
+    double seconds = 0.0;
+    std::vector<std::pair<std::string, std::string>> failures; // unreadable images: path, why
+};
+
+// The loop every stream shares: each batch with samples goes to `handle`; `progress` is called
+// after every batch, and returning false cancels (whole batches only, so what was handled stays
+// consistent) and calls the stream's `stop`.
+BatchLoop forEachBatch(
+    const BatchStream& stream, const BatchProgress& progress, const std::function<void(const ImageBatch&)>& handle);
+
+// The rows of a tensor ([N, ...], as saved by torch.save) in batches; labels: one per row, or empty.
+BatchStream tensorBatches(const at::Tensor& samples, const std::vector<int64_t>& labels, int batchSize);
+
+// Runs every batch of the stream through the model and feeds the recorder.
+FolderRunSummary recordBatches(
+    Engine& engine, Recorder& recorder, const BatchStream& stream, const BatchProgress& progress = {});
+
+// Streams the rows of a tensor through the model in batches and feeds the recorder; labels (one
+// per row, or empty) serve the conditions.
 FolderRunSummary recordTensor(Engine& engine, Recorder& recorder, const at::Tensor& samples,
-    const std::vector<int64_t>& labels, int batchSize,
-    const std::function<bool(const FolderRunProgress&)>& progress = {});
+    const std::vector<int64_t>& labels, int batchSize, const BatchProgress& progress = {});
 
 } // namespace torchscope

@@ -47,10 +47,10 @@ std::vector<at::Tensor> batchPool(const Options& o)
     return pool;
 }
 
-CompareStream streamOf(const std::vector<at::Tensor>& pool, int images, int batch)
+BatchStream streamOf(const std::vector<at::Tensor>& pool, int images, int batch)
 {
     auto done = std::make_shared<int>(0);
-    CompareStream stream;
+    BatchStream stream;
     stream.total = images;
     stream.next = [&pool, done, images, batch]() -> std::optional<ImageBatch> {
         if (*done >= images)
@@ -129,7 +129,7 @@ int main(int argc, char** argv)
         auto forwardBoth = [&](int images) {
             // Fresh engines, as compareModels makes: both paths pay TorchScript's warm-up runs.
             Engine engineA(a), engineB(b);
-            const CompareStream stream = streamOf(pool, images, o.batch);
+            const BatchStream stream = streamOf(pool, images, o.batch);
             while (auto batch = stream.next()) {
                 engineA.run({}, forwardInputsFromBatch(*a, batch->images));
                 engineB.run({}, forwardInputsFromBatch(*b, batch->images));

@@ -66,7 +66,7 @@ TEST(Cka, StreamedMinibatchEstimateEqualsNumPy)
         CompareConfig config;
         config.layers = layers;
         config.features = features;
-        const CompareResult result = compareModels(a, b, config, tensorStream(samples(), Batch));
+        const CompareResult result = compareModels(a, b, config, tensorBatches(samples(), {}, Batch));
         EXPECT_EQ(result.layersA, layers);
         EXPECT_EQ(result.layersB, layers);
         EXPECT_EQ(result.samples, 36);
@@ -86,7 +86,7 @@ TEST(Cka, InvariantToARotationAndScalingOfTheChannels)
         config.layersB = {"rotate"};
         config.features = features;
         const CompareResult result
-            = compareModels(loadModel("compare_a.pt"), loadModel("compare_rotated.pt"), config, tensorStream(samples(), Batch));
+            = compareModels(loadModel("compare_a.pt"), loadModel("compare_rotated.pt"), config, tensorBatches(samples(), {}, Batch));
         ASSERT_EQ(result.layersA, (std::vector<std::string>{"features.0", "features.1"}));
         EXPECT_TRUE(near("CKA(features.1, rotate)", result.ckaAt(1, 0), 1.0, 1e-6));
         EXPECT_LT(result.ckaAt(0, 0), 0.99); // an earlier layer is not the same representation
@@ -98,7 +98,7 @@ TEST(Cka, ResNet18AgainstItselfIsOneOnTheDiagonal)
     const auto model = loadModel("resnet18_scripted.pt");
     CompareConfig config;
     config.layers = {"conv1", "layer*", "fc"};
-    const CompareResult result = compareModels(model, model, config, tensorStream(at::randn({8, 3, 64, 64}), 4));
+    const CompareResult result = compareModels(model, model, config, tensorBatches(at::randn({8, 3, 64, 64}), {}, 4));
     ASSERT_EQ(result.layersA.size(), result.layersB.size());
     ASSERT_GT(result.layersA.size(), 6u); // conv1, layer1..4 with their blocks, fc
     // 1e-6: the Gram matrices are float32 products summed in float64 (1.5e-9 off measured under
@@ -147,7 +147,7 @@ TEST(Compare, CheckpointsMatchNumPyAndNameTheFirstLayerApart)
     config.mode = CompareMode::Checkpoints;
     config.layers = layers;
     const CompareResult result = compareModels(
-        loadModel("compare_a.pt"), loadModel("compare_b.pt"), config, tensorStream(samples(), Batch));
+        loadModel("compare_a.pt"), loadModel("compare_b.pt"), config, tensorBatches(samples(), {}, Batch));
     ASSERT_EQ(result.comparisons.size(), 1u);
     const Comparison& b = result.comparisons.front();
     ASSERT_EQ(b.layers.size(), layers.size());
@@ -179,7 +179,7 @@ TEST(Compare, PrecisionDriftEqualsPyTorchsDoubleAgainstFloat)
     if (bfloat16)
         config.precisions.push_back(Precision::parse("cpu:bfloat16"));
     const CompareResult result
-        = comparePrecisions(fixture("compare_a.pt"), LoadOptions{}, config, tensorStream(samples(), Batch));
+        = comparePrecisions(fixture("compare_a.pt"), LoadOptions{}, config, tensorBatches(samples(), {}, Batch));
     ASSERT_EQ(result.layersA, layers);
     ASSERT_EQ(result.comparisons.size(), bfloat16 ? 2u : 1u);
     for (const Comparison& comparison : result.comparisons) {
@@ -207,7 +207,7 @@ TEST(Compare, ACancelledRunKeepsItsBatches)
     config.layers = {"features.1"};
     int calls = 0;
     const CompareResult result = compareModels(loadModel("compare_a.pt"), loadModel("compare_b.pt"), config,
-        tensorStream(samples(), Batch), [&](const FolderRunProgress&) { return ++calls < 2; });
+        tensorBatches(samples(), {}, Batch), [&](const FolderRunProgress&) { return ++calls < 2; });
     EXPECT_TRUE(result.cancelled);
     EXPECT_EQ(result.samples, 2 * Batch);
     EXPECT_EQ(result.ckaBatches, 2);
@@ -221,21 +221,21 @@ TEST(Compare, SaysWhatItCannotCompare)
     CompareConfig config;
     config.mode = CompareMode::Checkpoints;
     config.layers = {"classifier.2"};
-    const std::string missing = errorOf([&] { compareModels(a, rotated, config, tensorStream(samples(), Batch)); });
+    const std::string missing = errorOf([&] { compareModels(a, rotated, config, tensorBatches(samples(), {}, Batch)); });
     EXPECT_NE(missing.find("classifier.2"), std::string::npos) << missing;
     EXPECT_NE(missing.find("second checkpoint"), std::string::npos) << missing;
 
     config.mode = CompareMode::Cka;
     config.layers = {"nothing.*"};
-    EXPECT_NE(errorOf([&] { compareModels(a, a, config, tensorStream(samples(), Batch)); }).find("nothing.*"),
+    EXPECT_NE(errorOf([&] { compareModels(a, a, config, tensorBatches(samples(), {}, Batch)); }).find("nothing.*"),
         std::string::npos);
     config.layers = {};
-    EXPECT_NE(errorOf([&] { compareModels(a, a, config, tensorStream(samples(), Batch)); }).find("choose the layers"),
+    EXPECT_NE(errorOf([&] { compareModels(a, a, config, tensorBatches(samples(), {}, Batch)); }).find("choose the layers"),
         std::string::npos);
 
     // 36 samples in batches of 8: the last 4 count, a batch of 3 would not.
     config.layers = {"features.1"};
-    const CompareResult shortBatch = compareModels(a, a, config, tensorStream(samples().slice(0, 0, 35), 8));
+    const CompareResult shortBatch = compareModels(a, a, config, tensorBatches(samples().slice(0, 0, 35), {}, 8));
     EXPECT_EQ(shortBatch.ckaSamples, 32);
     ASSERT_EQ(shortBatch.warnings.size(), 1u);
     EXPECT_NE(shortBatch.warnings[0].find("3 samples"), std::string::npos) << shortBatch.warnings[0];
@@ -246,7 +246,7 @@ TEST(Compare, SaysWhatItCannotCompare)
         config.mode = CompareMode::Precision;
         config.precisions = {Precision::parse("cuda:float16")};
         const CompareResult noGpu
-            = comparePrecisions(fixture("compare_a.pt"), LoadOptions{}, config, tensorStream(samples(), Batch));
+            = comparePrecisions(fixture("compare_a.pt"), LoadOptions{}, config, tensorBatches(samples(), {}, Batch));
         ASSERT_EQ(noGpu.comparisons.size(), 1u);
         EXPECT_NE(noGpu.comparisons[0].unavailable.find("no CUDA device"), std::string::npos)
             << noGpu.comparisons[0].unavailable;
@@ -271,9 +271,9 @@ TEST(Device, CompareOnCudaMatchesTheCpu)
     config.mode = CompareMode::Checkpoints;
     config.layers = loadNames("compare_layers.json");
     const CompareResult onCpu
-        = compareModels(loadModel("compare_a.pt"), loadModel("compare_b.pt"), config, tensorStream(samples(), Batch));
+        = compareModels(loadModel("compare_a.pt"), loadModel("compare_b.pt"), config, tensorBatches(samples(), {}, Batch));
     const CompareResult onGpu = compareModels(Model::load(fixture("compare_a.pt"), cuda),
-        Model::load(fixture("compare_b.pt"), cuda), config, tensorStream(samples(), Batch));
+        Model::load(fixture("compare_b.pt"), cuda), config, tensorBatches(samples(), {}, Batch));
     EXPECT_TRUE(tensorsClose("CKA on CUDA", matrixOf(onGpu), matrixOf(onCpu), 1e-5));
     for (size_t i = 0; i < config.layers.size(); ++i)
         EXPECT_NEAR(onGpu.comparisons[0].layers[i].relativeL2, onCpu.comparisons[0].layers[i].relativeL2, 1e-5);
