@@ -134,8 +134,21 @@ void Engine::prepare(const Request& request)
 RunResult Engine::run(
     const Request& request, const std::vector<c10::IValue>& inputs, const std::vector<at::Tensor>& editTensors)
 {
+    return execute(request, inputs, editTensors, false);
+}
+
+RunResult Engine::runWithGraph(const Request& request, const std::vector<c10::IValue>& inputs)
+{
+    return execute(request, inputs, {}, true);
+}
+
+RunResult Engine::execute(const Request& request, const std::vector<c10::IValue>& inputs,
+    const std::vector<at::Tensor>& editTensors, bool keepGraph)
+{
     const ResolvedRequest resolved = resolve(request);
     const bool gradients = resolved.needsGradients() || request.inputGradient;
+    if (keepGraph && gradients)
+        throw Error("a run that keeps its graph takes no gradient grabs: the caller takes the gradients it needs");
     if (gradients && !request.targetClass)
         throw Error("gradients are of a class score: give the target class index (--target N)");
 
@@ -187,7 +200,7 @@ RunResult Engine::run(
     std::vector<at::Tensor> gradientTaps;
     std::vector<std::string> gradientKeys;
     try {
-        const torch::AutoGradMode gradMode(gradients);
+        const torch::AutoGradMode gradMode(gradients || keepGraph);
         {
             const WarningCapture modelWarnings;
             instrumentedFunction->function->run(stack);
@@ -207,8 +220,8 @@ RunResult Engine::run(
                     gradientTaps.push_back(value.toTensor());
                     gradientKeys.push_back(callKey(slot, call));
                 } else {
-                    result.values.emplace_back(
-                        callKey(slot, call), value.isTensor() ? c10::IValue(value.toTensor().detach()) : value);
+                    result.values.emplace_back(callKey(slot, call),
+                        value.isTensor() && !keepGraph ? c10::IValue(value.toTensor().detach()) : value);
                 }
             }
         }

@@ -45,6 +45,11 @@ public:
     RunResult run(const Request& request, const std::vector<c10::IValue>& inputs,
         const std::vector<at::Tensor>& editTensors = {});
 
+    // A run whose grabbed values keep their autograd graph back to the inputs as given (no copies):
+    // the caller differentiates what it likes, as activation maximisation does with respect to
+    // an image. No gradient grabs.
+    RunResult runWithGraph(const Request& request, const std::vector<c10::IValue>& inputs);
+
     ResolvedRequest resolve(const Request& request) const;
     // Resolves and builds the request's graph without running it, so that errors of the request
     // itself (unknown path, truncation inside a loop) surface before any input is read.
@@ -53,6 +58,8 @@ public:
     size_t cachedGraphs() const { return cache_.size(); }
 
 private:
+    RunResult execute(const Request& request, const std::vector<c10::IValue>& inputs,
+        const std::vector<at::Tensor>& editTensors, bool keepGraph);
     std::shared_ptr<InstrumentedFunction> instrumented(const ResolvedRequest& request);
 
     std::shared_ptr<Model> model_;
