@@ -286,6 +286,43 @@ CliOptions parseCommandLine(int argc, char** argv)
         ->check(CLI::Range(0, 1024))
         ->capture_default_str();
 
+    CLI::App* visualize = app.add_subcommand("visualize", "optimise images that excite a layer's channels (feature visualisation)");
+    addModelOptions(visualize, o,
+        "Activation maximisation (Olah et al., Distill 2017): an image parameterised as a 1/f-scaled\n"
+        "spectrum (--param fft) or as pixels, colours decorrelated, jittered, scaled and rotated at random\n"
+        "each step, optimised with Adam for --steps. Images get MODEL's input setup (size, values).\n"
+        "One image: --out FILE.png (or FILE.pt). Several channels: --out FOLDER with one PNG per image,\n"
+        "sheet.png and index.html (contact sheets; with --data, beside each channel's top --top images of\n"
+        "that folder) and visualization.json. Deterministic on the CPU for a --seed; several channels\n"
+        "are optimised --batch at a time, batch k with seed + k.\n");
+    visualize->add_option("--layer", o.layer, "the module path to visualise")->required();
+    visualize->add_option("--channels,--channel", o.channels, "C, FIRST-LAST, C1,C2,... or all (probe: its class)")
+        ->capture_default_str();
+    visualize->add_option("--neuron", o.neuron, "Y,X or centre: one position instead of the channel's mean");
+    visualize->add_option("--probe", o.probeFile, "a probe .pt (probe train): maximise its score for --channel's class");
+    visualize->add_option("--direction", o.direction, "a .pt tensor [C]: maximise the dot product with it");
+    visualize->add_flag("--negative", o.negative, "minimise instead");
+    visualize->add_option("--steps", o.steps, "optimisation steps")->check(CLI::Range(1, 100000))->capture_default_str();
+    visualize->add_option("--size", o.size, "the image's side; 0: the model's input size")
+        ->check(CLI::Range(0, 2048))
+        ->capture_default_str();
+    visualize->add_option("--param", o.param, "fft or pixel")->check(CLI::IsMember({"fft", "pixel"}))->capture_default_str();
+    visualize->add_option("--seed", o.seed, "random seed")->capture_default_str();
+    visualize->add_option("--lr", o.learningRate, "Adam's learning rate")
+        ->check(CLI::Range(1e-6, 10.0))
+        ->capture_default_str();
+    visualize->add_option("--images", o.images, "images per objective (with --diversity, different ones)")
+        ->check(CLI::Range(1, 64))
+        ->capture_default_str();
+    visualize->add_option("--diversity", o.diversity, "weight of the diversity term between images")
+        ->check(CLI::Range(0.0, 1e6))
+        ->capture_default_str();
+    visualize->add_flag("--no-transforms", o.noTransforms, "no jitter, scaling or rotation");
+    visualize->add_option("--data", o.data, "an image folder: show each channel's top images from it");
+    visualize->add_option("--top", o.topK, "top images per channel with --data")->check(CLI::Range(1, 64))->capture_default_str();
+    visualize->add_option("--batch", o.batch, "images optimised together")->check(CLI::Range(1, 256))->capture_default_str();
+    visualize->add_option("--out,-o", o.out, "FILE.png, FILE.pt or a FOLDER")->required();
+
     CLI::App* help = app.add_subcommand("help", "Print this help");
 
     try {
@@ -309,7 +346,7 @@ CliOptions parseCommandLine(int argc, char** argv)
         return o;
     } catch (const CLI::ParseError& e) {
         CLI::App* failed = &app; // the deepest command the parser entered
-        for (CLI::App* command : {inspect, setup, run, record, probe, train, sweep, compare})
+        for (CLI::App* command : {inspect, setup, run, record, probe, train, sweep, compare, visualize})
             if (command->parsed())
                 failed = command;
         if (failed == probe)
@@ -317,13 +354,13 @@ CliOptions parseCommandLine(int argc, char** argv)
                              "for the subcommands.");
         if (failed == &app && dynamic_cast<const CLI::ExtrasError*>(&e))
             throw UsageError("unknown command '" + std::string(argv[1])
-                + "'; expected inspect, setup, run, record, probe or compare\nRun 'torchscope-cli --help' for the commands.");
+                + "'; expected inspect, setup, run, record, probe, compare or visualize\nRun 'torchscope-cli --help' for the commands.");
         const std::string name = failed == &app ? "" : (failed->get_parent() == probe ? "probe " : "") + failed->get_name();
         throw UsageError((name.empty() ? "" : name + ": ") + e.what() + "\nRun 'torchscope-cli "
             + (name.empty() ? "" : name + " ") + "--help' for the options.");
     }
     if (o.command.empty()) {
-        for (CLI::App* command : {inspect, setup, run, record, compare})
+        for (CLI::App* command : {inspect, setup, run, record, compare, visualize})
             if (command->parsed())
                 o.command = command->get_name();
         if (probe->parsed()) {

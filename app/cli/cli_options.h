@@ -15,7 +15,7 @@ struct UsageError : std::runtime_error {
 };
 
 struct CliOptions {
-    std::string command; // "inspect", "setup", "run", "record", "probe", "compare", "help"
+    std::string command; // "inspect", "setup", "run", "record", "probe", "compare", "visualize", "help"
     std::string helpText; // for "help": the help of the command asked about
     std::string subcommand; // probe: "train", "sweep"
     std::string model;
@@ -62,6 +62,20 @@ struct CliOptions {
     std::vector<std::string> precisions;
     std::optional<double> threshold;
     bool pooled = false;
+    // visualize
+    std::string layer;
+    std::string channels = "0"; // "3", "0-15", "1,5,9", "all"
+    std::string neuron; // "Y,X", "centre"; "": the channel's mean
+    std::string probeFile;
+    std::string direction; // a .pt tensor [C]
+    bool negative = false;
+    int steps = 512;
+    int size = 0;
+    std::string param = "fft";
+    double learningRate = 0.05;
+    double diversity = 0.0;
+    int images = 1;
+    bool noTransforms = false;
 };
 
 // CLI11 does the parsing: per-command options, ranges and choices checked, --help per command.

@@ -3,6 +3,7 @@
 
 #include "each_image_command.h"
 #include "image_inputs.h"
+#include "visualize_command.h"
 
 #include "common/error.h"
 #include "probe/probe_dataset.h"
@@ -49,6 +50,11 @@ ProbeSamples folderProbeSamples(const std::string& folder, const ModelSetup&, in
 int runEachImage(const CliOptions& options)
 {
     refuse("run --each-image", "give tensors saved with torch.save and leave out --each-image");
+}
+
+int runVisualize(const CliOptions&)
+{
+    refuse("visualize", "its images are written as PNG files and contact sheets");
 }
 
 } // namespace torchscope::cli

@@ -8,6 +8,7 @@
 #include "probe_command.h"
 #include "record_command.h"
 #include "setup_command.h"
+#include "visualize_command.h"
 
 #include <c10/util/Exception.h>
 
@@ -32,6 +33,8 @@ int main(int argc, char** argv)
             return runRecord(options);
         if (options.command == "compare")
             return runCompare(options);
+        if (options.command == "visualize")
+            return runVisualize(options);
         return options.eachImage ? runEachImage(options) : runModel(options);
     } catch (const UsageError& e) {
         std::cerr << "torchscope-cli: " << e.what() << '\n';

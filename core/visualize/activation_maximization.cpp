@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 #include <torch/optim/adam.h>
 
+#include <cmath>
 #include <optional>
 #include <utility>
 
@@ -84,6 +85,27 @@ private:
     Request request_;
 };
 
+// A unit that stays at one value never got a gradient (typically a channel after a ReLU that the
+// starting image leaves at 0); one that is not finite comes from the model.
+void warnAboutStuckObjectives(Visualization& out, const std::string& layer)
+{
+    if (out.trajectory.size() < 2)
+        return;
+    for (size_t i = 0; i < out.descriptions.size(); ++i) {
+        const double first = out.trajectory.front()[i];
+        bool moved = false;
+        for (const auto& step : out.trajectory)
+            moved = moved || step[i] != first;
+        if (!std::isfinite(out.trajectory.back()[i]))
+            out.warnings.push_back(out.descriptions[i] + ": the objective is not finite (the model gives NaN or infinity)");
+        else if (!moved)
+            out.warnings.push_back(out.descriptions[i] + " stayed at " + std::to_string(first) + " for "
+                + std::to_string(out.trajectory.size()) + " steps: no gradient reaches it (a unit after a ReLU "
+                + "that the starting image leaves at 0); visualise the layer before '" + layer
+                + "''s ReLU, or another seed");
+    }
+}
+
 } // namespace
 
 Visualization visualize(
@@ -128,8 +150,7 @@ Visualization visualize(
                 break;
             }
         }
-        if (!out.trajectory.empty() && !std::isfinite(out.trajectory.back()[0]))
-            out.warnings.push_back("the objective is not finite: the model gives NaN or infinity for these images");
+        warnAboutStuckObjectives(out, config.layer);
         const torch::NoGradGuard noGradients;
         out.images = image.pixels().detach().to(at::kCPU).contiguous();
     } catch (const c10::Error& e) {

@@ -977,5 +977,89 @@ class CliFaceExpression(unittest.TestCase):
             self.assertEqual(int(probabilities[i].argmax()), int(tfjs.argmax()), photo.stem)
 
 
+def eager_fashion_channel_means(x, layer):
+    """Channel means at `layer` of the demo model in eager PyTorch (a forward hook), for [N, 1, 28, 28]
+    images in [0, 1]."""
+    import sys
+    sys.path.insert(0, str(FASHION.parents[2] / "scripts"))
+    from train_demo_model import FashionCNN, MEAN, STD
+    model = FashionCNN()
+    model.load_state_dict(torch.jit.load(str(FASHION)).state_dict())
+    model.eval()
+    grabbed = {}
+    dict(model.named_modules())[layer].register_forward_hook(lambda m, i, o: grabbed.__setitem__("a", o.mean((2, 3))))
+    with torch.no_grad():
+        model((x - MEAN) / STD)
+    return grabbed["a"]
+
+
+@unittest.skipIf(HEADLESS, "writes PNG files")
+class CliVisualize(unittest.TestCase):
+    """visualize: the images it writes, read back with PIL and run through the eager demo model."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = pathlib.Path(self.tmp.name)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_channels_to_a_folder_beat_every_image_of_the_folder(self):
+        from PIL import Image
+        import numpy as np
+        out = self.dir / "sheet"
+        result = cli("visualize", FASHION, "--layer", "features.2.bn", "--channels", "0-2", "--steps", "64",
+                     "--data", FIXTURES / "labelled", "--top", "3", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        summary = json.loads((out / "visualization.json").read_text())
+        self.assertEqual([i["channel"] for i in summary["images"]], [0, 1, 2])
+        for name in ("sheet.png", "index.html"):
+            self.assertTrue((out / name).stat().st_size > 0, name)
+        self.assertEqual(len(list(out.glob("*labelled*"))), 0)
+        self.assertEqual((out / "index.html").read_text().count("file://"), 9)  # 3 top images per channel
+
+        # The PNGs are 28 px images enlarged 8 times by whole pixels: every 8th pixel is the image.
+        pngs = [np.asarray(Image.open(out / i["file"]).convert("L"))[::8, ::8] for i in summary["images"]]
+        optimised = torch.from_numpy(np.stack(pngs)).float().div(255).unsqueeze(1)
+        means = eager_fashion_channel_means(optimised, "features.2.bn")
+        labelled = torch.load(FIXTURES / "labelled_inputs.pt")["samples"]  # normalised already
+        import sys
+        sys.path.insert(0, str(FASHION.parents[2] / "scripts"))
+        from train_demo_model import MEAN, STD
+        folder = eager_fashion_channel_means(labelled * STD + MEAN, "features.2.bn")
+        for k, image in enumerate(summary["images"]):
+            # 8-bit rounding moves the value a little; it still beats every image of the folder.
+            self.assertAlmostEqual(float(means[k, k]), image["value"], delta=0.05 * abs(image["value"]) + 0.02)
+            self.assertGreater(float(means[k, k]), float(folder[:, k].max()))
+
+    def test_a_seed_gives_the_same_images_and_another_seed_others(self):
+        runs = []
+        for seed, name in ((4, "a.pt"), (4, "b.pt"), (5, "c.pt")):
+            result = cli("visualize", FASHION, "--layer", "features.1.conv", "--channels", "1,3", "--steps", "8",
+                         "--seed", seed, "--out", self.dir / name)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            runs.append(torch.load(self.dir / name))
+        self.assertEqual(list(runs[0]["images"].shape), [2, 1, 28, 28])
+        self.assertTrue(torch.equal(runs[0]["images"], runs[1]["images"]))
+        self.assertFalse(torch.equal(runs[0]["images"], runs[2]["images"]))
+
+    def test_what_does_not_fit_is_refused(self):
+        result = cli("visualize", FASHION, "--layer", "features.2.bn", "--channels", "500", "--steps", "2",
+                     "--out", self.dir / "x.png")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("channel 500 is not in 'features.2.bn', which has 128 channels", result.stderr)
+        result = cli("visualize", FASHION, "--layer", "features.2.bn", "--channels", "0-2", "--out", self.dir / "x.png")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("3 images do not fit in one PNG", result.stderr)
+        result = cli("visualize", FASHION, "--layer", "features.2.bn", "--channels", "2-1", "--out", self.dir / "x.png")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("FIRST <= LAST", result.stderr)
+        # Channel 0 of the face demo's dense2 block (after a ReLU) is 0 for the starting image.
+        result = cli("visualize", "--layer", "features.dense2", "--channels", "0", "--steps", "3",
+                     "--out", self.dir / "x.png")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("channel 0 stayed at 0.000000 for 3 steps: no gradient reaches it", result.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
