@@ -127,6 +127,12 @@ ActivationView::ActivationView(Document* document, QWidget* parent)
     connect(zoom_, &QSpinBox::valueChanged, grid_, &ChannelGrid::setZoom);
     connect(alpha_, &QSlider::valueChanged, this, &ActivationView::updateOverlay);
     connect(grid_, &ChannelGrid::channelPicked, document_, &Document::setSelectedChannel);
+    connect(grid_, &ChannelGrid::channelPageRequested, this, [this](int64_t channel) {
+        // Outputs only: an input or a gradient has no unit to excite.
+        const CaptureKey key = CaptureKey::parse(shownKey_.toStdString());
+        if (key.kind == CaptureKind::Output && key.path != "output" && key.path.rfind("probe:", 0) != 0)
+            Q_EMIT channelPageRequested(QString::fromStdString(key.path), static_cast<int>(channel));
+    });
     connect(document_, &Document::channelSelected, this, [this](int channel) {
         if (channel >= 0 && channel < grid_->channelCount() && channel != channel_)
             pickChannel(channel);

@@ -46,6 +46,10 @@ public:
     QCustomPlot* plot() const { return plot_; }
     ColorBar* colorBar() const { return colorBar_; }
 
+Q_SIGNALS:
+    // A channel of the shown layer's output, for its channel page.
+    void channelPageRequested(const QString& layer, int channel);
+
 public Q_SLOTS:
     void refresh();
     void pickChannel(int channel);

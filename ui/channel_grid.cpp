@@ -1,5 +1,8 @@
 #include "channel_grid.h"
 
+#include <QContextMenuEvent>
+#include <QMenu>
+
 #include <QMouseEvent>
 #include <QHelpEvent>
 #include <QPainter>
@@ -214,6 +217,18 @@ void ChannelGrid::mousePressEvent(QMouseEvent* event)
         setSelectedChannel(channel);
         Q_EMIT channelPicked(channel);
     }
+}
+
+void ChannelGrid::contextMenuEvent(QContextMenuEvent* event)
+{
+    const int tile = channelAt(event->pos());
+    if (tile < 0)
+        return;
+    const int64_t channel = numberOf(tile);
+    QMenu menu(this);
+    menu.addAction(tr("Channel page for channel %1…").arg(channel), this,
+        [this, channel] { Q_EMIT channelPageRequested(channel); });
+    menu.exec(event->globalPos());
 }
 
 void ChannelGrid::resizeEvent(QResizeEvent* event)

@@ -38,10 +38,13 @@ public:
 
 Q_SIGNALS:
     void channelPicked(int channel);
+    // Right-click on a tile: the layer's channel number (not the tile's place in a ranking).
+    void channelPageRequested(int64_t channel);
 
 protected:
     void paintEvent(QPaintEvent* event) override;
     void mousePressEvent(QMouseEvent* event) override;
+    void contextMenuEvent(QContextMenuEvent* event) override;
     bool event(QEvent* event) override; // tool tips
     void resizeEvent(QResizeEvent* event) override;
 

@@ -1,6 +1,7 @@
 #include "main_window.h"
 
 #include "activation_view.h"
+#include "channel_page.h"
 #include "attribution_view.h"
 #include "compare_panel.h"
 #include "document.h"
@@ -91,6 +92,8 @@ MainWindow::MainWindow(QWidget* parent)
     connect(controller_, &RunController::failed, this,
         [this](WorkerTask, const QString& title, const QString& message) { reportError(title, message); });
     connect(probes_, &ProbesPanel::failed, this, &MainWindow::reportError);
+    connect(activations_, &ActivationView::channelPageRequested, this, &MainWindow::openChannelPage);
+    connect(recorders_, &RecordersPanel::channelPageRequested, this, &MainWindow::openChannelPage);
     connect(attribution_, &AttributionView::failed, this, &MainWindow::reportError);
     connect(patching_, &PatchingView::failed, this, &MainWindow::reportError);
     connect(compare_, &ComparePanel::failed, this, &MainWindow::reportError);
@@ -549,6 +552,18 @@ void MainWindow::updateTitle()
 {
     setWindowTitle(document_->hasModel() ? tr("%1 — TorchScope").arg(QFileInfo(document_->modelPath()).fileName())
                                          : tr("TorchScope"));
+}
+
+ChannelPage* MainWindow::openChannelPage(const QString& layer, int channel)
+{
+    if (!document_->hasModel())
+        return nullptr;
+    auto* page = new ChannelPage(document_, recorders_->snapshot(), layer, channel, this);
+    page->setAttribute(Qt::WA_DeleteOnClose);
+    connect(page, &ChannelPage::failed, this, &MainWindow::reportError);
+    page->show();
+    page->optimise();
+    return page;
 }
 
 } // namespace torchscope

@@ -14,6 +14,7 @@ namespace torchscope {
 
 class ActivationView;
 class AttributionView;
+class ChannelPage;
 class ComparePanel;
 class PatchingView;
 class ProbesPanel;
@@ -65,6 +66,9 @@ public:
     void openFiles(const QStringList& paths);
     QString saveSession(const QString& path); // error or ""
     QString openSession(const QString& path); // error or "" (the model then opens asynchronously)
+    // A channel's page (feature visualisation, top images of the last recording), optimising at
+    // once; null without a model.
+    ChannelPage* openChannelPage(const QString& layer, int channel);
 
 public Q_SLOTS:
     void reportError(const QString& title, const QString& message);

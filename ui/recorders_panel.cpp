@@ -1,5 +1,7 @@
 #include "recorders_panel.h"
 
+#include "graph/request.h"
+
 #include "document.h"
 #include "run_controller.h"
 #include "save_dialog.h"
@@ -93,6 +95,14 @@ RecordersPanel::RecordersPanel(Document* document, RunController* controller, QW
     browseRow->addWidget(new QLabel(tr("Layer:")));
     browseRow->addWidget(layer_, 1);
     browseRow->addWidget(channel_);
+    auto* channelPage = new QPushButton(tr("Channel page…"));
+    channelPage->setToolTip(tr("The channel's page: an image optimised to excite it beside these top images"));
+    browseRow->addWidget(channelPage);
+    connect(channelPage, &QPushButton::clicked, this, [this] {
+        if (!layer_->currentText().isEmpty())
+            Q_EMIT channelPageRequested(CaptureKey::parse(layer_->currentText().toStdString()).path.c_str(),
+                channel_->value());
+    });
     auto* resultsColumn = new QWidget;
     auto* resultsLayout = new QVBoxLayout(resultsColumn);
     resultsLayout->addLayout(browseRow);

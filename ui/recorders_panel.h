@@ -36,6 +36,10 @@ public:
     StatisticsPlots* plots() const { return plots_; }
     RecordSnapshotPtr snapshot() const { return snapshot_; }
 
+Q_SIGNALS:
+    void channelPageRequested(const QString& layer, int channel);
+
+
 public Q_SLOTS:
     void start();
     void exportRecording();

@@ -94,7 +94,9 @@ NormalizedMaps scaleChannels(
 
 NormalizedMaps normalizeChannelMaps(const FloatTensor& maps, Contrast contrast)
 {
-    auto [sharedLo, sharedHi] = valueRange(maps.values, 0, maps.values.size());
+    // Plain variables: lambdas cannot capture structured bindings before C++20 (clang 14 refuses).
+    const auto range = valueRange(maps.values, 0, maps.values.size());
+    float sharedLo = range.first, sharedHi = range.second;
     if (contrast == Contrast::Symmetric) {
         const float m = std::max(std::abs(sharedLo), std::abs(sharedHi));
         sharedLo = -m;
