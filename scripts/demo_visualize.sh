@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The feature-visualisation demo: channels of the bundled face-expression network's third dense
 # block, optimised from noise, beside the faces (and non-faces) of scikit-image's LFW subset that
-# excite them most. Writes docs/visualize.png (the README's contact sheet) and the folder it
-# comes from (PNGs, index.html, visualization.json).
+# excite them most. Writes docs/visualize.png (the README's contact sheet), the folder it comes
+# from (PNGs, index.html, visualization.json) and docs/channel_page.png (the window's page).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -27,4 +27,7 @@ out=$build/visualize-face
 "$build/app/torchscope-cli" visualize resources/face/face_expression.pt --layer features.dense2 \
   --channels "${CHANNELS:-1-6}" --steps "${STEPS:-256}" --data "$data" --top 5 --out "$out"
 cp "$out/sheet.png" "${SHEET:-docs/visualize.png}"
+# The window's channel page for channel 1, over a recording of the same folder.
+QT_QPA_PLATFORM=offscreen "$build/app/torchscope" resources/face/face_expression.pt resources/face/photos \
+  --select features.dense2 --record "$data" --channel-page features.dense2:1 --screenshot "${PAGE:-docs/channel_page.png}"
 echo "contact sheet: $out/index.html"

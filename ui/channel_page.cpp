@@ -90,7 +90,7 @@ ChannelPage::ChannelPage(
     optimisedLayout->addWidget(notes_);
     optimisedLayout->addStretch();
 
-    auto* topBox = new QGroupBox(tr("Top images of the last recording, the channel's map over them"));
+    auto* topBox = new QGroupBox(tr("Top images of the last recording, the channel's map over them (one scale, lowest to highest)"));
     auto* topLayout = new QVBoxLayout(topBox);
     topLayout->addLayout(topGrid_);
     topLayout->addStretch();

@@ -94,6 +94,7 @@ MainWindow::MainWindow(QWidget* parent)
     connect(probes_, &ProbesPanel::failed, this, &MainWindow::reportError);
     connect(activations_, &ActivationView::channelPageRequested, this, &MainWindow::openChannelPage);
     connect(recorders_, &RecordersPanel::channelPageRequested, this, &MainWindow::openChannelPage);
+    connect(statistics_, &StatisticsPanel::channelPageRequested, this, &MainWindow::openChannelPage);
     connect(attribution_, &AttributionView::failed, this, &MainWindow::reportError);
     connect(patching_, &PatchingView::failed, this, &MainWindow::reportError);
     connect(compare_, &ComparePanel::failed, this, &MainWindow::reportError);

@@ -146,6 +146,9 @@ RecordersPanel::RecordersPanel(Document* document, RunController* controller, QW
     });
     connect(channel_, &QSpinBox::valueChanged, this, &RecordersPanel::showTopImages);
     connect(plots_, &StatisticsPlots::channelClicked, channel_, &QSpinBox::setValue);
+    connect(plots_, &StatisticsPlots::channelPageRequested, this, [this](int channel) {
+        Q_EMIT channelPageRequested(CaptureKey::parse(layer_->currentText().toStdString()).path.c_str(), channel);
+    });
     connect(channel_, &QSpinBox::valueChanged, plots_, &StatisticsPlots::markChannel);
     connect(channel_, &QSpinBox::valueChanged, document_, &Document::setSelectedChannel);
     connect(document_, &Document::channelSelected, this, [this](int channel) {

@@ -1,5 +1,6 @@
 #include "statistics_panel.h"
 
+#include "capture_keys.h"
 #include "document.h"
 #include "statistics_plots.h"
 
@@ -21,6 +22,11 @@ StatisticsPanel::StatisticsPanel(Document* document, QWidget* parent)
     connect(document_, &Document::resultsChanged, this, &StatisticsPanel::refresh);
     connect(document_, &Document::selectionChanged, this, &StatisticsPanel::refresh);
     connect(plots_, &StatisticsPlots::channelClicked, document_, &Document::setSelectedChannel);
+    connect(plots_, &StatisticsPlots::channelPageRequested, this, [this](int channel) {
+        const CaptureKey key = CaptureKey::parse(document_->selectedKey().toStdString());
+        if (key.kind == CaptureKind::Output && key.path != "output" && key.path.rfind("probe:", 0) != 0)
+            Q_EMIT channelPageRequested(QString::fromStdString(key.path), channel);
+    });
     connect(document_, &Document::channelSelected, plots_, &StatisticsPlots::markChannel);
     refresh();
 }

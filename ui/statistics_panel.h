@@ -19,6 +19,10 @@ public:
     StatisticsPlots* plots() const { return plots_; }
     QString saveCurrentPlot(const QString& path) const;
 
+Q_SIGNALS:
+    // A channel of the selected layer's output, right-clicked in a plot.
+    void channelPageRequested(const QString& layer, int channel);
+
 public Q_SLOTS:
     void refresh();
 

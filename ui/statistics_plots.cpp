@@ -1,5 +1,7 @@
 #include "statistics_plots.h"
 
+#include <QMenu>
+
 #include "plot_file.h"
 #include "qcustomplot_include.h"
 #include "record/layer_statistics.h"
@@ -35,9 +37,15 @@ StatisticsPlots::StatisticsPlots(QWidget* parent)
         connect(plot, &QCustomPlot::mouseMove, this, [this, plot](QMouseEvent* event) { hover(plot, event); });
         connect(plot, &QCustomPlot::mousePress, this, [this, plot](QMouseEvent* event) {
             const int channel = channelAt(plot, event->position());
-            if (channel >= 0) {
-                markChannel(channel);
-                Q_EMIT channelClicked(channel);
+            if (channel < 0)
+                return;
+            markChannel(channel);
+            Q_EMIT channelClicked(channel);
+            if (event->button() == Qt::RightButton) {
+                QMenu menu(plot);
+                menu.addAction(tr("Channel page for channel %1…").arg(channel), this,
+                    [this, channel] { Q_EMIT channelPageRequested(channel); });
+                menu.exec(event->globalPosition().toPoint());
             }
         });
     }

@@ -39,6 +39,7 @@ public Q_SLOTS:
 
 Q_SIGNALS:
     void channelClicked(int channel);
+    void channelPageRequested(int channel); // right-click on a channel
 
 private:
     void hover(QCustomPlot* plot, QMouseEvent* event);

@@ -16,6 +16,8 @@
 
 #include <QMetaObject>
 
+#include <limits>
+
 namespace torchscope {
 namespace {
 
@@ -28,7 +30,8 @@ QImage pictureOf(const at::Tensor& image)
     return QImage(bytes.data_ptr<uint8_t>(), width, height, width * 3, QImage::Format_RGB888).copy();
 }
 
-// The channel's map over each image, on one scale from 0 to the largest value among them.
+// The channel's map over each image, on one scale from the smallest to the largest value among
+// them (a channel may be negative everywhere, before a ReLU).
 std::vector<QImage> mapsOverImages(Engine& engine, const VisualizeRequest& request)
 {
     const std::string& layer = request.config.layer;
@@ -41,12 +44,15 @@ std::vector<QImage> mapsOverImages(Engine& engine, const VisualizeRequest& reque
         const RunResult result = engine.run(grab, forwardInputsFromBatch(engine.model(), inputs.back()));
         maps.push_back(unitMaps(result.tensor(layer), layer)[0][channel].to(at::kCPU, at::kFloat));
     }
-    float high = 1e-12f;
-    for (const auto& map : maps)
+    float low = std::numeric_limits<float>::max(), high = std::numeric_limits<float>::lowest();
+    for (const auto& map : maps) {
+        low = std::min(low, map.min().item<float>());
         high = std::max(high, map.max().item<float>());
+    }
+    const float span = high > low ? high - low : 1.0f;
     std::vector<QImage> out;
     for (size_t i = 0; i < maps.size(); ++i) {
-        const at::Tensor scaled = (maps[i] / high).clamp(0, 1).contiguous();
+        const at::Tensor scaled = ((maps[i] - low) / span).clamp(0, 1).contiguous();
         const FloatTensor picture = toFloatTensor(pictureOfInput(inputs[i], request.preprocessing));
         out.push_back(overlayImage(
             picture, scaled.data_ptr<float>(), scaled.size(1), scaled.size(0), ColorMap::Magma, 0.55f));

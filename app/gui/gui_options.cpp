@@ -31,8 +31,14 @@ GuiOptions parseGuiOptions(const QStringList& arguments)
     const QCommandLineOption compareMode("compare-mode",
         "cka, checkpoints or precision (default: checkpoints with --compare-with, else precision).", "MODE");
     const QCommandLineOption compareLayers("compare-layers", "The layers to compare (specs, comma-separated).", "SPECS");
+    const QCommandLineOption record("record", "Record the ticked layers over this image folder (Recorders tab, stats).",
+        "DIR");
+    const QCommandLineOption channelPage("channel-page",
+        "Open the page of this channel (feature visualisation, top images of --record); with --screenshot, "
+        "write the page.",
+        "LAYER:CHANNEL");
     parser.addOptions({help, version, select, screenshot, probeData, sweep, sweepPlot, gradCam, setup, labels,
-        compareData, compareWith, compareMode, compareLayers});
+        compareData, compareWith, compareMode, compareLayers, record, channelPage});
     parser.addPositionalArgument(
         "files", "A model (.pt), images, image folders or a session (.torchscope.json).", "[MODEL] [IMAGES|FOLDERS...]");
 
@@ -67,6 +73,16 @@ GuiOptions parseGuiOptions(const QStringList& arguments)
         options.error = "--compare-mode: expected cka, checkpoints or precision, got '" + options.compareMode + "'";
     if (options.compareData.isEmpty() && (parser.isSet(compareWith) || parser.isSet(compareMode) || parser.isSet(compareLayers)))
         options.error = "--compare-with, --compare-mode and --compare-layers need --compare-data DIR";
+    options.record = parser.value(record);
+    if (parser.isSet(channelPage)) {
+        const QString spec = parser.value(channelPage);
+        const auto colon = spec.lastIndexOf(':');
+        bool number = false;
+        options.channelPageChannel = colon > 0 ? spec.mid(colon + 1).toInt(&number) : -1;
+        options.channelPageLayer = spec.left(colon);
+        if (!number || options.channelPageChannel < 0)
+            options.error = "--channel-page: expected LAYER:CHANNEL (a channel number, 0 or more), got '" + spec + "'";
+    }
     if (!options.sweep.isEmpty() && options.probeData.isEmpty())
         options.error = "--sweep needs --probe-data DIR (one subfolder per class)";
     return options;

@@ -7,6 +7,7 @@
 //            [--probe-data DIR] [--sweep LAYER,LAYER,...] [--sweep-plot FILE.png] [--gradcam LAYER]
 //            [--setup SETUP.json] [--labels LABELS.txt]
 //            [--compare-data DIR [--compare-with B.pt] [--compare-mode MODE] [--compare-layers SPECS]]
+//            [--record DIR] [--channel-page LAYER:CHANNEL]
 struct GuiOptions {
     QStringList files; // models, images, folders, sessions; empty: the bundled face-expression demo
     QString select;
@@ -21,6 +22,9 @@ struct GuiOptions {
     QString compareWith; // model B
     QString compareMode; // cka, checkpoints or precision
     QString compareLayers; // specs, comma-separated
+    QString record; // a folder: the Recorders tab records the ticked layers over it once the model is open
+    QString channelPageLayer; // --channel-page: opened once the model is open (and the recording done)
+    int channelPageChannel = -1;
     QString error; // a usage error to print
     QString helpText; // --help: print and exit
     QString versionText; // --version: print and exit

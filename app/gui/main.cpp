@@ -4,6 +4,7 @@
 // is open; --sweep-plot writes its accuracy-by-layer plot. --gradcam LAYER shows the Grad-CAM tab
 // for the selected image once the first run is in.
 #include "attribution_view.h"
+#include "channel_page.h"
 #include "compare_panel.h"
 #include "document.h"
 #include "gui_options.h"
@@ -11,11 +12,14 @@
 #include "module_tree_model.h"
 #include "module_tree_panel.h"
 #include "probes_panel.h"
+#include "recorders_panel.h"
 #include "run_controller.h"
 #include "setup_actions.h"
 
 #include <QApplication>
 #include <QCoreApplication>
+#include <QLineEdit>
+#include <QPointer>
 #include <QTimer>
 
 #include <cstdio>
@@ -114,15 +118,49 @@ int main(int argc, char** argv)
             window.comparePanel()->start();
         });
     }
+    const bool recording = !options.record.isEmpty();
+    if (recording) {
+        auto* once = new QObject(&window);
+        QObject::connect(window.controller(), &torchscope::RunController::modelOpened, once, [&window, &options, once] {
+            once->deleteLater();
+            window.showCentralTab(torchscope::MainWindow::CentralTab::Recorders);
+            window.recordersPanel()->folderField()->setText(options.record);
+            window.recordersPanel()->start();
+        });
+    }
+    const bool channelPage = !options.channelPageLayer.isEmpty();
+    QPointer<torchscope::ChannelPage> page;
+    if (channelPage) {
+        auto* once = new QObject(&window);
+        auto open = [&window, &options, &page, once] {
+            once->deleteLater();
+            page = window.openChannelPage(options.channelPageLayer, options.channelPageChannel);
+        };
+        if (recording)
+            QObject::connect(window.controller(), &torchscope::RunController::recordFinished, once, open);
+        else
+            QObject::connect(window.controller(), &torchscope::RunController::modelOpened, once, open);
+    }
     if (screenshot) {
-        auto write = [&window, &options](int code) {
+        auto write = [&window, &options, &page](int code) {
             QApplication::processEvents();
-            const bool saved = window.grab().save(options.screenshot);
+            QWidget* shown = page ? static_cast<QWidget*>(page.data()) : &window;
+            const bool saved = shown->grab().save(options.screenshot);
             std::fprintf(
                 stderr, "torchscope: %s %s\n", saved ? "wrote" : "could not write", qPrintable(options.screenshot));
             QApplication::exit(saved ? code : 1);
         };
-        if (comparing) {
+        if (channelPage) {
+            // The page exists once its model (and recording) is ready; it tells when its image is in.
+            auto* waiting = new QTimer(&window);
+            QObject::connect(waiting, &QTimer::timeout, &window, [write, &page, waiting] {
+                if (page && !page->isRunning() && !page->valueText().isEmpty() && !page->valueText().startsWith("step")) {
+                    waiting->stop();
+                    QTimer::singleShot(300, page, [write] { write(0); });
+                }
+            });
+            waiting->start(200);
+        } else if (comparing) {
             QObject::connect(window.comparePanel(), &torchscope::ComparePanel::finished, &window,
                 [write, &window] { QTimer::singleShot(500, &window, [write] { write(0); }); });
         } else if (gradCam) {
