@@ -24,7 +24,8 @@ namespace {
 
 constexpr int PictureSide = 224, TopSide = 112;
 
-// Results of this session, so reopening a page (or going back to settings) shows them at once.
+// Optimised images of this session (without maps over top images), so reopening a page, or going
+// back to settings that ran, shows them at once.
 std::map<std::string, VisualizeOutcome>& cache()
 {
     static std::map<std::string, VisualizeOutcome> results;
@@ -50,6 +51,7 @@ ChannelPage::ChannelPage(
     , steps_(new QSpinBox)
     , parameterization_(new QComboBox)
     , seed_(new QSpinBox)
+    , size_(new QSpinBox)
     , run_(new QPushButton(tr("Optimise")))
     , cancel_(new QPushButton(tr("Cancel")))
     , progress_(new QProgressBar)
@@ -66,6 +68,19 @@ ChannelPage::ChannelPage(
     parameterization_->addItem(tr("FFT (1/f spectrum)"), "fft");
     parameterization_->addItem(tr("Pixels"), "pixel");
     seed_->setRange(0, 1000000);
+    const Preprocessing& preprocessing = document_->setup().preprocessing;
+    if (preprocessing.outputHeight() > 0 && preprocessing.outputWidth() > 0) {
+        // 0: the size the setup gives every input.
+        size_->setRange(0, 1024);
+        size_->setSpecialValueText(
+            tr("the model's, %1×%2").arg(preprocessing.outputHeight()).arg(preprocessing.outputWidth()));
+        size_->setValue(0);
+    } else {
+        size_->setRange(16, 1024);
+        size_->setValue(224);
+    }
+    size_->setSuffix(tr(" px"));
+    size_->setToolTip(tr("The optimised image's side in pixels"));
     image_->setFixedSize(PictureSide, PictureSide);
     image_->setAlignment(Qt::AlignCenter);
     image_->setStyleSheet("background: palette(mid)");
@@ -77,6 +92,7 @@ ChannelPage::ChannelPage(
     settings->addRow(tr("Steps"), steps_);
     settings->addRow(tr("Image"), parameterization_);
     settings->addRow(tr("Seed"), seed_);
+    settings->addRow(tr("Size"), size_);
     auto* buttons = new QHBoxLayout;
     buttons->addWidget(run_);
     buttons->addWidget(cancel_);
@@ -130,8 +146,16 @@ ChannelPage::ChannelPage(
     });
     connect(worker_, &VisualizeWorker::finished, this, [this](const VisualizeOutcome& outcome) {
         running_ = false;
+        showMaps(outcome);
+        if (outcome.mapsOnly) {
+            run_->setEnabled(true);
+            cancel_->setEnabled(false);
+            return;
+        }
         if (!outcome.cancelled) {
-            cache()[property("cacheKey").toString().toStdString()] = outcome;
+            VisualizeOutcome cached = outcome;
+            cached.topMaps.clear();
+            cache()[outcome.key] = cached;
         }
         showOutcome(outcome);
     });
@@ -175,6 +199,8 @@ std::vector<std::string> ChannelPage::topImagePaths() const
 
 void ChannelPage::optimise()
 {
+    if (running_)
+        return;
     VisualizeRequest request;
     request.model = document_->modelPath().toStdString();
     request.device = document_->device().toStdString();
@@ -182,29 +208,47 @@ void ChannelPage::optimise()
     request.config.layer = layer_.toStdString();
     request.config.steps = steps_->value();
     request.config.seed = seed_->value();
+    request.config.size = size_->value();
     request.config.parameterization = parseParameterization(parameterization_->currentData().toString().toStdString());
     Objective objective;
     objective.channel = channel_;
     request.config.objectives = {objective};
     request.topImages = topImagePaths();
-    const std::string key = request.cacheKey();
-    setProperty("cacheKey", QString::fromStdString(key));
-    if (const auto hit = cache().find(key); hit != cache().end()) {
+    if (const auto hit = cache().find(request.cacheKey()); hit != cache().end()) {
         showOutcome(hit->second);
+        request.mapsOnly = true;
+        if (!mapsShown_ && !request.topImages.empty())
+            startWorker(request);
         return;
     }
-    running_ = true;
-    run_->setEnabled(false);
-    cancel_->setEnabled(true);
     notes_->clear();
     progress_->setRange(0, request.config.steps);
     progress_->setValue(0);
+    startWorker(request);
+}
+
+void ChannelPage::startWorker(const VisualizeRequest& request)
+{
+    running_ = true;
+    run_->setEnabled(false);
+    cancel_->setEnabled(!request.mapsOnly);
     worker_->start(request);
+}
+
+void ChannelPage::showMaps(const VisualizeOutcome& outcome)
+{
+    for (size_t i = 0; i < topPictures_.size() && i < outcome.topMaps.size(); ++i)
+        if (!outcome.topMaps[i].isNull()) {
+            topPictures_[i]->setPixmap(enlarged(outcome.topMaps[i], TopSide));
+            mapsShown_ = true;
+        }
+    if (outcome.mapsOnly && !outcome.warnings.isEmpty())
+        notes_->setText(outcome.warnings.join("\n"));
 }
 
 void ChannelPage::showOutcome(const VisualizeOutcome& outcome)
 {
-    run_->setEnabled(true);
+    run_->setEnabled(!running_);
     cancel_->setEnabled(false);
     progress_->setValue(progress_->maximum());
     image_->setPixmap(enlarged(outcome.image, PictureSide));
@@ -212,9 +256,6 @@ void ChannelPage::showOutcome(const VisualizeOutcome& outcome)
             ? tr("cancelled after %1 steps: objective %2").arg(outcome.steps).arg(outcome.value, 0, 'f', 3)
             : tr("channel mean %1 after %2 steps").arg(outcome.value, 0, 'f', 3).arg(outcome.steps));
     notes_->setText(outcome.warnings.join("\n"));
-    for (size_t i = 0; i < topPictures_.size() && i < outcome.topMaps.size(); ++i)
-        if (!outcome.topMaps[i].isNull())
-            topPictures_[i]->setPixmap(enlarged(outcome.topMaps[i], TopSide));
     Q_EMIT optimised();
 }
 

@@ -21,6 +21,7 @@ namespace torchscope {
 class Document;
 class VisualizeWorker;
 struct VisualizeOutcome;
+struct VisualizeRequest;
 
 class ChannelPage : public QDialog {
     Q_OBJECT
@@ -41,8 +42,10 @@ Q_SIGNALS:
 
 private:
     void showOutcome(const VisualizeOutcome& outcome);
+    void showMaps(const VisualizeOutcome& outcome);
     void fillRecording();
     std::vector<std::string> topImagePaths() const;
+    void startWorker(const VisualizeRequest& request);
 
     Document* document_;
     RecordSnapshotPtr recording_;
@@ -52,6 +55,7 @@ private:
     QSpinBox* steps_;
     QComboBox* parameterization_;
     QSpinBox* seed_;
+    QSpinBox* size_;
     QPushButton* run_;
     QPushButton* cancel_;
     QProgressBar* progress_;
@@ -62,6 +66,7 @@ private:
     QGridLayout* topGrid_;
     std::vector<QLabel*> topPictures_;
     bool running_ = false;
+    bool mapsShown_ = false;
 };
 
 } // namespace torchscope

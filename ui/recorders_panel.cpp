@@ -98,10 +98,12 @@ RecordersPanel::RecordersPanel(Document* document, RunController* controller, QW
     auto* channelPage = new QPushButton(tr("Channel page…"));
     channelPage->setToolTip(tr("The channel's page: an image optimised to excite it beside these top images"));
     browseRow->addWidget(channelPage);
-    connect(channelPage, &QPushButton::clicked, this, [this] {
-        if (!layer_->currentText().isEmpty())
-            Q_EMIT channelPageRequested(CaptureKey::parse(layer_->currentText().toStdString()).path.c_str(),
-                channel_->value());
+    connect(channelPage, &QPushButton::clicked, this, [this] { requestChannelPage(channel_->value()); });
+    connect(layer_, &QComboBox::currentTextChanged, channelPage, [channelPage](const QString& key) {
+        const bool output = CaptureKey::parse(key.toStdString()).kind == CaptureKind::Output;
+        channelPage->setEnabled(output);
+        channelPage->setToolTip(output ? tr("The channel's page: an image optimised to excite it beside these top images")
+                                       : tr("Channel pages are for a layer's outputs, not its inputs or gradients"));
     });
     auto* resultsColumn = new QWidget;
     auto* resultsLayout = new QVBoxLayout(resultsColumn);
@@ -146,9 +148,7 @@ RecordersPanel::RecordersPanel(Document* document, RunController* controller, QW
     });
     connect(channel_, &QSpinBox::valueChanged, this, &RecordersPanel::showTopImages);
     connect(plots_, &StatisticsPlots::channelClicked, channel_, &QSpinBox::setValue);
-    connect(plots_, &StatisticsPlots::channelPageRequested, this, [this](int channel) {
-        Q_EMIT channelPageRequested(CaptureKey::parse(layer_->currentText().toStdString()).path.c_str(), channel);
-    });
+    connect(plots_, &StatisticsPlots::channelPageRequested, this, &RecordersPanel::requestChannelPage);
     connect(channel_, &QSpinBox::valueChanged, plots_, &StatisticsPlots::markChannel);
     connect(channel_, &QSpinBox::valueChanged, document_, &Document::setSelectedChannel);
     connect(document_, &Document::channelSelected, this, [this](int channel) {
@@ -261,6 +261,13 @@ void RecordersPanel::showLayer()
     plots_->show(it->second);
     plots_->markChannel(channel_->value());
     showTopImages();
+}
+
+void RecordersPanel::requestChannelPage(int channel)
+{
+    const CaptureKey key = CaptureKey::parse(layer_->currentText().toStdString());
+    if (!layer_->currentText().isEmpty() && key.kind == CaptureKind::Output)
+        Q_EMIT channelPageRequested(QString::fromStdString(key.path), channel);
 }
 
 void RecordersPanel::showTopImages()

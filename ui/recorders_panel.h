@@ -49,6 +49,7 @@ private:
     void showLayer();
     void showTopImages();
     void showEdits();
+    void requestChannelPage(int channel); // for a layer's output; inputs and gradients have no page
 
     Document* document_;
     RunController* controller_;

@@ -98,20 +98,29 @@ void VisualizeWorker::run(const VisualizeRequest& request)
         LoadOptions options;
         options.device = request.device;
         Engine engine(Model::load(request.model, options));
-        const Visualization result = visualize(engine, request.preprocessing, request.config,
-            [this](const VisualizeProgress& p) {
-                Q_EMIT progress(p.step, p.steps, p.objectives.front());
-                return !cancelled_ && !QThread::currentThread()->isInterruptionRequested();
-            });
         VisualizeOutcome outcome;
-        outcome.image = pictureOf(result.images[0]);
-        outcome.value = result.objectives.front();
-        outcome.cancelled = result.cancelled;
-        outcome.steps = result.steps;
-        for (const auto& warning : result.warnings)
-            outcome.warnings << QString::fromStdString(warning);
+        outcome.key = request.cacheKey();
+        outcome.mapsOnly = request.mapsOnly;
+        if (!request.mapsOnly) {
+            const Visualization result = visualize(engine, request.preprocessing, request.config,
+                [this](const VisualizeProgress& p) {
+                    Q_EMIT progress(p.step, p.steps, p.objectives.front());
+                    return !cancelled_ && !QThread::currentThread()->isInterruptionRequested();
+                });
+            outcome.image = pictureOf(result.images[0]);
+            outcome.value = result.objectives.front();
+            outcome.cancelled = result.cancelled;
+            outcome.steps = result.steps;
+            for (const auto& warning : result.warnings)
+                outcome.warnings << QString::fromStdString(warning);
+        }
         try {
             outcome.topMaps = mapsOverImages(engine, request);
+        } catch (const Error& e) {
+            outcome.warnings << tr("The channel's maps over the top images failed: %1").arg(e.what());
+        } catch (const c10::Error& e) {
+            outcome.warnings << tr("The channel's maps over the top images failed: %1")
+                                    .arg(QString::fromStdString(torchErrorMessage(e.what_without_backtrace())));
         } catch (const std::exception& e) {
             outcome.warnings << tr("The channel's maps over the top images failed: %1").arg(e.what());
         }

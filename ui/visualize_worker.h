@@ -24,11 +24,15 @@ struct VisualizeRequest {
     Preprocessing preprocessing;
     VisualizeConfig config; // one objective
     std::vector<std::string> topImages; // also the channel's map over each of these images
-    // The key a result is cached under: the model, its device, input setup and every setting.
+    bool mapsOnly = false; // only the maps over the top images (the image is known)
+    // The key an optimised image is cached under: the model, its device, input setup and every
+    // setting (not the top images: their maps are quick and depend on the recording).
     std::string cacheKey() const;
 };
 
 struct VisualizeOutcome {
+    std::string key; // the request's cacheKey()
+    bool mapsOnly = false; // only topMaps is set
     QImage image; // the optimised image, RGB
     double value = 0.0; // its objective, untransformed
     QStringList warnings;

@@ -33,7 +33,7 @@ namespace {
 namespace fs = std::filesystem;
 std::atomic_bool interrupted{false};
 
-int64_t channelNumber(const std::string& text)
+int64_t wholeNumber(const std::string& option, const std::string& text)
 {
     try {
         size_t used = 0;
@@ -42,7 +42,7 @@ int64_t channelNumber(const std::string& text)
             return value;
     } catch (const std::exception&) {
     }
-    throw UsageError("visualize: --channels: '" + text + "' is not a channel number (0 or more)");
+    throw UsageError("visualize: " + option + ": '" + text + "' is not a whole number (0 or more)");
 }
 
 // The layer's channel count, from one run on a grey image of the setup's size.
@@ -73,10 +73,11 @@ std::vector<int64_t> channelList(const std::string& spec, const std::function<in
     for (const auto& part : split(spec, ',')) {
         const size_t dash = part.find('-');
         if (dash == std::string::npos) {
-            channels.push_back(channelNumber(part));
+            channels.push_back(wholeNumber("--channels", part));
             continue;
         }
-        const int64_t first = channelNumber(part.substr(0, dash)), last = channelNumber(part.substr(dash + 1));
+        const int64_t first = wholeNumber("--channels", part.substr(0, dash));
+        const int64_t last = wholeNumber("--channels", part.substr(dash + 1));
         if (last < first || last - first > 100000)
             throw UsageError("visualize: --channels: '" + part + "' is not a range FIRST-LAST with FIRST <= LAST");
         for (int64_t c = first; c <= last; ++c)
@@ -109,8 +110,8 @@ Objective objectiveFor(const CliOptions& o, int64_t channel)
             const auto parts = split(o.neuron, ',');
             if (parts.size() != 2)
                 throw UsageError("visualize: --neuron: expected Y,X or centre, got '" + o.neuron + "'");
-            objective.y = channelNumber(parts[0]);
-            objective.x = channelNumber(parts[1]);
+            objective.y = wholeNumber("--neuron", parts[0]);
+            objective.x = wholeNumber("--neuron", parts[1]);
         }
     }
     return objective;
@@ -128,8 +129,9 @@ struct TopImage {
     std::string path;
 };
 
-// Each channel's top images in a folder, from a recording of the layer's channel means.
-std::map<int64_t, std::vector<TopImage>> topImages(Engine& engine, const CliOptions& o, const ModelSetup& setup)
+// The given channels' top images in a folder, from a recording of the layer's channel means.
+std::map<int64_t, std::vector<TopImage>> topImages(
+    Engine& engine, const CliOptions& o, const ModelSetup& setup, const std::vector<int64_t>& channels)
 {
     RecorderConfig config;
     config.grabs = {GrabSpec{o.layer}};
@@ -147,14 +149,22 @@ std::map<int64_t, std::vector<TopImage>> topImages(Engine& engine, const CliOpti
     const auto found = top.find(o.layer);
     if (found == top.end())
         return tiles;
-    for (size_t c = 0; c < found->second.size(); ++c)
-        for (const TopSample& sample : found->second[c]) {
+    for (int64_t channel : channels) {
+        if (channel >= static_cast<int64_t>(found->second.size()) || tiles.count(channel))
+            continue;
+        for (const TopSample& sample : found->second[static_cast<size_t>(channel)]) {
             const std::string& path = source.imageFiles.at(static_cast<size_t>(sample.sample));
             const SheetTile tile{
                 imageToTensor(decodeImage(path)), fs::path(path).filename().string() + " " + fixed(sample.value, 2)};
-            tiles[static_cast<int64_t>(c)].push_back({tile, fs::absolute(path).string()});
+            tiles[channel].push_back({tile, fs::absolute(path).string()});
         }
+    }
     return tiles;
+}
+
+std::string imageName(int64_t index, int64_t channel)
+{
+    return "image_" + std::to_string(index) + "_channel_" + std::to_string(channel) + ".png";
 }
 
 std::string htmlEscaped(const std::string& text)
@@ -231,7 +241,6 @@ int runVisualize(const CliOptions& o)
     }
     if (terminal)
         std::cerr << '\n';
-    std::signal(SIGINT, SIG_DFL);
     const at::Tensor all = at::cat(images);
     if (cancelled)
         std::cerr << "interrupted: writing the " << all.size(0) << " image(s) so far\n";
@@ -242,9 +251,13 @@ int runVisualize(const CliOptions& o)
         writePng(o.out, all[0], 224);
     } else {
         fs::create_directories(out);
+        // The optimised images first: an interrupted search for top images keeps them.
+        for (int64_t i = 0; i < all.size(0); ++i)
+            writePng((out / imageName(i, channels[static_cast<size_t>(i) / static_cast<size_t>(o.images)])).string(),
+                all[i], 224);
         std::map<int64_t, std::vector<TopImage>> top;
-        if (!o.data.empty() && !probe && o.direction.empty())
-            top = topImages(engine, o, setup);
+        if (!o.data.empty() && !probe && o.direction.empty() && !cancelled)
+            top = topImages(engine, o, setup, channels);
         std::vector<SheetRow> rows;
         nlohmann::json summary = {{"model", model->path()}, {"layer", o.layer}, {"steps", o.steps},
             {"param", o.param}, {"seed", o.seed}, {"cancelled", cancelled}, {"images", nlohmann::json::array()}};
@@ -255,8 +268,7 @@ int runVisualize(const CliOptions& o)
         for (int64_t i = 0; i < all.size(0); ++i) {
             const auto index = static_cast<size_t>(i);
             const int64_t channel = channels[index / static_cast<size_t>(o.images)];
-            const std::string name = "image_" + std::to_string(i) + "_channel_" + std::to_string(channel) + ".png";
-            writePng((out / name).string(), all[i], 224);
+            const std::string name = imageName(i, channel);
             SheetRow row{descriptions[index], {{all[i], "optimised " + fixed(values[index], 2)}}};
             html += "<tr><th>" + htmlEscaped(descriptions[index]) + "</th><td><img src=\"" + name + "\"><br>optimised "
                 + fixed(values[index], 2) + "</td>";
@@ -275,10 +287,11 @@ int runVisualize(const CliOptions& o)
         writeFileAtomically((out / "index.html").string(), html + "</table>\n<p><img src=\"sheet.png\" style=\"width:auto;height:auto\"></p>\n");
         writeFileAtomically((out / "visualization.json").string(), summary.dump(1) + "\n");
     }
+    std::signal(SIGINT, SIG_DFL);
     for (size_t i = 0; i < values.size(); ++i)
         std::cout << descriptions[i] << ": " << fixed(values[i], 4) << '\n';
     std::cout << "wrote " << o.out << '\n';
-    return cancelled ? 130 : 0;
+    return cancelled || interrupted ? 130 : 0;
 }
 
 } // namespace torchscope::cli

@@ -130,11 +130,30 @@ int main(int argc, char** argv)
     }
     const bool channelPage = !options.channelPageLayer.isEmpty();
     QPointer<torchscope::ChannelPage> page;
+    const auto write = [&window, &options, &page](int code) {
+        QApplication::processEvents();
+        QWidget* shown = page ? static_cast<QWidget*>(page.data()) : &window;
+        const bool saved = shown->grab().save(options.screenshot);
+        std::fprintf(
+            stderr, "torchscope: %s %s\n", saved ? "wrote" : "could not write", qPrintable(options.screenshot));
+        QApplication::exit(saved ? code : 1);
+    };
     if (channelPage) {
         auto* once = new QObject(&window);
-        auto open = [&window, &options, &page, once] {
+        auto open = [&window, &options, &page, once, screenshot, write] {
             once->deleteLater();
             page = window.openChannelPage(options.channelPageLayer, options.channelPageChannel);
+            if (!screenshot)
+                return;
+            if (!page) {
+                std::fprintf(stderr, "torchscope: no model to open a channel page for\n");
+                QApplication::exit(1);
+                return;
+            }
+            // The worker's signals are queued: connected here, none is missed. A failure reaches the
+            // window's errorReported, which ends the run below.
+            QObject::connect(page, &torchscope::ChannelPage::optimised, page,
+                [write, p = page.data()] { QTimer::singleShot(300, p, [write] { write(0); }); });
         };
         if (recording)
             QObject::connect(window.controller(), &torchscope::RunController::recordFinished, once, open);
@@ -142,24 +161,8 @@ int main(int argc, char** argv)
             QObject::connect(window.controller(), &torchscope::RunController::modelOpened, once, open);
     }
     if (screenshot) {
-        auto write = [&window, &options, &page](int code) {
-            QApplication::processEvents();
-            QWidget* shown = page ? static_cast<QWidget*>(page.data()) : &window;
-            const bool saved = shown->grab().save(options.screenshot);
-            std::fprintf(
-                stderr, "torchscope: %s %s\n", saved ? "wrote" : "could not write", qPrintable(options.screenshot));
-            QApplication::exit(saved ? code : 1);
-        };
         if (channelPage) {
-            // The page exists once its model (and recording) is ready; it tells when its image is in.
-            auto* waiting = new QTimer(&window);
-            QObject::connect(waiting, &QTimer::timeout, &window, [write, &page, waiting] {
-                if (page && !page->isRunning() && !page->valueText().isEmpty() && !page->valueText().startsWith("step")) {
-                    waiting->stop();
-                    QTimer::singleShot(300, page, [write] { write(0); });
-                }
-            });
-            waiting->start(200);
+            // Written when the page's image is in (connected where the page opens).
         } else if (comparing) {
             QObject::connect(window.comparePanel(), &torchscope::ComparePanel::finished, &window,
                 [write, &window] { QTimer::singleShot(500, &window, [write] { write(0); }); });

@@ -9,6 +9,8 @@
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
+#include <string>
+#include <utility>
 
 namespace torchscope {
 namespace {
@@ -34,6 +36,27 @@ cv::Mat fitted(const cv::Mat& picture, int side)
     cv::Mat square(side, side, CV_8UC3, cv::Scalar(255, 255, 255));
     out.copyTo(square(cv::Rect((side - out.cols) / 2, (side - out.rows) / 2, out.cols, out.rows)));
     return square;
+}
+
+// OpenCV's Hershey fonts draw ASCII only ("??" for anything else): the signs our captions use, in ASCII.
+std::string drawable(const std::string& text)
+{
+    static const std::pair<const char*, const char*> Replacements[]
+        = {{"\u2212", "-"}, {"\u00d7", "x"}, {"\u00b7", "."}, {"\u2026", "..."}, {"\u2013", "-"}};
+    std::string out = text;
+    for (const auto& [from, to] : Replacements)
+        for (size_t at = out.find(from); at != std::string::npos; at = out.find(from, at))
+            out.replace(at, std::string(from).size(), to);
+    std::string ascii;
+    for (size_t i = 0; i < out.size(); ++i) {
+        const auto byte = static_cast<unsigned char>(out[i]);
+        if (byte < 0x80) {
+            ascii += out[i];
+        } else if ((byte & 0xC0) != 0x80) {
+            ascii += '?'; // one mark per character, not per byte
+        }
+    }
+    return ascii;
 }
 
 void writeEncoded(const std::string& path, const cv::Mat& picture)
@@ -71,11 +94,11 @@ void writeContactSheet(const std::string& path, const std::vector<SheetRow>& row
     const auto font = cv::FONT_HERSHEY_SIMPLEX;
     for (size_t r = 0; r < rows.size(); ++r) {
         const int top = Gap + static_cast<int>(r) * rowHeight;
-        cv::putText(sheet, rows[r].title, {Gap, top + tileSide / 2}, font, 0.5, cv::Scalar(0, 0, 0), 1, cv::LINE_AA);
+        cv::putText(sheet, drawable(rows[r].title), {Gap, top + tileSide / 2}, font, 0.5, cv::Scalar(0, 0, 0), 1, cv::LINE_AA);
         for (size_t t = 0; t < rows[r].tiles.size(); ++t) {
             const int left = TitleWidth + static_cast<int>(t) * (tileSide + Gap);
             fitted(toMat(rows[r].tiles[t].image), tileSide).copyTo(sheet(cv::Rect(left, top, tileSide, tileSide)));
-            cv::putText(sheet, rows[r].tiles[t].caption, {left, top + tileSide + 15}, font, 0.4,
+            cv::putText(sheet, drawable(rows[r].tiles[t].caption), {left, top + tileSide + 15}, font, 0.4,
                 cv::Scalar(60, 60, 60), 1, cv::LINE_AA);
         }
     }

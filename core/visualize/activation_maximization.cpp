@@ -9,6 +9,7 @@
 #include "visualize/unit_objective.h"
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/optim/adam.h>
 
 #include <cmath>
@@ -121,25 +122,30 @@ Visualization visualize(
     Visualization out;
     for (const auto& o : config.objectives)
         out.descriptions.push_back(o.describe());
-    if (config.diversity > 0.0 && count < 2)
-        out.warnings.push_back("the diversity term needs two or more images; with one it does nothing");
-    LayerRun layer(engine, config.layer);
-    const UnitObjectives objectives(config.objectives, config.layer, device);
-    SeededRandom random(config.seed);
-    ParameterizedImage image(
-        config.parameterization, count, channels, height, width, config.decorrelate, random, device);
-    torch::optim::Adam adam({image.parameters()}, torch::optim::AdamOptions(config.learningRate));
+    const auto groups = diverseGroups(config.objectives);
+    if (config.diversity > 0.0 && groups.empty())
+        out.warnings.push_back("the diversity term pushes apart images of one objective; no objective here has two "
+                               "or more images (--images N), so it does nothing");
 
     try {
+        LayerRun layer(engine, config.layer);
+        const UnitObjectives objectives(config.objectives, config.layer, device);
+        SeededRandom random(config.seed);
+        ParameterizedImage image(
+            config.parameterization, count, channels, height, width, config.decorrelate, random, device);
+        torch::optim::Adam adam({image.parameters()}, torch::optim::AdamOptions(config.learningRate));
         for (int step = 0; step < config.steps; ++step) {
             const at::Tensor pixels = robustlyTransformed(image.pixels(), config.transforms, random);
             const at::Tensor activation = layer.output(modelValues(pixels, preprocessing));
             const at::Tensor values = objectives.values(activation);
             at::Tensor total = values.sum();
-            if (config.diversity > 0.0 && count > 1)
-                total = total + config.diversity * diversityTerm(unitMaps(activation, config.layer));
-            adam.zero_grad();
-            (-total).backward();
+            if (config.diversity > 0.0)
+                for (const auto& group : groups) {
+                    const at::Tensor rows = at::tensor(group, at::kLong).to(activation.device());
+                    total = total + config.diversity * diversityTerm(unitMaps(activation, config.layer).index_select(0, rows));
+                }
+            // Gradients for the image only: backward() would also leave them on the model's weights.
+            image.parameters().mutable_grad() = torch::autograd::grad({-total}, {image.parameters()}).at(0);
             adam.step();
 
             const at::Tensor cpu = values.detach().to(at::kCPU, at::kDouble).contiguous();
@@ -153,10 +159,10 @@ Visualization visualize(
         warnAboutStuckObjectives(out, config.layer);
         const torch::NoGradGuard noGradients;
         out.images = image.pixels().detach().to(at::kCPU).contiguous();
+        out.objectives = objectivesOf(engine, preprocessing, config, out.images);
     } catch (const c10::Error& e) {
         throw Error("visualising '" + config.layer + "' failed: " + torchErrorMessage(e.what_without_backtrace()));
     }
-    out.objectives = objectivesOf(engine, preprocessing, config, out.images);
     return out;
 }
 
@@ -165,15 +171,19 @@ std::vector<double> objectivesOf(
 {
     if (images.dim() != 4 || images.size(0) != static_cast<int64_t>(config.objectives.size()))
         throw Error("objectives need one image [N, C, H, W] per objective");
-    const torch::NoGradGuard noGradients;
-    const c10::Device device(engine.model().device());
-    LayerRun layer(engine, config.layer);
-    const UnitObjectives objectives(config.objectives, config.layer, device);
-    const at::Tensor values
-        = objectives.values(layer.output(modelValues(images.to(device, at::kFloat), preprocessing)))
-              .to(at::kCPU, at::kDouble)
-              .contiguous();
-    return {values.data_ptr<double>(), values.data_ptr<double>() + values.numel()};
+    try {
+        const torch::NoGradGuard noGradients;
+        const c10::Device device(engine.model().device());
+        LayerRun layer(engine, config.layer);
+        const UnitObjectives objectives(config.objectives, config.layer, device);
+        const at::Tensor values
+            = objectives.values(layer.output(modelValues(images.to(device, at::kFloat), preprocessing)))
+                  .to(at::kCPU, at::kDouble)
+                  .contiguous();
+        return {values.data_ptr<double>(), values.data_ptr<double>() + values.numel()};
+    } catch (const c10::Error& e) {
+        throw Error("measuring '" + config.layer + "' failed: " + torchErrorMessage(e.what_without_backtrace()));
+    }
 }
 
 } // namespace torchscope

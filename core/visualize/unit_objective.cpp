@@ -108,4 +108,23 @@ at::Tensor diversityTerm(const at::Tensor& maps)
     return -(products.sum() - products.diagonal().sum()) / static_cast<double>(n);
 }
 
+std::vector<std::vector<int64_t>> diverseGroups(const std::vector<Objective>& objectives)
+{
+    std::vector<std::vector<int64_t>> groups;
+    std::vector<bool> grouped(objectives.size(), false);
+    for (size_t i = 0; i < objectives.size(); ++i) {
+        if (grouped[i])
+            continue;
+        std::vector<int64_t> group{static_cast<int64_t>(i)};
+        for (size_t j = i + 1; j < objectives.size(); ++j)
+            if (!grouped[j] && objectives[j] == objectives[i]) {
+                grouped[j] = true;
+                group.push_back(static_cast<int64_t>(j));
+            }
+        if (group.size() > 1)
+            groups.push_back(std::move(group));
+    }
+    return groups;
+}
+
 } // namespace torchscope

@@ -40,4 +40,8 @@ private:
 // unit norm): −Σ_{i≠j} ⟨G_i, G_j⟩ / N. Larger when the images differ in style.
 at::Tensor diversityTerm(const at::Tensor& maps);
 
+// Rows of images that share an objective, for groups of two or more: the diversity term pushes
+// apart images of one unit, never images of different units (they differ anyway).
+std::vector<std::vector<int64_t>> diverseGroups(const std::vector<Objective>& objectives);
+
 } // namespace torchscope

@@ -7,6 +7,12 @@
 
 namespace torchscope {
 
+bool Objective::operator==(const Objective& other) const
+{
+    return kind == other.kind && channel == other.channel && y == other.y && x == other.x
+        && direction == other.direction && probePath == other.probePath && negative == other.negative;
+}
+
 std::string Objective::describe() const
 {
     std::string text;

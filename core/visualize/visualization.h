@@ -32,6 +32,8 @@ struct Objective {
     // "channel 12", "neuron 12 at (3, 4)", "direction (256 channels)", "probe stripes.pt class 1",
     // with "−" before it when negative.
     std::string describe() const;
+
+    bool operator==(const Objective& other) const;
 };
 
 // Random changes each step, so the image must excite the unit whatever its exact position, size
@@ -52,7 +54,7 @@ struct VisualizeConfig {
     Parameterization parameterization = Parameterization::Fft;
     bool decorrelate = true; // colour decorrelation (3-channel images)
     double learningRate = 0.05; // Adam
-    double diversity = 0.0; // weight of the diversity term (Gram matrices apart), for 2+ images
+    double diversity = 0.0; // weight of the diversity term between images of one objective
     int64_t seed = 0;
     RobustnessTransforms transforms;
 

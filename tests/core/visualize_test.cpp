@@ -7,6 +7,7 @@
 #include "probe/linear_probe.h"
 #include "probe/probe_training.h"
 #include "visualize/activation_maximization.h"
+#include "visualize/unit_objective.h"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -221,6 +222,29 @@ TEST(Visualize, RefusesWhatDoesNotFit)
     EXPECT_NE(errorOf([&] { visualize(engine, Preprocessing::none(), demoChannels({0}, 2)); })
                   .find("does not fix its input size"),
         std::string::npos);
+}
+
+TEST(Visualize, DiversityPushesApartOnlyImagesOfOneObjective)
+{
+    Objective a{ObjectiveKind::Channel, 1}, b{ObjectiveKind::Channel, 2}, minusB = b;
+    minusB.negative = true;
+    Objective direction{ObjectiveKind::Direction, 0}, otherDirection = direction;
+    direction.direction = {1.0, 0.0};
+    otherDirection.direction = {0.0, 1.0};
+    const std::vector<std::vector<int64_t>> groups
+        = diverseGroups({a, a, b, a, minusB, b, direction, otherDirection, minusB});
+    const std::vector<std::vector<int64_t>> expected{{0, 1, 3}, {2, 5}, {4, 8}};
+    EXPECT_EQ(groups, expected);
+    EXPECT_TRUE(diverseGroups({a, b, minusB}).empty());
+
+    // With none to push apart, a diversity weight is said to do nothing.
+    const auto model = demoModel();
+    Engine engine(model);
+    VisualizeConfig config = demoChannels({0, 1}, 2);
+    config.diversity = 1.0;
+    const Visualization result = visualize(engine, defaultSetup(*model).preprocessing, config);
+    ASSERT_EQ(result.warnings.size(), 1u);
+    EXPECT_NE(result.warnings[0].find("does nothing"), std::string::npos);
 }
 
 } // namespace

@@ -24,7 +24,7 @@ constexpr int Timeout = 120000;
 
 QSpinBox* spinBox(ChannelPage* page, int index)
 {
-    return page->findChildren<QSpinBox*>().at(index); // steps, seed
+    return page->findChildren<QSpinBox*>().at(index); // steps, seed, size
 }
 
 } // namespace
@@ -126,6 +126,26 @@ private Q_SLOTS:
         for (auto* label : page.findChildren<QLabel*>())
             statisticsShown = statisticsShown || label->text().startsWith(QString("Over %1 images").arg(images.size()));
         QVERIFY(statisticsShown);
+
+        // Another page on the same settings: the image from the cache at once, the maps over its own
+        // top images computed on the worker (the cache holds no maps: they belong to a recording).
+        ChannelPage again(window.document(), recording, "features.2.bn", 0);
+        QLabel* againPicture = nullptr;
+        for (auto* label : again.findChildren<QLabel*>())
+            if (label->toolTip() == images[3])
+                againPicture = label;
+        QVERIFY(againPicture);
+        const QImage againPlain = againPicture->pixmap().toImage();
+        QSignalSpy fromCache(&again, &ChannelPage::optimised);
+        spinBox(&again, 0)->setValue(16);
+        again.optimise();
+        QCOMPARE(fromCache.count(), 1);
+        QCOMPARE(again.valueText(), page.valueText());
+        QVERIFY(again.isRunning()); // the maps
+        QTRY_VERIFY_WITH_TIMEOUT(!again.isRunning(), Timeout);
+        const QLabel* first = pictures[0]->toolTip() == images[3] ? pictures[0] : pictures[1];
+        QCOMPARE(againPicture->pixmap().toImage(), first->pixmap().toImage());
+        QVERIFY(againPicture->pixmap().toImage() != againPlain);
     }
 };
 
