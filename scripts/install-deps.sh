@@ -8,7 +8,7 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++ pkg-config
-  libtorch-dev nlohmann-json3-dev libzip-dev libcli11-dev
+  libtorch-dev libgloo-dev nlohmann-json3-dev libzip-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-torch python3-torchvision python3-numpy python3-pil
   libopenblas0-pthread

@@ -145,6 +145,14 @@ void addTarget(CLI::App* command, CliOptions& o, std::string& box)
     command->add_option("--target-box", box, "X0,Y0,X1,Y1: segmentation: sum the class's score over this box");
 }
 
+void addJobTimeout(CLI::App* command, CliOptions& o)
+{
+    command->add_option("--job-timeout", o.jobTimeout,
+        "under torchrun: seconds a rank waits for the others (to start, and at each step) before the job fails")
+        ->check(CLI::Range(1, 86400))
+        ->capture_default_str();
+}
+
 } // namespace
 
 std::string bundledDemoModel()
@@ -226,6 +234,7 @@ CliOptions parseCommandLine(int argc, char** argv)
     record->add_option("--decode-threads", o.decodeThreads, "image decoding threads; 0: automatic")
         ->check(CLI::Range(0, 1024))
         ->capture_default_str();
+    addJobTimeout(record, o);
 
     CLI::App* probe = app.add_subcommand("probe", "train linear probes on layer outputs (probe train, probe sweep)");
     probe->require_subcommand(1);
@@ -253,6 +262,7 @@ CliOptions parseCommandLine(int argc, char** argv)
             "DIR for cached activations, or none; default: $XDG_CACHE_HOME/torchscope/activations");
         command->add_option("--batch", o.batch, "samples per forward pass")->check(CLI::Range(1, 65536))->capture_default_str();
         command->add_flag("--json", o.json, "print JSON");
+        addJobTimeout(command, o);
     }
     train->add_option("--out,-o", o.out, "PROBE.pt")->required();
     train->add_option("--state-dict", o.stateDict, "FILE.pt: the probe's tensors as well");

@@ -32,7 +32,8 @@ struct CliOptions {
     std::optional<std::string> labels; // a text file (one label per line) or JSON
     std::optional<std::string> scores; // the output element with the class scores
     std::optional<std::array<int64_t, 4>> targetBox; // x0,y0,x1,y1: segmentation gradient region
-    int threads = 0; // 0: one per core
+    int threads = 0; // 0: one per core (in a torchrun job: the node's cores shared among its ranks)
+    int jobTimeout = 300; // seconds a rank of a torchrun job waits for the others
     // record
     std::string reduce = "stats";
     std::string condition = "all";

@@ -43,6 +43,8 @@ ImageFolder folderOfInputs(const std::vector<std::string>& inputs, const ModelSe
 {
     ImageFolder folder;
     for (const auto& input : inputs) {
+        if (!std::filesystem::exists(input))
+            throw Error("--input '" + input + "' does not exist (no such file or folder)");
         const ImageFolder part = std::filesystem::is_directory(input) ? ImageFolder::scan(input, setup.labels)
                                                                       : ImageFolder::fromFiles({input});
         if (folder.classes.empty()) {
@@ -76,6 +78,22 @@ FolderRunSummary recordImageInputs(Engine& engine, Recorder& recorder, const std
     return summary;
 }
 
+BatchStream imageRecordingBatches(const std::vector<std::string>& inputs, const ModelSetup& setup, int batchSize,
+    int decodeThreads, const Shard& shard, RecordingSource& source)
+{
+    const ImageFolder folder = folderOfInputs(inputs, setup, "record");
+    FolderRunOptions options;
+    options.batchSize = batchSize;
+    options.decodeThreads = decodeThreads;
+    options.shard = shard;
+    const RecordingSource found = recordingSource(folder);
+    source.imageFiles = found.imageFiles;
+    source.classes = found.classes;
+    source.classLabels = found.classLabels;
+    source.labelSource = found.labelSource;
+    return folderBatches(folder, setup.preprocessing, options);
+}
+
 BatchStream imageInputBatches(
     const std::vector<std::string>& inputs, const ModelSetup& setup, int batchSize, int decodeThreads)
 {
@@ -85,9 +103,10 @@ BatchStream imageInputBatches(
     return folderBatches(folderOfInputs(inputs, setup, "compare"), setup.preprocessing, options);
 }
 
-ProbeSamples folderProbeSamples(const std::string& folder, const ModelSetup& setup, int batchSize, int threads)
+ProbeSamples folderProbeSamples(
+    const std::string& folder, const ModelSetup& setup, int batchSize, int threads, const Shard& shard)
 {
-    return folderSamples(ImageFolder::scan(folder, setup.labels), setup.preprocessing, batchSize, threads);
+    return folderSamples(ImageFolder::scan(folder, setup.labels), setup.preprocessing, batchSize, threads, shard);
 }
 
 } // namespace torchscope::cli

@@ -36,11 +36,17 @@ FolderRunSummary recordImageInputs(Engine& engine, Recorder& recorder, const std
     const ModelSetup& setup, int batchSize, int decodeThreads,
     const std::function<bool(const FolderRunProgress&)>& progress, RecordingSource& source);
 
+// Images and image folders as batches to record (`shard`: a torchrun rank's share); `source`
+// gets what the recording's summary says of its samples.
+BatchStream imageRecordingBatches(const std::vector<std::string>& inputs, const ModelSetup& setup, int batchSize,
+    int decodeThreads, const Shard& shard, RecordingSource& source);
+
 // Images and image folders as batches for compare, decoded ahead on `decodeThreads` threads.
 BatchStream imageInputBatches(
     const std::vector<std::string>& inputs, const ModelSetup& setup, int batchSize, int decodeThreads);
 
-// --data FOLDER for probe: one subfolder per class.
-ProbeSamples folderProbeSamples(const std::string& folder, const ModelSetup& setup, int batchSize, int threads);
+// --data FOLDER for probe: one subfolder per class (`shard`: a torchrun rank's share).
+ProbeSamples folderProbeSamples(
+    const std::string& folder, const ModelSetup& setup, int batchSize, int threads, const Shard& shard = {});
 
 } // namespace torchscope::cli

@@ -36,13 +36,20 @@ FolderRunSummary recordImageInputs(Engine&, Recorder&, const std::vector<std::st
         "give one tensor file: --input FILE.pt with [N, ...] rows or {\"samples\": [N, ...], \"labels\": [N]}");
 }
 
+BatchStream imageRecordingBatches(
+    const std::vector<std::string>& inputs, const ModelSetup&, int, int, const Shard&, RecordingSource&)
+{
+    refuse("record " + (inputs.empty() ? std::string() : inputs.front()),
+        "give one tensor file: --input FILE.pt with [N, ...] rows or {\"samples\": [N, ...], \"labels\": [N]}");
+}
+
 BatchStream imageInputBatches(const std::vector<std::string>& inputs, const ModelSetup&, int, int)
 {
     refuse("compare " + (inputs.empty() ? std::string() : inputs.front()),
         "give one tensor file: --input FILE.pt with [N, ...] rows");
 }
 
-ProbeSamples folderProbeSamples(const std::string& folder, const ModelSetup&, int, int)
+ProbeSamples folderProbeSamples(const std::string& folder, const ModelSetup&, int, int, const Shard&)
 {
     refuse("--data " + folder, "give a tensor file {\"samples\": [N, ...], \"labels\": [N]}");
 }

@@ -2,10 +2,13 @@
 
 #include "common/error.h"
 #include "common/strings.h"
+#include "distributed/job_probe_data.h"
+#include "distributed/lockstep.h"
 #include "export/atomic_file.h"
 #include "graph/engine.h"
 #include "graph/selector.h"
 #include "image_inputs.h"
+#include "job.h"
 #include "model/model.h"
 #include "open_model.h"
 #include "probe/activation_cache.h"
@@ -15,6 +18,7 @@
 #include "record/labelled_samples.h"
 
 #include <ATen/ATen.h>
+#include <c10/util/Exception.h>
 #include <nlohmann/json.hpp>
 
 #include <atomic>
@@ -44,18 +48,21 @@ std::string cacheDirectory(const CliOptions& options)
 }
 
 // --data: a folder with one subfolder per class, or a torch.save'd {"samples", "labels"[, "classes"]}.
-ProbeSamples loadSamples(const Model& model, const CliOptions& options)
+// `shard`: a torchrun rank's share.
+ProbeSamples loadSamples(const Model& model, const CliOptions& options, const Shard& shard = {})
 {
     if (std::filesystem::is_directory(options.data)) {
-        const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-        return folderProbeSamples(options.data, chooseSetup(model, options), options.batch, threads);
+        const int threads = options.decodeThreads > 0
+            ? options.decodeThreads
+            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        return folderProbeSamples(options.data, chooseSetup(model, options), options.batch, threads, shard);
     }
     const LabelledSamples saved = readLabelledSamples(options.data);
     if (saved.labels.empty())
         throw Error("--data '" + options.data + "' is a torch.save file but not a {\"samples\": [N, ...], "
             + "\"labels\": [N]} dict; give that, or a folder with one subfolder per class");
     return tensorSamples(saved.samples, at::tensor(saved.labels, at::kLong), options.batch,
-        fileContentHash(options.data), saved.classes);
+        fileContentHash(options.data), saved.classes, shard);
 }
 
 std::vector<std::string> layersOf(const Model& model, const CliOptions& options)
@@ -75,27 +82,81 @@ std::string percent(double accuracy)
     return out.str();
 }
 
+// What the probe needs before its first batch; in a torchrun job, each rank prepares its share
+// and a rank that cannot (a folder it cannot read) fails the whole job with its message.
+struct Prepared {
+    std::shared_ptr<Model> model;
+    std::vector<std::string> layers;
+    std::unique_ptr<Engine> engine;
+    ProbeSamples samples;
+};
+
+Prepared prepare(const CliOptions& options, const Shard& shard)
+{
+    Prepared p;
+    p.model = openModel(options);
+    p.layers = layersOf(*p.model, options);
+    p.engine = std::make_unique<Engine>(p.model);
+    p.samples = loadSamples(*p.model, options, shard);
+    return p;
+}
+
+Prepared prepareInJob(Job& job, const CliOptions& options)
+{
+    Prepared p;
+    std::string error;
+    try {
+        p = prepare(options, job.shard());
+    } catch (const Error& e) {
+        error = e.what();
+    } catch (const c10::Error& e) {
+        error = torchErrorMessage(e.what_without_backtrace());
+    } catch (const std::exception& e) {
+        error = e.what();
+    }
+    job.lockstep().agree(error);
+    StepReport count;
+    count.images = static_cast<int64_t>(p.samples.labels.size());
+    const auto all = job.lockstep().exchange(count);
+    for (size_t r = 1; r < all.size(); ++r)
+        if (all[r].images != all[0].images)
+            job.lockstep().fail("rank " + std::to_string(r) + " sees " + std::to_string(all[r].images)
+                + " samples and rank 0 sees " + std::to_string(all[0].images)
+                + ": every rank needs the same --data (the same folder on every node)");
+    return p;
+}
+
 } // namespace
 
-int runProbe(const CliOptions& options)
+int runProbe(const CliOptions& given)
 {
-    auto model = openModel(options);
-    const std::vector<std::string> layers = layersOf(*model, options);
-    Engine engine(model);
-    ProbeSamples samples = loadSamples(*model, options);
-    ActivationCache cache(cacheDirectory(options));
+    const std::unique_ptr<Job> job = Job::join(given);
+    const CliOptions options = job ? job->rankOptions(given) : given;
+    Prepared p = job ? prepareInJob(*job, options) : prepare(options, {});
+    const std::vector<std::string>& layers = p.layers;
     const ProbePooling pooling = parseProbePooling(options.pool);
+    const bool speaks = !job || job->root();
 
     std::signal(SIGINT, [](int) { interrupted = true; });
-    const ProbeDataset dataset
-        = collectProbeDataset(engine, layers, pooling, samples, &cache, [](int64_t done, int64_t total) {
-              std::cerr << "\ractivations: " << done << " / " << total << " samples" << std::flush;
-              return !interrupted;
-          });
-    std::cerr << '\n';
+    if (job) // torchrun passes a Ctrl+C on to its ranks as SIGTERM
+        std::signal(SIGTERM, [](int) { interrupted = true; });
+    const auto progress = [speaks](int64_t done, int64_t total) {
+        if (speaks)
+            std::cerr << "\ractivations: " << done << " / " << total << " samples" << std::flush;
+        return !interrupted;
+    };
+    ActivationCache cache(job ? std::string() : cacheDirectory(options));
+    const ProbeDataset dataset = job
+        ? collectProbeDatasetTogether(job->lockstep(), *p.engine, layers, pooling, p.samples, progress)
+        : collectProbeDataset(*p.engine, layers, pooling, p.samples, &cache, progress);
+    if (speaks)
+        std::cerr << '\n';
     std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
     if (dataset.cancelled)
         throw Error("interrupted while grabbing activations; nothing was trained");
+    if (!speaks)
+        return 0; // rank 0 trains on every rank's activations
     for (const auto& [path, why] : dataset.failures)
         std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
     if (!dataset.cachedLayers.empty())

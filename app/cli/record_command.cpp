@@ -1,15 +1,20 @@
 #include "record_command.h"
 
 #include "common/error.h"
+#include "distributed/job_recording.h"
+#include "distributed/lockstep.h"
 #include "graph/engine.h"
 #include "image_inputs.h"
 #include "inputs.h"
+#include "job.h"
 #include "model/model.h"
 #include "open_model.h"
 #include "record/batch_run.h"
 #include "record/labelled_samples.h"
 #include "record/recorder.h"
 #include "record/recording_files.h"
+
+#include <c10/util/Exception.h>
 
 #include <atomic>
 #include <csignal>
@@ -21,16 +26,8 @@ namespace {
 
 std::atomic_bool interrupted{false};
 
-} // namespace
-
-int runRecord(const CliOptions& options)
+RecorderConfig recorderConfig(const CliOptions& options)
 {
-    const bool tensorStream = options.inputs.size() == 1 && isTensorFile(options.inputs[0]);
-    for (const auto& input : options.inputs)
-        if (isTensorFile(input) && !tensorStream)
-            throw Error("record takes one tensor file on its own, or image folders and images: '" + input
-                + "' is a tensor file among other inputs");
-    auto model = openModel(options);
     RecorderConfig config;
     for (const auto& grab : options.grabs)
         config.grabs.push_back(GrabSpec::parse(grab));
@@ -43,45 +40,121 @@ int runRecord(const CliOptions& options)
     config.histogramRange = options.range;
     for (const auto& edit : options.edits)
         config.edits.push_back(EditSpec::parse(edit));
+    return config;
+}
 
-    const ModelSetup setup = chooseSetup(*model, options);
+// Everything a recording needs before its first batch: the model, the recorder, the batches of
+// this process (a rank's share in a torchrun job) and what the summary says of them.
+struct Prepared {
+    std::shared_ptr<Model> model;
+    std::unique_ptr<Engine> engine;
+    std::unique_ptr<Recorder> recorder;
+    BatchStream stream;
+    RecordingSource source;
+};
+
+Prepared prepare(const CliOptions& options, const Shard& shard)
+{
+    const bool tensorStream = options.inputs.size() == 1 && isTensorFile(options.inputs[0]);
+    for (const auto& input : options.inputs)
+        if (isTensorFile(input) && !tensorStream)
+            throw Error("record takes one tensor file on its own, or image folders and images: '" + input
+                + "' is a tensor file among other inputs");
+    Prepared p;
+    p.model = openModel(options);
+    RecorderConfig config = recorderConfig(options);
+    const ModelSetup setup = chooseSetup(*p.model, options);
     config.scores = setup.scores;
-    Engine engine(model);
-    Recorder recorder(config);
+    p.engine = std::make_unique<Engine>(p.model);
+    p.recorder = std::make_unique<Recorder>(config);
+    p.source.model = p.model->path();
+    p.source.condition = options.condition;
+    if (tensorStream) {
+        // A tensor saved with torch.save: [N, ...] rows, or {"samples": [N, ...], "labels": [N]}.
+        const LabelledSamples saved = readLabelledSamples(options.inputs[0]);
+        p.stream = tensorBatches(saved.samples, saved.labels, options.batch, shard);
+        p.source.classes = saved.classes;
+        if (!saved.classes.empty()) {
+            for (size_t i = 0; i < saved.classes.size(); ++i)
+                p.source.classLabels.push_back(static_cast<int64_t>(i));
+            p.source.labelSource = "the tensor file's classes";
+        }
+    } else {
+        const int threads = options.decodeThreads > 0
+            ? options.decodeThreads
+            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        p.stream = imageRecordingBatches(options.inputs, setup, options.batch, threads, shard, p.source);
+    }
+    return p;
+}
+
+// Every rank prepares; a rank that cannot (a folder it cannot read, a model missing on its node)
+// fails the whole job with its message, and the ranks must all see the same samples.
+Prepared prepareInJob(Job& job, const CliOptions& options)
+{
+    Prepared p;
+    std::string error;
+    try {
+        p = prepare(options, job.shard());
+    } catch (const Error& e) {
+        error = e.what();
+    } catch (const c10::Error& e) {
+        error = torchErrorMessage(e.what_without_backtrace());
+    } catch (const std::exception& e) {
+        error = e.what();
+    }
+    job.lockstep().agree(error);
+    StepReport count;
+    count.images = p.stream.total;
+    const auto all = job.lockstep().exchange(count);
+    for (size_t r = 1; r < all.size(); ++r)
+        if (all[r].images != all[0].images)
+            job.lockstep().fail("rank " + std::to_string(r) + " sees " + std::to_string(all[r].images)
+                + " samples and rank 0 sees " + std::to_string(all[0].images)
+                + ": every rank needs the same inputs (the same folder on every node)");
+    return p;
+}
+
+} // namespace
+
+int runRecord(const CliOptions& given)
+{
+    const std::unique_ptr<Job> job = Job::join(given);
+    const CliOptions options = job ? job->rankOptions(given) : given;
+    Prepared p = job ? prepareInJob(*job, options) : prepare(options, {});
+
+    const bool speaks = !job || job->root(); // progress and results come from rank 0
     std::signal(SIGINT, [](int) { interrupted = true; });
-    const auto progress = [](const FolderRunProgress& p) {
-        std::cerr << "\r" << p.imagesDone << " / " << p.imagesTotal << " samples" << std::flush;
+    if (job) // torchrun passes a Ctrl+C on to its ranks as SIGTERM
+        std::signal(SIGTERM, [](int) { interrupted = true; });
+    const auto progress = [speaks](const FolderRunProgress& state) {
+        if (speaks)
+            std::cerr << "\r" << state.imagesDone << " / " << state.imagesTotal << " samples" << std::flush;
         return !interrupted;
     };
 
     FolderRunSummary summary;
-    RecordingSource source;
-    source.model = model->path();
-    source.condition = options.condition;
-    if (tensorStream) {
-        // A tensor saved with torch.save: [N, ...] rows, or {"samples": [N, ...], "labels": [N]}.
-        const LabelledSamples saved = readLabelledSamples(options.inputs[0]);
-        summary = recordTensor(engine, recorder, saved.samples, saved.labels, options.batch, progress);
-        source.classes = saved.classes;
-        if (!saved.classes.empty()) {
-            for (size_t i = 0; i < saved.classes.size(); ++i)
-                source.classLabels.push_back(static_cast<int64_t>(i));
-            source.labelSource = "the tensor file's classes";
+    if (job) {
+        summary = recordShareTogether(job->lockstep(), *p.engine, *p.recorder, p.stream, progress);
+        if (!mergeRecordingsToRoot(job->lockstep(), *p.recorder, summary)) {
+            std::signal(SIGINT, SIG_DFL);
+            std::signal(SIGTERM, SIG_DFL);
+            return 0; // rank 0 writes the one result
         }
-    }
-    else {
-        const int threads = options.decodeThreads > 0
-            ? options.decodeThreads
-            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-        summary = recordImageInputs(engine, recorder, options.inputs, setup, options.batch, threads, progress, source);
+    } else {
+        summary = recordBatches(*p.engine, *p.recorder, p.stream, progress);
     }
     std::cerr << '\n';
     std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
 
-    const std::string report = recordingSummary(recorder, summary, source);
-    writeRecording(options.out, recorder, report);
+    const std::string report = recordingSummary(*p.recorder, summary, p.source);
+    writeRecording(options.out, *p.recorder, report);
     for (const auto& [path, why] : summary.failures)
         std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
+    if (job)
+        for (const auto& warning : summary.warnings)
+            std::cerr << "torchscope-cli: " << warning << '\n';
     std::cout << report;
     return 0;
 }

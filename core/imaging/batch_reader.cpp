@@ -10,13 +10,15 @@
 
 namespace torchscope {
 
-BatchReader::BatchReader(
-    const ImageFolder& folder, const Preprocessing& preprocessing, int batchSize, int threads, int batchesAhead)
+BatchReader::BatchReader(const ImageFolder& folder, const Preprocessing& preprocessing, int batchSize, int threads,
+    int batchesAhead, const Shard& shard)
     : folder_(folder)
     , preprocessing_(preprocessing)
     , batchSize_(std::max(1, batchSize))
     , batchesAhead_(std::max(1, batchesAhead))
-    , batchCount_((static_cast<int64_t>(folder.images.size()) + std::max(1, batchSize) - 1) / std::max(1, batchSize))
+    , shard_(shard)
+    , batchCount_(shard.batchesOf(
+          (static_cast<int64_t>(folder.images.size()) + std::max(1, batchSize) - 1) / std::max(1, batchSize)))
 {
     for (int i = 0; i < std::max(1, threads); ++i)
         workers_.emplace_back([this] { work(); });
@@ -50,7 +52,7 @@ void BatchReader::work()
         }
         ImageBatch batch;
         std::vector<at::Tensor> images;
-        const auto first = static_cast<size_t>(b * batchSize_);
+        const auto first = static_cast<size_t>(shard_.globalBatch(b) * batchSize_);
         const size_t last = std::min(folder_.images.size(), first + static_cast<size_t>(batchSize_));
         for (size_t i = first; i < last; ++i) {
             const LabelledImage& image = folder_.images[i];

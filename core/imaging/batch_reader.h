@@ -25,8 +25,9 @@ namespace torchscope {
 // folder order. Destroying the reader (or cancel()) stops the workers.
 class BatchReader {
 public:
+    // `shard`: only these batches of the folder (a rank's share of a job); indices stay the folder's.
     BatchReader(const ImageFolder& folder, const Preprocessing& preprocessing, int batchSize, int threads,
-        int batchesAhead = 3);
+        int batchesAhead = 3, const Shard& shard = {});
     ~BatchReader();
     BatchReader(const BatchReader&) = delete;
     BatchReader& operator=(const BatchReader&) = delete;
@@ -35,7 +36,7 @@ public:
     // sizes meet in one batch.
     std::optional<ImageBatch> next();
     void cancel();
-    int64_t batchCount() const { return batchCount_; }
+    int64_t batchCount() const { return batchCount_; } // of this shard
 
 private:
     void work();
@@ -44,7 +45,8 @@ private:
     const Preprocessing preprocessing_;
     const int batchSize_;
     const int batchesAhead_;
-    const int64_t batchCount_;
+    const Shard shard_;
+    const int64_t batchCount_; // of this shard
     std::atomic<int64_t> nextToDecode_{0};
     int64_t nextToHandOut_ = 0;
     std::map<int64_t, ImageBatch> ready_;

@@ -15,7 +15,8 @@ FolderRunSummary recordFolder(Engine& engine, Recorder& recorder, const ImageFol
 
 BatchStream folderBatches(const ImageFolder& folder, const Preprocessing& preprocessing, const FolderRunOptions& options)
 {
-    auto reader = std::make_shared<BatchReader>(folder, preprocessing, options.batchSize, options.decodeThreads);
+    auto reader = std::make_shared<BatchReader>(
+        folder, preprocessing, options.batchSize, options.decodeThreads, 3, options.shard);
     BatchStream stream;
     stream.total = static_cast<int64_t>(folder.images.size());
     stream.next = [reader] { return reader->next(); };

@@ -17,6 +17,7 @@ namespace torchscope {
 struct FolderRunOptions {
     int batchSize = 16;
     int decodeThreads = 2;
+    Shard shard; // a rank's share of a job's batches; all by default
 };
 
 // Streams a folder through the model in batches (decoded ahead on worker threads) and feeds

@@ -10,7 +10,8 @@
 
 namespace torchscope {
 
-ProbeSamples folderSamples(const ImageFolder& folder, const Preprocessing& preprocessing, int batchSize, int threads)
+ProbeSamples folderSamples(
+    const ImageFolder& folder, const Preprocessing& preprocessing, int batchSize, int threads, const Shard& shard)
 {
     if (folder.classes.size() < 2)
         throw Error("a probe needs labelled images: a folder with one subfolder per class (at least two); this one has "
@@ -31,7 +32,7 @@ ProbeSamples folderSamples(const ImageFolder& folder, const Preprocessing& prepr
             + std::to_string(samples.labels.back()) + "\n";
     }
     samples.fingerprint = textHash(listing);
-    auto reader = std::make_shared<BatchReader>(folder, preprocessing, batchSize, threads);
+    auto reader = std::make_shared<BatchReader>(folder, preprocessing, batchSize, threads, 3, shard);
     samples.next = [reader]() -> std::optional<SampleBatch> {
         auto batch = reader->next();
         if (!batch)

@@ -2,6 +2,7 @@
 
 #include "preprocess/preprocessing.h"
 #include "probe/probe_dataset.h"
+#include "record/batch_run.h"
 #include "imaging/image_folder.h"
 
 namespace torchscope {
@@ -9,6 +10,7 @@ namespace torchscope {
 // An ImageFolder-style directory (one subfolder per class) as probe samples, decoded ahead on
 // worker threads. Classes are the subfolders in name order; the fingerprint covers every image's
 // path, size and modification time. Throws torchscope::Error for a folder without two classes.
-ProbeSamples folderSamples(const ImageFolder& folder, const Preprocessing& preprocessing, int batchSize, int threads);
+ProbeSamples folderSamples(
+    const ImageFolder& folder, const Preprocessing& preprocessing, int batchSize, int threads, const Shard& shard = {});
 
 } // namespace torchscope

@@ -15,7 +15,7 @@
 namespace torchscope {
 
 ProbeSamples tensorSamples(const at::Tensor& samples, const at::Tensor& labelsIn, int batchSize,
-    const std::string& fingerprint, std::vector<std::string> classNames)
+    const std::string& fingerprint, std::vector<std::string> classNames, const Shard& shard)
 {
     if (samples.dim() < 1 || samples.size(0) == 0)
         throw Error("probe samples need rows: shape [N, ...], got " + shapeToString(samples.sizes().vec()));
@@ -35,17 +35,18 @@ ProbeSamples tensorSamples(const at::Tensor& samples, const at::Tensor& labelsIn
         for (int64_t value : sorted)
             out.classNames.push_back(std::to_string(value));
     out.fingerprint = fingerprint;
-    auto position = std::make_shared<int64_t>(0);
     const int64_t step = std::max(1, batchSize);
-    out.next = [samples, position, step]() -> std::optional<SampleBatch> {
-        if (*position >= samples.size(0))
+    const int64_t batches = shard.batchesOf((samples.size(0) + step - 1) / step);
+    auto next = std::make_shared<int64_t>(0); // this shard's next batch
+    out.next = [samples, next, step, batches, shard]() -> std::optional<SampleBatch> {
+        if (*next >= batches)
             return std::nullopt;
-        const int64_t end = std::min(samples.size(0), *position + step);
+        const int64_t begin = shard.globalBatch((*next)++) * step;
+        const int64_t end = std::min(samples.size(0), begin + step);
         SampleBatch batch;
-        batch.inputs = samples.slice(0, *position, end);
-        for (int64_t i = *position; i < end; ++i)
+        batch.inputs = samples.slice(0, begin, end);
+        for (int64_t i = begin; i < end; ++i)
             batch.sampleIds.push_back(i);
-        *position = end;
         return batch;
     };
     out.cancel = [] {};
@@ -107,14 +108,14 @@ ProbeDataset collectProbeDataset(Engine& engine, const std::vector<std::string>&
                 return dataset;
             }
         }
-        if (ids.empty())
+        if (ids.empty() && !samples.shareOfJob)
             throw Error("no sample could be read, so there is nothing to train a probe on");
         const at::Tensor runIds = at::tensor(ids, at::kLong);
         if (sampleIds && !at::equal(*sampleIds, runIds))
             throw Error("the cached features and this run cover different samples; clear the activation cache");
         sampleIds = runIds;
         for (const auto& layer : missing) {
-            dataset.features[layer] = at::cat(parts[layer]);
+            dataset.features[layer] = parts[layer].empty() ? at::empty({0, 0}) : at::cat(parts[layer]);
             if (cache)
                 cache->store(keys[layer], {dataset.features[layer], runIds});
         }
@@ -124,6 +125,7 @@ ProbeDataset collectProbeDataset(Engine& engine, const std::vector<std::string>&
 
     const at::Tensor allLabels = at::tensor(samples.labels, at::kLong);
     dataset.labels = allLabels.index_select(0, *sampleIds);
+    dataset.sampleIds = *sampleIds;
     return dataset;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "probe/probe_training.h"
+#include "record/batch_run.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -30,11 +31,13 @@ struct ProbeSamples {
     std::string fingerprint; // identifies the samples: file names, sizes and times, or a hash
     std::function<std::optional<SampleBatch>()> next; // batches in dataset order, then nothing
     std::function<void()> cancel;
+    bool shareOfJob = false; // one rank's share of a job's samples: it may have none
 };
 
 struct ProbeDataset {
     std::vector<std::string> classNames;
     at::Tensor labels; // [N] class indices
+    at::Tensor sampleIds; // [N] the samples' positions in the dataset
     std::map<std::string, at::Tensor> features; // layer -> [N, F], the same rows for every layer
     std::vector<std::string> cachedLayers; // layers whose features came from the cache
     int64_t samplesRun = 0; // samples that went through the model in this call
@@ -45,8 +48,9 @@ struct ProbeDataset {
 
 // Rows of a tensor ([N, ...]) with their labels ([N] integers, any values: class k is the k-th
 // smallest). `fingerprint` names the data for the cache (a file hash, say).
+// `shard`: only its batches of the rows (a rank's share of a job).
 ProbeSamples tensorSamples(const at::Tensor& samples, const at::Tensor& labels, int batchSize,
-    const std::string& fingerprint, std::vector<std::string> classNames = {});
+    const std::string& fingerprint, std::vector<std::string> classNames = {}, const Shard& shard = {});
 
 // Grabs every layer's output once for all samples (one forward pass per batch, cut after the
 // last layer), pools it into probe features and caches them. Layers found in `cache` are not run

@@ -14,9 +14,7 @@
 #include <memory>
 
 namespace torchscope {
-namespace {
 
-// Which samples of a batch the condition keeps (bool [N]).
 at::Tensor conditionMask(const Condition& condition, const c10::IValue& output, const std::string& scoresElement,
     const std::vector<int64_t>& labels)
 {
@@ -55,8 +53,6 @@ at::Tensor conditionMask(const Condition& condition, const c10::IValue& output, 
     return at::ones({n}, at::kBool);
 }
 
-} // namespace
-
 BatchLoop forEachBatch(
     const BatchStream& stream, const BatchProgress& progress, const std::function<void(const ImageBatch&)>& handle)
 {
@@ -80,45 +76,51 @@ BatchLoop forEachBatch(
     return loop;
 }
 
-BatchStream tensorBatches(const at::Tensor& samples, const std::vector<int64_t>& labels, int batchSize)
+BatchStream tensorBatches(const at::Tensor& samples, const std::vector<int64_t>& labels, int batchSize, const Shard& shard)
 {
     if (samples.dim() < 1 || samples.size(0) == 0)
         throw Error("a tensor to record or compare needs rows: shape [N, ...], got " + shapeToString(samples.sizes().vec()));
     if (!labels.empty() && static_cast<int64_t>(labels.size()) != samples.size(0))
         throw Error(std::to_string(labels.size()) + " labels for " + std::to_string(samples.size(0)) + " samples");
     const int64_t step = std::max(1, batchSize);
-    auto next = std::make_shared<int64_t>(0);
+    const int64_t batches = shard.batchesOf((samples.size(0) + step - 1) / step);
+    auto next = std::make_shared<int64_t>(0); // this shard's next batch
     BatchStream stream;
     stream.total = samples.size(0);
-    stream.next = [samples, labels, next, step]() -> std::optional<ImageBatch> {
-        if (*next >= samples.size(0))
+    stream.next = [samples, labels, next, step, batches, shard]() -> std::optional<ImageBatch> {
+        if (*next >= batches)
             return std::nullopt;
         ImageBatch batch;
-        const int64_t end = std::min(samples.size(0), *next + step);
-        batch.images = samples.slice(0, *next, end);
-        for (int64_t i = *next; i < end; ++i) {
+        const int64_t begin = shard.globalBatch((*next)++) * step;
+        const int64_t end = std::min(samples.size(0), begin + step);
+        batch.images = samples.slice(0, begin, end);
+        for (int64_t i = begin; i < end; ++i) {
             batch.indices.push_back(i);
             batch.labels.push_back(labels.empty() ? -1 : labels[static_cast<size_t>(i)]);
         }
-        *next = end;
         return batch;
     };
     return stream;
 }
 
-FolderRunSummary recordBatches(Engine& engine, Recorder& recorder, const BatchStream& stream, const BatchProgress& progress)
+Request recordingRequest(Engine& engine, const RecorderConfig& config)
 {
     Request request;
-    request.grabs = recorder.config().grabs;
-    request.targetClass = recorder.config().targetClass;
-    request.scores = recorder.config().scores;
-    request.edits = recorder.config().edits;
+    request.grabs = config.grabs;
+    request.targetClass = config.targetClass;
+    request.scores = config.scores;
+    request.edits = config.edits;
     for (const auto& edit : request.edits)
         if (edit.takesTensor())
             throw Error("a recording applies zero and scale edits only; " + edit.path
                 + " adds or replaces a tensor, which fits one input, not a folder (use run)");
     engine.prepare(request);
+    return request;
+}
 
+FolderRunSummary recordBatches(Engine& engine, Recorder& recorder, const BatchStream& stream, const BatchProgress& progress)
+{
+    const Request request = recordingRequest(engine, recorder.config());
     FolderRunSummary summary;
     const BatchLoop loop = forEachBatch(stream, progress, [&](const ImageBatch& batch) {
         const RunResult result = engine.run(request, forwardInputsFromBatch(engine.model(), batch.images));

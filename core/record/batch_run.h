@@ -9,10 +9,27 @@
 #include <utility>
 #include <vector>
 
+namespace c10 {
+struct IValue;
+}
+
 namespace torchscope {
 
 class Engine;
 class Recorder;
+struct Condition;
+struct RecorderConfig;
+struct Request;
+
+// A rank's share of a job's batches: global batches index, index + count, index + 2 count, ...
+// (a split by sample position, so what each rank gets never depends on timing). {0, 1}: all.
+struct Shard {
+    int index = 0;
+    int count = 1;
+    // How many of `batches` batches this shard has, and the global number of its local batch.
+    int64_t batchesOf(int64_t batches) const { return batches > index ? (batches - index + count - 1) / count : 0; }
+    int64_t globalBatch(int64_t local) const { return index + local * count; }
+};
 
 struct ImageBatch {
     at::Tensor images; // [N, C, H, W], preprocessed
@@ -63,7 +80,17 @@ BatchLoop forEachBatch(
     const BatchStream& stream, const BatchProgress& progress, const std::function<void(const ImageBatch&)>& handle);
 
 // The rows of a tensor ([N, ...], as saved by torch.save) in batches; labels: one per row, or empty.
-BatchStream tensorBatches(const at::Tensor& samples, const std::vector<int64_t>& labels, int batchSize);
+// `total` stays the whole tensor's rows when the stream is a shard.
+BatchStream tensorBatches(
+    const at::Tensor& samples, const std::vector<int64_t>& labels, int batchSize, const Shard& shard = {});
+
+// The request a recording runs with (its grabs, target class, scores and edits), prepared.
+// Throws torchscope::Error for an edit a recording cannot apply.
+Request recordingRequest(Engine& engine, const RecorderConfig& config);
+
+// Which samples of a batch the condition keeps (bool [N]) from the run's output and true labels.
+at::Tensor conditionMask(const Condition& condition, const c10::IValue& output, const std::string& scoresElement,
+    const std::vector<int64_t>& labels);
 
 // Runs every batch of the stream through the model and feeds the recorder.
 FolderRunSummary recordBatches(

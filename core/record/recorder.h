@@ -7,6 +7,8 @@
 #include <ATen/core/Tensor.h>
 
 #include <map>
+#include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -40,13 +42,31 @@ public:
     // One line per layer and channel: layer,channel,samples,mean,std,min,max,zero_fraction.
     std::string channelCsv() const;
 
+    // For a recording split over processes (distributed/): a Stats key takes its histogram range
+    // from the first batch it sees, so ranks agree on the range of the earliest batch, as one
+    // process would have taken it. The ranges keys not seen yet would take from this batch:
+    std::map<std::string, std::pair<double, double>> histogramRangeCandidates(
+        const RunResult& result, const at::Tensor& selected) const;
+    // The range a key takes when it first comes (agreed between ranks).
+    void fixHistogramRange(const std::string& key, double low, double high);
+
+    // Everything recorded so far, as bytes that another process's recorder can merge.
+    std::string serialized() const;
+    // Folds in a serialized() recorder of the same config, as if its samples had been added
+    // here: sums, Chan's merge of the statistics, top-k (ties to the lower sample), kept samples
+    // in sample order. Throws torchscope::Error when the two do not fit together.
+    void merge(const std::string& serialized);
+
 private:
     struct Layer;
+    Layer& layerFor(const std::string& key, const std::vector<int64_t>& sampleShape);
     void addStats(Layer& layer, const at::Tensor& values, const at::Tensor& ids);
+    void mergeLayer(const std::string& key, Layer& into, Layer&& other);
 
     RecorderConfig config_;
     std::vector<std::string> order_;
     std::map<std::string, std::unique_ptr<Layer>> layers_;
+    std::map<std::string, std::pair<double, double>> fixedRanges_;
     int64_t keptBytes_ = 0;
 };
 

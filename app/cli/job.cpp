@@ -1,0 +1,61 @@
+#include "job.h"
+
+#include "distributed/cluster.h"
+#include "distributed/cluster_environment.h"
+#include "distributed/lockstep.h"
+
+#include <torch/cuda.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <thread>
+
+namespace torchscope::cli {
+
+std::unique_ptr<Job> Job::join(const CliOptions& options)
+{
+    const std::optional<ClusterEnvironment> environment = clusterEnvironment();
+    if (!environment || environment->worldSize == 1)
+        return nullptr;
+    std::unique_ptr<Job> job(new Job);
+    job->localRank_ = environment->localRank;
+    job->cluster_ = std::make_unique<Cluster>(*environment, std::chrono::seconds(options.jobTimeout));
+    job->lockstep_ = std::make_unique<Lockstep>(*job->cluster_);
+    return job;
+}
+
+Job::~Job() = default;
+
+int Job::rank() const
+{
+    return cluster_->rank();
+}
+
+int Job::size() const
+{
+    return cluster_->size();
+}
+
+std::string Job::prefix() const
+{
+    return "rank " + std::to_string(rank()) + " of " + std::to_string(size()) + ": ";
+}
+
+CliOptions Job::rankOptions(const CliOptions& options) const
+{
+    CliOptions mine = options;
+    if (mine.device.empty() || mine.device == "auto")
+        mine.device = torch::cuda::is_available() ? "cuda:" + std::to_string(localRank_) : "cpu";
+    // torchrun says how many ranks share this node; the cores are theirs together.
+    int ranksHere = 1;
+    if (const char* local = std::getenv("LOCAL_WORLD_SIZE"); local && std::atoi(local) > 0)
+        ranksHere = std::atoi(local);
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    if (mine.threads <= 0)
+        mine.threads = std::max(1, cores / ranksHere);
+    if (mine.decodeThreads <= 0)
+        mine.decodeThreads = std::max(1, cores / ranksHere);
+    return mine;
+}
+
+} // namespace torchscope::cli

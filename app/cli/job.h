@@ -1,0 +1,44 @@
+#pragma once
+
+// This process as one rank of a torchrun job (RANK, WORLD_SIZE, ... in its environment), for the
+// commands that split their images between ranks: record, probe train and probe sweep.
+
+#include "cli_options.h"
+#include "record/batch_run.h"
+
+#include <memory>
+#include <optional>
+
+namespace torchscope {
+class Cluster;
+class Lockstep;
+} // namespace torchscope
+
+namespace torchscope::cli {
+
+class Job {
+public:
+    // Joins the job that torchrun's variables describe; nothing when there are none (or
+    // WORLD_SIZE is 1). Throws torchscope::Error when they are wrong or the others never come.
+    static std::unique_ptr<Job> join(const CliOptions& options);
+    ~Job();
+
+    int rank() const;
+    int size() const;
+    bool root() const { return rank() == 0; }
+    Shard shard() const { return {rank(), size()}; }
+    Lockstep& lockstep() { return *lockstep_; }
+    // The options as this rank runs them: --device auto becomes cuda:LOCAL_RANK when CUDA is
+    // there (else cpu); threads and decoding threads are the node's cores shared among its ranks.
+    CliOptions rankOptions(const CliOptions& options) const;
+    // "rank 1 of 3: " for messages.
+    std::string prefix() const;
+
+private:
+    Job() = default;
+    std::unique_ptr<Cluster> cluster_;
+    std::unique_ptr<Lockstep> lockstep_;
+    int localRank_ = 0;
+};
+
+} // namespace torchscope::cli

@@ -1,0 +1,157 @@
+#include "distributed/job_recording.h"
+
+#include "common/error.h"
+#include "common/strings.h"
+#include "distributed/cluster.h"
+#include "distributed/lockstep.h"
+#include "graph/engine.h"
+#include "record/recorder.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <optional>
+#include <set>
+
+namespace torchscope {
+namespace {
+
+using nlohmann::json;
+
+std::string rangesText(const std::map<std::string, std::pair<double, double>>& ranges)
+{
+    json j = json::object();
+    for (const auto& [key, range] : ranges)
+        j[key] = {range.first, range.second};
+    return j.dump();
+}
+
+// Each new key takes the range of the lowest rank that saw it in this step: the earliest batch.
+void agreeOnRanges(Recorder& recorder, const std::vector<StepReport>& reports)
+{
+    std::set<std::string> agreed;
+    for (const auto& report : reports) {
+        if (report.agreement.empty())
+            continue;
+        const json ranges = json::parse(report.agreement);
+        for (const auto& [key, range] : ranges.items())
+            if (agreed.insert(key).second)
+                recorder.fixHistogramRange(key, range.at(0).get<double>(), range.at(1).get<double>());
+    }
+}
+
+} // namespace
+
+FolderRunSummary recordShareTogether(
+    Lockstep& lockstep, Engine& engine, Recorder& recorder, const BatchStream& share, const BatchProgress& progress)
+{
+    Request request;
+    try {
+        request = recordingRequest(engine, recorder.config());
+    } catch (const Error& e) {
+        lockstep.fail(e.what());
+    }
+    lockstep.agree({});
+
+    const auto start = std::chrono::steady_clock::now();
+    FolderRunSummary summary;
+    FolderRunProgress state{0, share.total};
+    bool stopAsked = false;
+    for (int64_t step = 0;; ++step) {
+        StepReport mine;
+        mine.stop = stopAsked;
+        std::optional<ImageBatch> batch;
+        std::optional<RunResult> result;
+        at::Tensor mask;
+        if (!stopAsked) {
+            try {
+                batch = share.next();
+                if (batch) {
+                    mine.hadBatch = true;
+                    mine.images = static_cast<int64_t>(batch->indices.size() + batch->failures.size());
+                    mine.failures = batch->failures;
+                    if (batch->images.defined() && batch->images.size(0) > 0) {
+                        result = engine.run(request, forwardInputsFromBatch(engine.model(), batch->images));
+                        mask = conditionMask(recorder.config().condition, result->values.front().second,
+                            recorder.config().scores, batch->labels);
+                        mine.samples = batch->images.size(0);
+                        mine.selected = mask.sum().item<int64_t>();
+                        mine.agreement = rangesText(recorder.histogramRangeCandidates(*result, mask));
+                    }
+                }
+            } catch (const Error& e) {
+                share.stop();
+                lockstep.fail(e.what());
+            } catch (const c10::Error& e) {
+                share.stop();
+                lockstep.fail(torchErrorMessage(e.what_without_backtrace()));
+            }
+        }
+        const std::vector<StepReport> all = lockstep.exchange(mine);
+        bool anyBatch = false, anyStop = false;
+        for (const auto& report : all) {
+            anyBatch = anyBatch || report.hadBatch;
+            anyStop = anyStop || report.stop;
+        }
+        if (anyStop) {
+            // Every rank stops here, before adding this step: the recording holds whole steps.
+            summary.cancelled = true;
+            summary.warnings.push_back("stopped on request after " + std::to_string(step) + " step(s) of "
+                + std::to_string(all.size()) + " batches each: every rank recorded its batches of those steps ("
+                + std::to_string(state.imagesDone) + " images)");
+            share.stop();
+            break;
+        }
+        if (!anyBatch)
+            break;
+        agreeOnRanges(recorder, all);
+        try {
+            if (result) {
+                recorder.add(*result, batch->indices, mask);
+                for (const auto& w : result->warnings)
+                    appendUnique(summary.warnings, w);
+            }
+        } catch (const Error& e) {
+            share.stop();
+            lockstep.fail(e.what());
+        } catch (const c10::Error& e) {
+            share.stop();
+            lockstep.fail(torchErrorMessage(e.what_without_backtrace()));
+        }
+        for (const auto& report : all) {
+            state.imagesDone += report.images;
+            summary.images += report.samples;
+            summary.selected += report.selected;
+            summary.failures.insert(summary.failures.end(), report.failures.begin(), report.failures.end());
+        }
+        stopAsked = progress && !progress(state);
+    }
+    summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    summary.imagesPerSecond = summary.seconds > 0 ? summary.images / summary.seconds : 0.0;
+    return summary;
+}
+
+bool mergeRecordingsToRoot(Lockstep& lockstep, Recorder& recorder, FolderRunSummary& summary)
+{
+    std::string bytes, error;
+    try {
+        bytes = recorder.serialized();
+    } catch (const std::exception& e) {
+        error = std::string("could not serialise its recording: ") + e.what();
+    }
+    lockstep.agree(error);
+    Cluster& cluster = lockstep.cluster();
+    const std::vector<std::string> warnings = cluster.allGather(json(summary.warnings).dump());
+    const std::vector<std::string> recordings = cluster.gatherToRoot(bytes);
+    if (cluster.rank() != 0)
+        return false;
+    for (size_t r = 1; r < recordings.size(); ++r) {
+        recorder.merge(recordings[r]);
+        for (const auto& w : json::parse(warnings[r]).get<std::vector<std::string>>())
+            appendUnique(summary.warnings, w);
+    }
+    return true;
+}
+
+} // namespace torchscope

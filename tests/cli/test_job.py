@@ -1,0 +1,259 @@
+"""torchscope-cli record and probe as one job of several ranks on the CPU, with Gloo over the
+loopback address. The ranks are started here with the environment torchrun gives them (RANK,
+WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT): Debian's torchrun 1.13 fails on Python 3.11
+before it starts anything. The oracle is the same command in one process: merged statistics,
+histograms, top-k and kept samples must equal it."""
+import json
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+import torch
+
+CLI = os.environ["TORCHSCOPE_CLI"]
+FIXTURES = pathlib.Path(os.environ["TORCHSCOPE_FIXTURES_DIR"])
+HEADLESS = os.environ.get("TORCHSCOPE_IMAGING", "1") not in ("1", "ON", "TRUE", "true")
+DISTRIBUTED = os.environ.get("TORCHSCOPE_DISTRIBUTED", "1") in ("1", "ON", "TRUE", "true")
+FASHION = pathlib.Path(__file__).resolve().parents[2] / "resources" / "demo" / "fashion_cnn.pt"
+TIMEOUT = 600  # the sanitized CLI is several times slower
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Rank:
+    """One process of a job; its output goes to files, so a test can watch its progress."""
+
+    def __init__(self, command, env, folder, rank):
+        self.out, self.err = folder / f"rank{rank}.out", folder / f"rank{rank}.err"
+        with open(self.out, "w") as out, open(self.err, "w") as err:
+            self.process = subprocess.Popen(command, env=env, stdout=out, stderr=err, text=True)
+
+    def wait_for(self, text, timeout=TIMEOUT):
+        """Until `text` shows in its stderr (its progress, say)."""
+        deadline = time.monotonic() + timeout
+        while text not in self.err.read_text():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"'{text}' never came: {self.err.read_text()}")
+            time.sleep(0.05)
+
+
+def start(folder, ranks, args, rank_args=None):
+    """Starts `ranks` processes of one job; rank_args(rank) may give a rank arguments of its own."""
+    port = free_port()
+    processes = []
+    for rank in range(ranks):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(ranks), LOCAL_RANK=str(rank),
+                   LOCAL_WORLD_SIZE=str(ranks), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        command = [CLI, *map(str, rank_args(rank) if rank_args else args)]
+        processes.append(Rank(command, env, folder, rank))
+    return processes
+
+
+def finish(ranks, timeout=TIMEOUT):
+    """(return code, stdout, stderr) of every rank; a rank still running after `timeout` fails the test."""
+    deadline = time.monotonic() + timeout
+    results = []
+    for r in ranks:
+        try:
+            r.process.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for other in ranks:
+                other.process.kill()
+            raise AssertionError(f"a rank was still running after {timeout} s")
+        results.append((r.process.returncode, r.out.read_text(), r.err.read_text()))
+    return results
+
+
+def one_process(args):
+    return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=TIMEOUT)
+
+
+def assert_same_recording(test, single, job):
+    """Every key of a single-process recording in the job's, floats to 1e-6 relative (NaN fails),
+    integers (counts, histograms, top-k samples) identical."""
+    test.assertEqual(list(single), list(job))
+    for key, want in single.items():
+        got = job[key]
+        test.assertEqual(tuple(got.shape), tuple(want.shape), key)
+        if want.dtype.is_floating_point:
+            want64, got64 = want.double(), got.double()
+            test.assertFalse(torch.isnan(got64).any().item(), key)
+            scale = want64.abs().clamp_min(1e-12)
+            relative = ((got64 - want64).abs() / scale).max().item() if want.numel() else 0.0
+            test.assertTrue(relative <= 1e-6, f"{key}: relative difference {relative}")
+        else:
+            test.assertTrue(torch.equal(got, want), key)
+
+
+@unittest.skipUnless(DISTRIBUTED, "built without c10d's Gloo (libgloo-dev)")
+class CliJob(unittest.TestCase):
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = pathlib.Path(self.tmp.name)
+        self.images = FIXTURES / ("labelled_inputs.pt" if HEADLESS else "labelled")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def record_both_ways(self, ranks, extra, name):
+        single, job = self.dir / f"{name}_single.pt", self.dir / f"{name}_job.pt"
+        args = ["record", FASHION, "--input", self.images, "--grab", "features.1", "--grab", "features.2.relu",
+                "--grab", "classifier.2", "--batch", "4", *extra]
+        result = one_process([*args, "--out", single])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        outcomes = finish(start(self.dir, ranks, [*args, "--out", job]))
+        for rank, (code, out, err) in enumerate(outcomes):
+            self.assertEqual(code, 0, f"rank {rank}: {err}")
+        self.assertEqual(outcomes[1][1], "", "only rank 0 prints the summary")
+        return (torch.load(single), json.loads(result.stdout)), (torch.load(job), json.loads(outcomes[0][1]))
+
+    def test_statistics_histograms_and_top_k_equal_one_process(self):
+        for ranks in (2, 3):
+            with self.subTest(ranks=ranks):
+                (single, single_summary), (job, job_summary) = self.record_both_ways(ranks, [], f"stats{ranks}")
+                assert_same_recording(self, single, job)
+                self.assertEqual(job_summary["images"], 36)
+                # Top-k sample numbers name the same files.
+                files = job_summary["image_files"]
+                self.assertEqual(files, single_summary["image_files"])
+                top = job["features.2.relu:top_samples"]
+                self.assertEqual([files[i] for i in top[:, 5].tolist()],
+                                 [single_summary["image_files"][i] for i in single["features.2.relu:top_samples"][:, 5].tolist()])
+                print(f"{ranks} ranks: stats of {len(single)} keys equal one process; "
+                      f"histogram of features.2.relu sums to {int(job['features.2.relu:histogram'].sum())}")
+
+    def test_a_condition_whose_first_samples_come_late_takes_the_same_histogram_range(self):
+        # true:0 (t-shirts, the last class folder) selects nothing in the first batches, so the range
+        # comes from a later batch, on some rank.
+        (single, _), (job, summary) = self.record_both_ways(3, ["--condition", "true:0"], "late")
+        assert_same_recording(self, single, job)
+        self.assertEqual(summary["selected"], int(single["features.1:samples"]))
+
+    def test_kept_samples_and_the_other_reductions_equal_one_process(self):
+        for reduce in ("none", "sum", "mean", "max", "min"):
+            with self.subTest(reduce=reduce):
+                (single, _), (job, _) = self.record_both_ways(3, ["--reduce", reduce], reduce)
+                assert_same_recording(self, single, job)
+
+    def test_probe_sweep_accuracy_equals_one_process(self):
+        data = FIXTURES / ("probe_inputs.pt" if HEADLESS else "probe")
+        args = ["probe", "sweep", FASHION, "--layer", "features.0", "--layer", "features.1", "--layer", "features.2",
+                "--data", data, "--seed", "5", "--cache", "none", "--batch", "8"]
+        single = one_process(args)
+        self.assertEqual(single.returncode, 0, single.stderr)
+        outcomes = finish(start(self.dir, 2, args))
+        for rank, (code, _, err) in enumerate(outcomes):
+            self.assertEqual(code, 0, f"rank {rank}: {err}")
+        print("one process:\n" + single.stdout + "two ranks:\n" + outcomes[0][1])
+        self.assertEqual(outcomes[0][1], single.stdout)
+        self.assertEqual(outcomes[1][1], "")
+
+    def test_a_rank_that_cannot_read_its_folder_fails_the_job_with_no_output(self):
+        out = self.dir / "never.pt"
+        missing = self.dir / "not_mounted_here"
+        args = lambda rank: ["record", FASHION, "--input", missing if rank == 1 else self.images,
+                             "--grab", "features.1", "--out", out]
+        started = time.monotonic()
+        outcomes = finish(start(self.dir, 2, None, args), timeout=120)
+        seconds = time.monotonic() - started
+        for rank, (code, _, err) in enumerate(outcomes):
+            self.assertNotEqual(code, 0, f"rank {rank} should fail")
+            self.assertIn("not_mounted_here", err, f"rank {rank} names rank 1's problem")
+        self.assertIn("rank 1 failed", outcomes[0][2])
+        self.assertFalse(out.exists())
+        print(f"a rank without its folder: every rank stopped after {seconds:.1f} s: {outcomes[0][2].strip()}")
+
+    def long_input(self, rows):
+        path = self.dir / "many.pt"
+        generator = torch.Generator().manual_seed(0)
+        torch.save(torch.rand(rows, 1, 28, 28, generator=generator), path)
+        return path
+
+    def test_a_killed_rank_stops_the_job_with_no_output(self):
+        out = self.dir / "never.pt"
+        processes = start(self.dir, 2, ["record", FASHION, "--input", self.long_input(20000), "--grab",
+                                        "features.2", "--batch", "2", "--out", out, "--job-timeout", "60"])
+        processes[0].wait_for(" samples")  # recording
+        processes[1].process.kill()
+        processes[1].process.wait()
+        started = time.monotonic()
+        code, _, err = finish(processes[:1], timeout=90)[0]
+        seconds = time.monotonic() - started
+        self.assertNotEqual(code, 0)
+        self.assertIn("lost contact with the job", err)
+        self.assertFalse(out.exists())
+        print(f"rank 1 killed: rank 0 stopped {seconds:.1f} s later: {err.strip().splitlines()[-1]}")
+
+    def test_an_interrupted_job_writes_whole_steps_that_equal_one_process_on_them(self):
+        many = self.long_input(20000)
+        out = self.dir / "part.pt"
+        args = ["record", FASHION, "--input", many, "--grab", "features.1", "--batch", "3", "--out", out]
+        processes = start(self.dir, 2, args)
+        processes[0].wait_for(" samples")  # recording
+        for r in processes:
+            r.process.send_signal(signal.SIGINT)  # as a terminal's Ctrl+C reaches every process of the job
+        outcomes = finish(processes)
+        for rank, (code, _, err) in enumerate(outcomes):
+            self.assertEqual(code, 0, f"rank {rank}: {err}")
+        summary = json.loads(outcomes[0][1])
+        self.assertTrue(summary["cancelled"])
+        recorded = summary["images"]
+        self.assertGreater(recorded, 0)
+        self.assertLess(recorded, 20000)
+        self.assertEqual(recorded % 6, 0, "whole steps: 2 ranks x 3 samples each")
+        self.assertIn("stopped on request", outcomes[0][2])
+        # The first `recorded` rows in one process give the same recording.
+        first = self.dir / "first.pt"
+        torch.save(torch.load(many)[:recorded], first)
+        single = self.dir / "single.pt"
+        result = one_process([*args[:3], first, *args[4:-1], single])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        assert_same_recording(self, torch.load(single), torch.load(out))
+        print(f"interrupted: {recorded} of 20000 rows recorded by both ranks, equal to one process on them")
+
+
+class CliJobEnvironment(unittest.TestCase):
+    """torchrun's variables that do not make a job are refused before anything runs."""
+
+    def run_with(self, out="/nonexistent/never.pt", **variables):
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
+        env.update(variables)
+        return subprocess.run([CLI, "record", FASHION, "--input", FIXTURES / "labelled_inputs.pt", "--grab",
+                               "features.1", "--out", out],
+                              capture_output=True, text=True, timeout=TIMEOUT, env=env)
+
+    def test_wrong_variables_are_explained(self):
+        cases = [({"WORLD_SIZE": "2", "RANK": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"},
+                  "RANK='2' is not a whole number from 0 to 1"),
+                 ({"WORLD_SIZE": "2", "RANK": "0", "MASTER_PORT": "29500"}, "MASTER_ADDR is not set"),
+                 ({"WORLD_SIZE": "two", "RANK": "0"}, "WORLD_SIZE='two'"),
+                 ({"WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}, "RANK is not set"),
+                 ({"WORLD_SIZE": "2", "RANK": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "70000"},
+                  "MASTER_PORT='70000'")]
+        for variables, message in cases:
+            with self.subTest(variables=variables):
+                result = self.run_with(**variables)
+                self.assertNotEqual(result.returncode, 0)
+                self.assertIn(message, result.stderr)
+
+    def test_a_world_of_one_is_a_run_on_its_own(self):
+        with tempfile.TemporaryDirectory() as folder:
+            out = pathlib.Path(folder) / "alone.pt"
+            result = self.run_with(out=out, WORLD_SIZE="1", RANK="0")  # no MASTER_ADDR: none is needed
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual(int(torch.load(out)["features.1:samples"]), 36)
+
+
+if __name__ == "__main__":
+    unittest.main()
