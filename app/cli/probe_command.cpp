@@ -138,7 +138,7 @@ int runProbe(const CliOptions& given)
     const bool speaks = !job || job->root();
 
     std::signal(SIGINT, [](int) { interrupted = true; });
-    if (job) // torchrun passes a Ctrl+C on to its ranks as SIGTERM
+    if (job) // torchrun passes a Ctrl+C on to its ranks, as SIGINT or SIGTERM
         std::signal(SIGTERM, [](int) { interrupted = true; });
     const auto progress = [speaks](int64_t done, int64_t total) {
         if (speaks)

@@ -125,7 +125,7 @@ int runRecord(const CliOptions& given)
 
     const bool speaks = !job || job->root(); // progress and results come from rank 0
     std::signal(SIGINT, [](int) { interrupted = true; });
-    if (job) // torchrun passes a Ctrl+C on to its ranks as SIGTERM
+    if (job) // torchrun passes a Ctrl+C on to its ranks, as SIGINT or SIGTERM
         std::signal(SIGTERM, [](int) { interrupted = true; });
     const auto progress = [speaks](const FolderRunProgress& state) {
         if (speaks)
@@ -136,11 +136,14 @@ int runRecord(const CliOptions& given)
     FolderRunSummary summary;
     if (job) {
         summary = recordShareTogether(job->lockstep(), *p.engine, *p.recorder, p.stream, progress);
-        if (!mergeRecordingsToRoot(job->lockstep(), *p.recorder, summary)) {
+        const auto merged = mergeRecordingsToRoot(job->lockstep(), *p.recorder, summary);
+        if (!merged) {
             std::signal(SIGINT, SIG_DFL);
             std::signal(SIGTERM, SIG_DFL);
             return 0; // rank 0 writes the one result
         }
+        std::cerr << "\nmerged the recordings of " << job->size() << " ranks: " << merged->bytes
+                  << " bytes from the others, " << merged->seconds << " s";
     } else {
         summary = recordBatches(*p.engine, *p.recorder, p.stream, progress);
     }

@@ -52,12 +52,15 @@ Cluster::Cluster(const ClusterEnvironment& environment, std::chrono::millisecond
     try {
         c10d::TCPStoreOptions options;
         options.port = static_cast<std::uint16_t>(environment.masterPort);
-        options.isServer = environment.rank == 0;
-        options.numWorkers = static_cast<std::size_t>(environment.worldSize);
-        options.waitWorkers = true;
         options.timeout = timeout;
+        if (!environment.agentStore) { // else torchrun's agent serves it, and counts no workers
+            options.isServer = environment.rank == 0;
+            options.numWorkers = static_cast<std::size_t>(environment.worldSize);
+        }
+        options.waitWorkers = !environment.agentStore;
         const auto store = c10::make_intrusive<c10d::TCPStore>(environment.masterAddress, options);
-        const auto prefixed = c10::make_intrusive<c10d::PrefixStore>("torchscope", store);
+        const auto prefixed = c10::make_intrusive<c10d::PrefixStore>(
+            "torchscope/attempt_" + std::to_string(environment.restartCount), store);
         auto glooOptions = c10d::ProcessGroupGloo::Options::create(timeout);
         glooOptions->devices.push_back(glooDevice(environment));
         state_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(

@@ -49,6 +49,11 @@ std::optional<ClusterEnvironment> clusterEnvironment(const EnvironmentLookup& lo
         environment.masterAddress = address;
         environment.masterPort = static_cast<int>(wholeNumber(lookup, "MASTER_PORT", 1, 65535));
     }
+    const char* agent = lookup("TORCHELASTIC_USE_AGENT_STORE");
+    environment.agentStore = agent && std::string(agent) == "True";
+    const char* restarts = lookup("TORCHELASTIC_RESTART_COUNT");
+    if (restarts && *restarts)
+        environment.restartCount = static_cast<int>(wholeNumber(lookup, "TORCHELASTIC_RESTART_COUNT", 0, 1 << 30));
     return environment;
 }
 

@@ -16,6 +16,10 @@ struct ClusterEnvironment {
     int localRank = 0; // LOCAL_RANK: on this node; picks the GPU
     std::string masterAddress; // MASTER_ADDR: where rank 0 serves the rendezvous store
     int masterPort = 0; // MASTER_PORT
+    // TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent already serves the store at the master
+    // address, and every rank connects to it (rank 0 must not serve one of its own).
+    bool agentStore = false;
+    int restartCount = 0; // TORCHELASTIC_RESTART_COUNT: keys of each attempt apart
 
     std::string describe() const; // "rank 1 of 3 (local 1), rendezvous 127.0.0.1:29500"
 };

@@ -132,7 +132,7 @@ FolderRunSummary recordShareTogether(
     return summary;
 }
 
-bool mergeRecordingsToRoot(Lockstep& lockstep, Recorder& recorder, FolderRunSummary& summary)
+std::optional<MergeFigures> mergeRecordingsToRoot(Lockstep& lockstep, Recorder& recorder, FolderRunSummary& summary)
 {
     std::string bytes, error;
     try {
@@ -141,17 +141,21 @@ bool mergeRecordingsToRoot(Lockstep& lockstep, Recorder& recorder, FolderRunSumm
         error = std::string("could not serialise its recording: ") + e.what();
     }
     lockstep.agree(error);
+    const auto start = std::chrono::steady_clock::now();
     Cluster& cluster = lockstep.cluster();
     const std::vector<std::string> warnings = cluster.allGather(json(summary.warnings).dump());
     const std::vector<std::string> recordings = cluster.gatherToRoot(bytes);
     if (cluster.rank() != 0)
-        return false;
+        return std::nullopt;
+    MergeFigures figures;
     for (size_t r = 1; r < recordings.size(); ++r) {
         recorder.merge(recordings[r]);
+        figures.bytes += static_cast<int64_t>(recordings[r].size());
         for (const auto& w : json::parse(warnings[r]).get<std::vector<std::string>>())
             appendUnique(summary.warnings, w);
     }
-    return true;
+    figures.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return figures;
 }
 
 } // namespace torchscope

@@ -5,6 +5,9 @@
 
 #include "record/batch_run.h"
 
+#include <cstdint>
+#include <optional>
+
 namespace torchscope {
 
 class Engine;
@@ -18,8 +21,16 @@ class Recorder;
 FolderRunSummary recordShareTogether(
     Lockstep& lockstep, Engine& engine, Recorder& recorder, const BatchStream& share, const BatchProgress& progress = {});
 
-// Folds every rank's recording into rank 0's recorder and summary; returns true there, false on
-// the other ranks (theirs stay as they were). Every rank calls it after recordShareTogether.
-bool mergeRecordingsToRoot(Lockstep& lockstep, Recorder& recorder, FolderRunSummary& summary);
+// What merging cost on rank 0: the other ranks' serialised recordings and the time to receive and
+// fold them in.
+struct MergeFigures {
+    int64_t bytes = 0;
+    double seconds = 0.0;
+};
+
+// Folds every rank's recording into rank 0's recorder and summary; returns the figures there,
+// nothing on the other ranks (theirs stay as they were). Every rank calls it after
+// recordShareTogether.
+std::optional<MergeFigures> mergeRecordingsToRoot(Lockstep& lockstep, Recorder& recorder, FolderRunSummary& summary);
 
 } // namespace torchscope

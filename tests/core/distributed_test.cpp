@@ -43,6 +43,12 @@ TEST(ClusterEnvironment, ReadsTorchrunsVariables)
     EXPECT_EQ(job->masterAddress, "node1");
     EXPECT_EQ(job->masterPort, 29400);
     EXPECT_EQ(job->describe(), "rank 2 of 3 (local 0), rendezvous node1:29400");
+    EXPECT_FALSE(job->agentStore);
+    // Under torchrun the agent serves the store; each restart has keys of its own.
+    const auto underTorchrun = clusterEnvironment(variables({{"WORLD_SIZE", "2"}, {"RANK", "0"}, {"MASTER_ADDR", "h"},
+        {"MASTER_PORT", "29500"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"}, {"TORCHELASTIC_RESTART_COUNT", "1"}}));
+    EXPECT_TRUE(underTorchrun->agentStore);
+    EXPECT_EQ(underTorchrun->restartCount, 1);
     // A world of one needs no rendezvous.
     EXPECT_EQ(clusterEnvironment(variables({{"WORLD_SIZE", "1"}, {"RANK", "0"}}))->worldSize, 1);
 }
