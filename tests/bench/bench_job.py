@@ -2,7 +2,9 @@
 merging the ranks' statistics costs. Prints JSON.
 
 Throughput: `record --reduce stats` over the same images, one process with --threads T against
-two ranks with --threads T/2 each (Gloo over the loopback), alternated, the median of each taken.
+two ranks with --threads T/2 each (Gloo over the loopback), alternated, the median of each taken:
+of the whole commands, and of the recording loops alone (the summaries' seconds; rank 0's loop
+waits for rank 1 at every step).
 Merge: rank 0's own report of the bytes it received from the other rank and the time to receive
 and fold them in ("merged the recordings of ...").
 
@@ -30,12 +32,13 @@ def free_port():
 
 
 def one_process(cli, args, threads):
+    """Whole-command seconds, the recording loop's own seconds (its summary), stderr."""
     started = time.perf_counter()
     result = subprocess.run([cli, *args, "--threads", str(threads)], capture_output=True, text=True)
     seconds = time.perf_counter() - started
     if result.returncode != 0:
         sys.exit(f"one process failed: {result.stderr}")
-    return seconds, result.stderr
+    return seconds, json.loads(result.stdout)["seconds"], result.stderr
 
 
 def two_ranks(cli, args, threads):
@@ -52,7 +55,7 @@ def two_ranks(cli, args, threads):
     for p, (_, err) in zip(processes, outputs):
         if p.returncode != 0:
             sys.exit(f"a rank failed: {err}")
-    return seconds, outputs[0][1]
+    return seconds, json.loads(outputs[0][0])["seconds"], outputs[0][1]
 
 
 def merge_figures(stderr):
@@ -83,24 +86,30 @@ def main():
         args = ["record", o.model, "--input", str(images), "--batch", str(o.batch), "--reduce", "stats"]
         for grab in o.grab:
             args += ["--grab", grab]
-        single, job, merges = [], [], []
+        single, job, single_loop, job_loop, merges = [], [], [], [], []
         one_process(o.cli, [*args, "--out", str(folder / "warm.pt")], o.threads)  # page cache, first touch
         for _ in range(o.repeats):  # alternated, so that drifts of the machine hit both alike
-            seconds, _ = one_process(o.cli, [*args, "--out", str(folder / "single.pt")], o.threads)
+            seconds, loop, _ = one_process(o.cli, [*args, "--out", str(folder / "single.pt")], o.threads)
             single.append(seconds)
-            seconds, stderr = two_ranks(o.cli, [*args, "--out", str(folder / "job.pt")], max(1, o.threads // 2))
+            single_loop.append(loop)
+            seconds, loop, stderr = two_ranks(o.cli, [*args, "--out", str(folder / "job.pt")], max(1, o.threads // 2))
             job.append(seconds)
+            job_loop.append(loop)
             merges.append(merge_figures(stderr))
-        single_rate, job_rate = o.images / statistics.median(single), o.images / statistics.median(job)
+        rate = lambda times: o.images / statistics.median(times)
+        single_rate, job_rate = rate(single), rate(job)
         print(json.dumps({
             "model": pathlib.Path(o.model).name, "grabs": o.grab, "images": o.images, "size": o.size,
             "threads_in_all": o.threads, "repeats": o.repeats,
             "one_process_images_per_second": round(single_rate, 2),
             "two_ranks_images_per_second": round(job_rate, 2),
             "two_ranks_to_one_process": round(job_rate / single_rate, 3),
+            "recording_loop_only": {"one_process_images_per_second": round(rate(single_loop), 2),
+                                    "two_ranks_images_per_second": round(rate(job_loop), 2),
+                                    "two_ranks_to_one_process": round(rate(job_loop) / rate(single_loop), 3)},
             "merge_bytes": merges[0][0],
             "merge_seconds_median": round(statistics.median(m[1] for m in merges), 4),
-            "note": "whole commands, start-up and model loading included in both",
+            "note": "whole commands (start-up, model loading, rendezvous) and their recording loops alone",
         }, indent=1))
 
 
