@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Converts face-api.js's FaceExpressionNet (the npm package @vladmandic/face-api, MIT) into a
 TorchScript model with its torchscope.json, and checks the conversion against the original.
 

@@ -1,5 +1,5 @@
-#!/usr/bin/python3
-"""Crops the faces of the two freely licensed portraits in Debian's python3-skimage into the
+#!/usr/bin/env python3
+"""Crops the faces of the two freely licensed portraits in scikit-image into the
 112 x 112 photos TorchScope's face-expression demo uses (resources/face/photos). The boxes were
 chosen by eye on the originals; a tight and a wide crop of each.
 
@@ -8,9 +8,10 @@ chosen by eye on the originals; a tight and a wide crop of each.
 import pathlib
 import sys
 
+import skimage.data
 from PIL import Image
 
-SKIMAGE = pathlib.Path("/usr/lib/python3/dist-packages/skimage/data")
+SKIMAGE = pathlib.Path(skimage.data.__file__).parent  # photos shipped in the package
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 # name: (source file, square box left, top, side)
 CROPS = {

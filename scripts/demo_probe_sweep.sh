@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 build=${BUILD_DIR:-build}
 data=$build/probe-demo-data
-[[ -d $data ]] || /usr/bin/python3 scripts/make_probe_demo_data.py "$data"
+[[ -d $data ]] || "$(bash scripts/python_env.sh)" scripts/make_probe_demo_data.py "$data"
 layers=features.0.conv,features.0,features.1.conv,features.1,features.2.conv,features.2,pool,classifier.2
 model=resources/demo/fashion_cnn.pt
 QT_QPA_PLATFORM=offscreen "$build/app/torchscope" "$model" resources/demo/images --probe-data "$data" --sweep "$layers" \

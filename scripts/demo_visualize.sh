@@ -10,7 +10,7 @@ build=${BUILD_DIR:-build}
 data=$build/lfw-subset
 if [[ ! -d $data ]]; then
   # 200 greyscale 25 x 25 crops: 100 faces from Labeled Faces in the Wild, then 100 non-faces.
-  /usr/bin/python3 - "$data" <<'PY'
+  "$(bash scripts/python_env.sh)" - "$data" <<'PY'
 import pathlib, sys
 import numpy as np
 from PIL import Image

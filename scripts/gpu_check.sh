@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
-# The GPU check: on a machine with an NVIDIA GPU and PyTorch 2.x (CUDA) in python3, builds the
-# headless variant (core, CLI, their tests, the engine benchmark) against that PyTorch's LibTorch,
-# runs every test (the CUDA ones must run, not skip) and the engine benchmark on --device cuda,
-# and prints the figures. Writes its logs to ${GPU_CHECK_OUT:-build-gpu/check}.
+# The GPU check: on a machine with an NVIDIA GPU, builds the headless variant (core, CLI, their
+# tests, the engine benchmark) the way scripts/setup.sh does, against the LibTorch of the project's
+# Python environment (scripts/python_env.sh; $PYTHON for another python with a CUDA torch), runs
+# every test (the CUDA ones must run, not skip) and the engine benchmark on --device cuda, and
+# prints the figures. Writes its logs to ${GPU_CHECK_OUT:-build-gpu/check}.
 #   scripts/gpu_check.sh
-# Needs, besides PyTorch, CMake and ninja: nlohmann-json, CLI11, libzip, GoogleTest and a C++17
-# compiler (Debian: nlohmann-json3-dev libcli11-dev libzip-dev libgtest-dev libgmock-dev), and
-# torchvision for the fixtures and the benchmark's Python side. Missing ones are named first.
+# Needs, besides that environment, CMake and ninja: nlohmann-json, CLI11, libzip, GoogleTest and a
+# C++20 compiler (Debian: nlohmann-json3-dev libcli11-dev libzip-dev libgtest-dev libgmock-dev),
+# and the CUDA toolkit of the wheel's CUDA version. Missing ones are named first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python=${PYTHON:-python3}
+python=${PYTHON:-}
+if [[ -z $python ]]; then
+  venv_python=${TORCHSCOPE_VENV:-$HOME/.cache/torchscope/venv}/bin/python
+  if [[ -x $venv_python ]]; then python=$venv_python; else python=$(bash scripts/python_env.sh); fi
+fi
+command -v nvcc >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
 build=${GPU_BUILD_DIR:-build-gpu}
 out=${GPU_CHECK_OUT:-$build/check}
 
 fail() { echo "gpu_check: $*" >&2; exit 1; }
 
-"$python" - <<'PY' || fail "python3 needs torch with CUDA and a visible GPU, and torchvision"
+"$python" - <<'PY' || fail "$python needs torch with CUDA and a visible GPU, and torchvision"
 import torch, torchvision
 assert torch.cuda.is_available(), "torch.cuda.is_available() is False"
 print(f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}), torchvision {torchvision.__version__}, "
@@ -23,14 +29,13 @@ print(f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}), torchvision {to
 PY
 missing=()
 for header in nlohmann/json.hpp CLI/CLI.hpp zip.h gtest/gtest.h; do
-  echo "#include <$header>" | ${CXX:-c++} -std=c++17 -x c++ -fsyntax-only - 2>/dev/null || missing+=("$header")
+  echo "#include <$header>" | ${CXX:-c++} -std=c++20 -x c++ -fsyntax-only - 2>/dev/null || missing+=("$header")
 done
 ((${#missing[@]} == 0)) || fail "missing headers: ${missing[*]} (Debian: nlohmann-json3-dev libcli11-dev libzip-dev libgtest-dev)"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 
-prefix=$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
 mkdir -p "$out"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DTORCHSCOPE_HEADLESS=ON -DTORCHSCOPE_PYTHON="$(command -v "$python")" >"$out/configure.log"
 cmake --build "$build" --parallel "$(nproc)" 2>&1 | tail -n 3
 

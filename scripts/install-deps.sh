@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs every Debian package TorchScope needs. Idempotent: asks apt only for what is missing,
-# and prints nothing when everything is already there.
+# and prints nothing when everything is already there. PyTorch is not among them: it comes from
+# PyPI into a virtual environment (scripts/python_env.sh); Debian's libtorch-dev and python3-torch
+# must not be mixed in.
 #   scripts/install-deps.sh            everything (GUI, tests, fixtures, benchmark)
 #   scripts/install-deps.sh --headless only what the core engine, CLI and core tests need
 #   scripts/install-deps.sh --sanitize the headless set, OpenCV, clang and libFuzzer (scripts/sanitize.sh)
@@ -8,10 +10,9 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++ pkg-config
-  libtorch-dev libgloo-dev nlohmann-json3-dev libzip-dev libcli11-dev
+  python3 python3-venv
+  libgloo-dev nlohmann-json3-dev libzip-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3-torch python3-torchvision python3-numpy python3-pil
-  libopenblas0-pthread
   dataset-fashion-mnist
 )
 case "${1:-}" in

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Writes a labelled folder for the probe demo: OUT/footwear and OUT/rest, PER_CLASS Fashion-MNIST
 test images each (sandals, sneakers and ankle boots against the seven other classes), from the
 Debian package dataset-fashion-mnist. A labelled folder of real photos is not in Debian."""

@@ -7,6 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --sanitize
+python=$(bash scripts/python_env.sh)
+if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  export PATH=/usr/local/cuda/bin:$PATH # configuring PyPI's CUDA LibTorch needs the toolkit
+fi
 
 build_dir=${SANITIZE_BUILD_DIR:-build-sanitize}
 fixtures=$PWD/${BUILD_DIR:-build}/fixtures
@@ -22,7 +26,8 @@ fi
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
   -DTORCHSCOPE_HEADLESS=ON -DTORCHSCOPE_IMAGING=ON -DTORCHSCOPE_SANITIZE=ON -DTORCHSCOPE_FUZZ=ON \
-  -DTORCHSCOPE_BUILD_BENCHMARKS=OFF "-DTORCHSCOPE_FIXTURES_DIR=$fixtures" ${CMAKE_ARGS:-} >/dev/null
+  -DTORCHSCOPE_BUILD_BENCHMARKS=OFF "-DTORCHSCOPE_FIXTURES_DIR=$fixtures" "-DTORCHSCOPE_PYTHON=$python" \
+  ${CMAKE_ARGS:-} >/dev/null
 cmake --build "$build_dir" --parallel "$(nproc)"
 
 cd "$build_dir"

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Installs the Debian packages TorchScope needs (once) and builds it into build/ (or $BUILD_DIR).
+# Installs the Debian packages TorchScope needs (once), the Python environment with the pinned
+# PyTorch whose LibTorch it links (once, scripts/python_env.sh), and builds it into build/ (or
+# $BUILD_DIR).
 #   scripts/setup.sh             full build: GUI, CLI, tests, benchmarks
 #   scripts/setup.sh --headless  core engine, CLI tensor path and their tests only (no Qt, no OpenCV)
-# Extra CMake arguments can go in $CMAKE_ARGS, e.g. CMAKE_ARGS=-DCMAKE_PREFIX_PATH=/opt/libtorch.
+# Extra CMake arguments can go in $CMAKE_ARGS, e.g. CMAKE_ARGS=-DCMAKE_PREFIX_PATH=/opt/libtorch
+# for a LibTorch of your own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,8 +16,15 @@ if [[ "${1:-}" == "--headless" ]]; then
   deps_flags=(--headless)
 fi
 bash scripts/install-deps.sh "${deps_flags[@]}"
+python=$(bash scripts/python_env.sh)
+
+# PyPI's torch is the CUDA 13 build: configuring against it needs the CUDA toolkit (no GPU).
+if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  export PATH=/usr/local/cuda/bin:$PATH
+fi
 
 build_dir=${BUILD_DIR:-build}
 # shellcheck disable=SC2086
-cmake -S . -B "$build_dir" -G Ninja -DTORCHSCOPE_HEADLESS=$headless ${CMAKE_ARGS:-} >/dev/null
+cmake -S . -B "$build_dir" -G Ninja -DTORCHSCOPE_HEADLESS=$headless "-DTORCHSCOPE_PYTHON=$python" \
+  ${CMAKE_ARGS:-} >/dev/null
 cmake --build "$build_dir" --parallel "$(nproc)"

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Trains a copy of the bundled Fashion-MNIST demo further: a second checkpoint of the same
 architecture for the Compare tab (two checkpoints, layer by layer). One more epoch on images with
 inverted contrast and mirrored left to right, from the demo's weights, so that the early layers

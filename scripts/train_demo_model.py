@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Trains TorchScope's bundled demo model: a small CNN on Fashion-MNIST from Debian's
 dataset-fashion-mnist package, saved as TorchScript with a torchscope.json model card (labels,
 preprocessing, measured test accuracy) and a handful of sample test images.

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Tries every torchvision architecture in TorchScope as a researcher would: scripted with random
 weights, inspected with a dry run on a real photo, run with a layer grabbed and its gradient taken
 (the CLI), and opened in the window with Grad-CAM of that layer (offscreen, --screenshot).
@@ -6,7 +6,8 @@ Prints one Markdown table row per model; a failure shows the first line of what 
 
     scripts/try_torchvision.py [--build build] [--work /tmp/tv] [--models resnet18,vit_b_16] [--no-window]
 
-Needs Debian's python3-skimage for the photo (astronaut.png, chelsea.png).
+Run it with TorchScope's Python environment (scripts/python_env.sh prints it): its scikit-image
+ships the photos (astronaut.png, chelsea.png).
 """
 import argparse
 import json
@@ -17,9 +18,10 @@ import sys
 import time
 
 import torch
+import skimage.data
 import torchvision
 
-PHOTOS = pathlib.Path("/usr/lib/python3/dist-packages/skimage/data")
+PHOTOS = pathlib.Path(skimage.data.__file__).parent  # photos shipped in the package
 # Models that take something other than one image: video clips, pairs of frames, quantized CPU kernels.
 SKIPPED = ("raft_", "quantized")
 VIDEO = {"r3d_18", "mc3_18", "r2plus1d_18", "s3d", "mvit_v1_b", "mvit_v2_s", "swin3d_t", "swin3d_s", "swin3d_b"}

@@ -36,9 +36,19 @@ int Job::size() const
     return cluster_->size();
 }
 
-std::string Job::prefix() const
+void Job::prepareTogether(const std::function<int64_t()>& prepare, const std::string& inputs)
 {
-    return "rank " + std::to_string(rank()) + " of " + std::to_string(size()) + ": ";
+    int64_t samples = 0;
+    lockstep_->orFail([&] { samples = prepare(); });
+    lockstep_->agree({});
+    StepReport count;
+    count.images = samples;
+    const auto all = lockstep_->exchange(count);
+    for (size_t r = 1; r < all.size(); ++r)
+        if (all[r].images != all[0].images)
+            lockstep_->fail("rank " + std::to_string(r) + " sees " + std::to_string(all[r].images)
+                + " samples and rank 0 sees " + std::to_string(all[0].images) + ": every rank needs the same "
+                + inputs + " (the same folder on every node)");
 }
 
 CliOptions Job::rankOptions(const CliOptions& options) const

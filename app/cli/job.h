@@ -6,6 +6,8 @@
 #include "cli_options.h"
 #include "record/batch_run.h"
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -31,8 +33,10 @@ public:
     // The options as this rank runs them: --device auto becomes cuda:LOCAL_RANK when CUDA is
     // there (else cpu); threads and decoding threads are the node's cores shared among its ranks.
     CliOptions rankOptions(const CliOptions& options) const;
-    // "rank 1 of 3: " for messages.
-    std::string prefix() const;
+    // Every rank prepares (opens the model, lists its inputs); a rank that cannot fails the whole
+    // job with its message, and all must count the same samples, as `prepare` returns them.
+    // `inputs` names what they come from, for that message.
+    void prepareTogether(const std::function<int64_t()>& prepare, const std::string& inputs);
 
 private:
     Job() = default;

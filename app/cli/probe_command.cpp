@@ -3,7 +3,6 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "distributed/job_probe_data.h"
-#include "distributed/lockstep.h"
 #include "export/atomic_file.h"
 #include "graph/engine.h"
 #include "graph/selector.h"
@@ -16,13 +15,11 @@
 #include "probe/linear_probe.h"
 #include "probe/probe_dataset.h"
 #include "record/labelled_samples.h"
+#include "stop_requests.h"
 
 #include <ATen/ATen.h>
-#include <c10/util/Exception.h>
 #include <nlohmann/json.hpp>
 
-#include <atomic>
-#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <iomanip>
@@ -31,8 +28,6 @@
 
 namespace torchscope::cli {
 namespace {
-
-std::atomic_bool interrupted{false};
 
 std::string cacheDirectory(const CliOptions& options)
 {
@@ -82,8 +77,7 @@ std::string percent(double accuracy)
     return out.str();
 }
 
-// What the probe needs before its first batch; in a torchrun job, each rank prepares its share
-// and a rank that cannot (a folder it cannot read) fails the whole job with its message.
+// What the probe needs before its first batch (in a torchrun job: this rank's share).
 struct Prepared {
     std::shared_ptr<Model> model;
     std::vector<std::string> layers;
@@ -101,58 +95,38 @@ Prepared prepare(const CliOptions& options, const Shard& shard)
     return p;
 }
 
-Prepared prepareInJob(Job& job, const CliOptions& options)
-{
-    Prepared p;
-    std::string error;
-    try {
-        p = prepare(options, job.shard());
-    } catch (const Error& e) {
-        error = e.what();
-    } catch (const c10::Error& e) {
-        error = torchErrorMessage(e.what_without_backtrace());
-    } catch (const std::exception& e) {
-        error = e.what();
-    }
-    job.lockstep().agree(error);
-    StepReport count;
-    count.images = static_cast<int64_t>(p.samples.labels.size());
-    const auto all = job.lockstep().exchange(count);
-    for (size_t r = 1; r < all.size(); ++r)
-        if (all[r].images != all[0].images)
-            job.lockstep().fail("rank " + std::to_string(r) + " sees " + std::to_string(all[r].images)
-                + " samples and rank 0 sees " + std::to_string(all[0].images)
-                + ": every rank needs the same --data (the same folder on every node)");
-    return p;
-}
-
 } // namespace
 
 int runProbe(const CliOptions& given)
 {
     const std::unique_ptr<Job> job = Job::join(given);
     const CliOptions options = job ? job->rankOptions(given) : given;
-    Prepared p = job ? prepareInJob(*job, options) : prepare(options, {});
+    Prepared p;
+    if (job)
+        job->prepareTogether([&] {
+            p = prepare(options, job->shard());
+            return static_cast<int64_t>(p.samples.labels.size());
+        }, "--data");
+    else
+        p = prepare(options, {});
     const std::vector<std::string>& layers = p.layers;
     const ProbePooling pooling = parseProbePooling(options.pool);
     const bool speaks = !job || job->root();
 
-    std::signal(SIGINT, [](int) { interrupted = true; });
-    if (job) // torchrun passes a Ctrl+C on to its ranks, as SIGINT or SIGTERM
-        std::signal(SIGTERM, [](int) { interrupted = true; });
     const auto progress = [speaks](int64_t done, int64_t total) {
         if (speaks)
             std::cerr << "\ractivations: " << done << " / " << total << " samples" << std::flush;
-        return !interrupted;
+        return !StopRequests::asked();
     };
     ActivationCache cache(job ? std::string() : cacheDirectory(options));
-    const ProbeDataset dataset = job
-        ? collectProbeDatasetTogether(job->lockstep(), *p.engine, layers, pooling, p.samples, progress)
-        : collectProbeDataset(*p.engine, layers, pooling, p.samples, &cache, progress);
-    if (speaks)
-        std::cerr << '\n';
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
+    ProbeDataset dataset;
+    {
+        const StopRequests stops(job != nullptr);
+        dataset = job ? collectProbeDatasetTogether(job->lockstep(), *p.engine, layers, pooling, p.samples, progress)
+                      : collectProbeDataset(*p.engine, layers, pooling, p.samples, &cache, progress);
+        if (speaks)
+            std::cerr << '\n';
+    }
     if (dataset.cancelled)
         throw Error("interrupted while grabbing activations; nothing was trained");
     if (!speaks)

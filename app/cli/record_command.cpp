@@ -2,7 +2,6 @@
 
 #include "common/error.h"
 #include "distributed/job_recording.h"
-#include "distributed/lockstep.h"
 #include "graph/engine.h"
 #include "image_inputs.h"
 #include "inputs.h"
@@ -13,18 +12,13 @@
 #include "record/labelled_samples.h"
 #include "record/recorder.h"
 #include "record/recording_files.h"
+#include "stop_requests.h"
 
-#include <c10/util/Exception.h>
-
-#include <atomic>
-#include <csignal>
 #include <iostream>
 #include <thread>
 
 namespace torchscope::cli {
 namespace {
-
-std::atomic_bool interrupted{false};
 
 RecorderConfig recorderConfig(const CliOptions& options)
 {
@@ -88,68 +82,42 @@ Prepared prepare(const CliOptions& options, const Shard& shard)
     return p;
 }
 
-// Every rank prepares; a rank that cannot (a folder it cannot read, a model missing on its node)
-// fails the whole job with its message, and the ranks must all see the same samples.
-Prepared prepareInJob(Job& job, const CliOptions& options)
-{
-    Prepared p;
-    std::string error;
-    try {
-        p = prepare(options, job.shard());
-    } catch (const Error& e) {
-        error = e.what();
-    } catch (const c10::Error& e) {
-        error = torchErrorMessage(e.what_without_backtrace());
-    } catch (const std::exception& e) {
-        error = e.what();
-    }
-    job.lockstep().agree(error);
-    StepReport count;
-    count.images = p.stream.total;
-    const auto all = job.lockstep().exchange(count);
-    for (size_t r = 1; r < all.size(); ++r)
-        if (all[r].images != all[0].images)
-            job.lockstep().fail("rank " + std::to_string(r) + " sees " + std::to_string(all[r].images)
-                + " samples and rank 0 sees " + std::to_string(all[0].images)
-                + ": every rank needs the same inputs (the same folder on every node)");
-    return p;
-}
-
 } // namespace
 
 int runRecord(const CliOptions& given)
 {
     const std::unique_ptr<Job> job = Job::join(given);
     const CliOptions options = job ? job->rankOptions(given) : given;
-    Prepared p = job ? prepareInJob(*job, options) : prepare(options, {});
+    Prepared p;
+    if (job)
+        job->prepareTogether([&] {
+            p = prepare(options, job->shard());
+            return p.stream.total;
+        }, "inputs");
+    else
+        p = prepare(options, {});
 
     const bool speaks = !job || job->root(); // progress and results come from rank 0
-    std::signal(SIGINT, [](int) { interrupted = true; });
-    if (job) // torchrun passes a Ctrl+C on to its ranks, as SIGINT or SIGTERM
-        std::signal(SIGTERM, [](int) { interrupted = true; });
     const auto progress = [speaks](const FolderRunProgress& state) {
         if (speaks)
             std::cerr << "\r" << state.imagesDone << " / " << state.imagesTotal << " samples" << std::flush;
-        return !interrupted;
+        return !StopRequests::asked();
     };
-
     FolderRunSummary summary;
-    if (job) {
-        summary = recordShareTogether(job->lockstep(), *p.engine, *p.recorder, p.stream, progress);
-        const auto merged = mergeRecordingsToRoot(job->lockstep(), *p.recorder, summary);
-        if (!merged) {
-            std::signal(SIGINT, SIG_DFL);
-            std::signal(SIGTERM, SIG_DFL);
-            return 0; // rank 0 writes the one result
+    {
+        const StopRequests stops(job != nullptr);
+        if (job) {
+            summary = recordShareTogether(job->lockstep(), *p.engine, *p.recorder, p.stream, progress);
+            const auto merged = mergeRecordingsToRoot(job->lockstep(), *p.recorder, summary);
+            if (!merged)
+                return 0; // rank 0 writes the one result
+            std::cerr << "\nmerged the recordings of " << job->size() << " ranks: " << merged->bytes
+                      << " bytes from the others, " << merged->seconds << " s";
+        } else {
+            summary = recordBatches(*p.engine, *p.recorder, p.stream, progress);
         }
-        std::cerr << "\nmerged the recordings of " << job->size() << " ranks: " << merged->bytes
-                  << " bytes from the others, " << merged->seconds << " s";
-    } else {
-        summary = recordBatches(*p.engine, *p.recorder, p.stream, progress);
+        std::cerr << '\n';
     }
-    std::cerr << '\n';
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
 
     const std::string report = recordingSummary(*p.recorder, summary, p.source);
     writeRecording(options.out, *p.recorder, report);

@@ -43,14 +43,8 @@ ProbeDataset collectProbeDatasetTogether(Lockstep& lockstep, Engine& engine, con
         StepReport mine;
         mine.stop = stopAsked;
         std::optional<SampleBatch> batch;
-        if (!stopAsked) {
-            try {
-                batch = share.next();
-            } catch (const Error& e) {
-                share.cancel();
-                lockstep.fail(e.what());
-            }
-        }
+        if (!stopAsked)
+            lockstep.orFail([&] { batch = share.next(); }, share.cancel);
         if (batch) {
             mine.hadBatch = true;
             mine.images = static_cast<int64_t>(batch->sampleIds.size() + batch->failures.size());
@@ -80,15 +74,7 @@ ProbeDataset collectProbeDatasetTogether(Lockstep& lockstep, Engine& engine, con
     };
 
     ProbeDataset mine;
-    try {
-        mine = collectProbeDataset(engine, layers, pooling, synced, nullptr, syncedProgress);
-    } catch (const JobError&) {
-        throw;
-    } catch (const Error& e) {
-        lockstep.fail(e.what());
-    } catch (const c10::Error& e) {
-        lockstep.fail(torchErrorMessage(e.what_without_backtrace()));
-    }
+    lockstep.orFail([&] { mine = collectProbeDataset(engine, layers, pooling, synced, nullptr, syncedProgress); });
     if (mine.cancelled)
         return mine;
 

@@ -47,11 +47,7 @@ FolderRunSummary recordShareTogether(
     Lockstep& lockstep, Engine& engine, Recorder& recorder, const BatchStream& share, const BatchProgress& progress)
 {
     Request request;
-    try {
-        request = recordingRequest(engine, recorder.config());
-    } catch (const Error& e) {
-        lockstep.fail(e.what());
-    }
+    lockstep.orFail([&] { request = recordingRequest(engine, recorder.config()); });
     lockstep.agree({});
 
     const auto start = std::chrono::steady_clock::now();
@@ -64,30 +60,23 @@ FolderRunSummary recordShareTogether(
         std::optional<ImageBatch> batch;
         std::optional<RunResult> result;
         at::Tensor mask;
-        if (!stopAsked) {
-            try {
+        if (!stopAsked)
+            lockstep.orFail([&] {
                 batch = share.next();
-                if (batch) {
-                    mine.hadBatch = true;
-                    mine.images = static_cast<int64_t>(batch->indices.size() + batch->failures.size());
-                    mine.failures = batch->failures;
-                    if (batch->images.defined() && batch->images.size(0) > 0) {
-                        result = engine.run(request, forwardInputsFromBatch(engine.model(), batch->images));
-                        mask = conditionMask(recorder.config().condition, result->values.front().second,
-                            recorder.config().scores, batch->labels);
-                        mine.samples = batch->images.size(0);
-                        mine.selected = mask.sum().item<int64_t>();
-                        mine.agreement = rangesText(recorder.histogramRangeCandidates(*result, mask));
-                    }
-                }
-            } catch (const Error& e) {
-                share.stop();
-                lockstep.fail(e.what());
-            } catch (const c10::Error& e) {
-                share.stop();
-                lockstep.fail(torchErrorMessage(e.what_without_backtrace()));
-            }
-        }
+                if (!batch)
+                    return;
+                mine.hadBatch = true;
+                mine.images = static_cast<int64_t>(batch->indices.size() + batch->failures.size());
+                mine.failures = batch->failures;
+                if (!batch->images.defined() || batch->images.size(0) == 0)
+                    return;
+                result = engine.run(request, forwardInputsFromBatch(engine.model(), batch->images));
+                mask = conditionMask(recorder.config().condition, result->values.front().second,
+                    recorder.config().scores, batch->labels);
+                mine.samples = batch->images.size(0);
+                mine.selected = mask.sum().item<int64_t>();
+                mine.agreement = rangesText(recorder.histogramRangeCandidates(*result, mask));
+            }, share.stop);
         const std::vector<StepReport> all = lockstep.exchange(mine);
         bool anyBatch = false, anyStop = false;
         for (const auto& report : all) {
@@ -106,19 +95,12 @@ FolderRunSummary recordShareTogether(
         if (!anyBatch)
             break;
         agreeOnRanges(recorder, all);
-        try {
-            if (result) {
+        if (result)
+            lockstep.orFail([&] {
                 recorder.add(*result, batch->indices, mask);
                 for (const auto& w : result->warnings)
                     appendUnique(summary.warnings, w);
-            }
-        } catch (const Error& e) {
-            share.stop();
-            lockstep.fail(e.what());
-        } catch (const c10::Error& e) {
-            share.stop();
-            lockstep.fail(torchErrorMessage(e.what_without_backtrace()));
-        }
+            }, share.stop);
         for (const auto& report : all) {
             state.imagesDone += report.images;
             summary.images += report.samples;

@@ -2,6 +2,9 @@
 
 #include "common/error.h"
 #include "distributed/cluster.h"
+#include "graph/engine.h"
+
+#include <c10/util/Exception.h>
 
 #include <nlohmann/json.hpp>
 
@@ -63,6 +66,26 @@ void Lockstep::fail(const std::string& message)
     report.error = message.empty() ? "failed without a message" : message;
     exchange(report); // throws: this rank's message
     throw JobError(report.error);
+}
+
+void Lockstep::orFail(const std::function<void()>& work, const std::function<void()>& cleanup)
+{
+    std::string message;
+    try {
+        work();
+        return;
+    } catch (const JobError&) {
+        throw;
+    } catch (const Error& e) {
+        message = e.what();
+    } catch (const c10::Error& e) {
+        message = torchErrorMessage(e.what_without_backtrace());
+    } catch (const std::exception& e) {
+        message = e.what();
+    }
+    if (cleanup)
+        cleanup();
+    fail(message);
 }
 
 void Lockstep::agree(const std::string& error)

@@ -8,6 +8,7 @@
 #include "common/error.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +48,9 @@ public:
     [[noreturn]] void fail(const std::string& message);
     // An exchange where the only news is success or failure: `error` empty when this rank is fine.
     void agree(const std::string& error);
+    // Runs this rank's own work. When it throws (torchscope::Error, c10::Error, any std::exception),
+    // `cleanup` runs and fail() tells every rank; a JobError passes on as it is (all know already).
+    void orFail(const std::function<void()>& work, const std::function<void()>& cleanup = {});
 
     Cluster& cluster() { return cluster_; }
     int64_t steps() const { return steps_; }

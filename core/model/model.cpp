@@ -8,8 +8,10 @@
 #include "model/operator_libraries.h"
 #include "model/torch_names.h"
 
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/cuda.h>
 #include <torch/script.h>
+#include <torch/version.h>
 
 #include <functional>
 
@@ -73,10 +75,15 @@ std::string resolveDevice(const std::string& requested)
 {
     if (requested.empty() || requested == "auto")
         return torch::cuda::is_available() ? "cuda" : "cpu";
-    if (startsWith(requested, "cuda") && !torch::cuda::is_available())
-        throw Error("device '" + requested
-            + "' was asked for, but this LibTorch has no CUDA device (it was built for CPU, or no GPU "
-              "is visible); use --device cpu or auto");
+    if (startsWith(requested, "cuda") && !torch::cuda::is_available()) {
+        // libtorch_cuda registers CUDA's device guard when it loads: there is none in a CPU build.
+        const bool builtWithCuda = c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA);
+        throw Error("device '" + requested + "' was asked for, but "
+            + (builtWithCuda ? std::string("no CUDA GPU is visible to this process (LibTorch " TORCH_VERSION
+                                   " is built with CUDA; check the driver, nvidia-smi and CUDA_VISIBLE_DEVICES)")
+                             : std::string("this LibTorch " TORCH_VERSION " is built for the CPU only"))
+            + "; use --device cpu or auto");
+    }
     try {
         (void)c10::Device(requested);
     } catch (const c10::Error&) {

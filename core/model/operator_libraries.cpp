@@ -2,10 +2,11 @@
 
 #include "common/error.h"
 
-#include <torch/version.h>
+#include <ATen/Functions.h>
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <mutex>
 #include <regex>
@@ -30,20 +31,29 @@ void loadOperatorLibrary(const std::string& path)
     loaded.insert(path);
 }
 
+std::filesystem::path linkedLibTorchDirectory()
+{
+    Dl_info info{};
+    // Any function of libtorch_cpu: where it was loaded from is where this process's LibTorch is.
+    if (!dladdr(reinterpret_cast<const void*>(&at::empty_like), &info) || !info.dli_fname)
+        return {};
+    return std::filesystem::path(info.dli_fname).parent_path();
+}
+
 std::vector<std::string> defaultOperatorLibraries()
 {
+    // A PyPI wheel's LibTorch is site-packages/torch/lib; the torchvision installed beside it was
+    // built for exactly that LibTorch, and its operator library (_C_stable.so since 0.29, _C.so
+    // before) is a plain LibTorch extension that loads without Python.
     std::vector<std::string> found;
-    // Debian's python3-torchvision is built against Debian's LibTorch 1.13; loading it into any
-    // other LibTorch would pull a second copy of libtorch into the process.
-#if TORCH_VERSION_MAJOR == 1 && TORCH_VERSION_MINOR == 13
-    const std::filesystem::path dir = "/usr/lib/python3/dist-packages/torchvision";
+    const std::filesystem::path torchvision = linkedLibTorchDirectory().parent_path().parent_path() / "torchvision";
     std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    for (const auto& entry : std::filesystem::directory_iterator(torchvision, ec)) {
         const std::string name = entry.path().filename().string();
-        if (name.rfind("_C.", 0) == 0 && entry.path().extension() == ".so")
+        if (name.rfind("_C", 0) == 0 && entry.path().extension() == ".so")
             found.push_back(entry.path().string());
     }
-#endif
+    std::sort(found.begin(), found.end());
     return found;
 }
 
@@ -57,9 +67,10 @@ std::string missingOperatorAdvice(const std::string& message)
     const std::string op = ns + "::" + match[2].str();
     if (ns == "torchvision")
         return "the model uses " + op
-            + ", which lives in torchvision's C++ operator library: install Debian's python3-torchvision "
-              "(TorchScope loads its torchvision/_C*.so by itself) or pass the library built for your "
-              "LibTorch with --ops-library PATH";
+            + ", which lives in torchvision's C++ operator library: install torchvision beside the torch "
+              "whose LibTorch TorchScope runs on (TorchScope loads its torchvision/_C*.so by itself; "
+              "scripts/python_env.sh installs it) or pass the library built for your LibTorch with "
+              "--ops-library PATH";
     return "the model uses the custom operator " + op + "; pass the shared library that registers the '" + ns
         + "' operators with --ops-library PATH";
 }

@@ -9,7 +9,8 @@ namespace torchscope {
 // torchvision::nms / roi_align, or a user's own). Throws torchscope::Error with dlerror's text.
 void loadOperatorLibrary(const std::string& path);
 
-// Debian's torchvision operator library, when installed and built for this LibTorch.
+// The operator library of the torchvision installed beside the linked LibTorch (a PyPI wheel's
+// site-packages), when there is one.
 std::vector<std::string> defaultOperatorLibraries();
 
 // For "Unknown builtin op: torchvision::nms": which library provides the namespace, and how to

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Writes a scripted torchvision model and its state_dict (for the Python side) for bench_engine.
 
     make_bench_model.py ARCH OUT_DIR     (ARCH: resnet50, resnet18, ...)

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The Python side of TorchScope's engine benchmark, driven line by line by bench_engine.
 
 Eager PyTorch on the same weights as the TorchScript model, observed the way the Python

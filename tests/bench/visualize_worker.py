@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The Python side of the feature-visualisation benchmark, driven line by line by
 bench_visualize: the eager reference loop (tests/fixtures/visualize_reference.py) on the same
 weights, with the layer taken by a forward hook over the whole forward (Lucent's way) or cut there

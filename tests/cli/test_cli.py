@@ -21,64 +21,15 @@ def cli(*args):
     return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=300)
 
 
-SAFETENSORS_DTYPES = {"BOOL": "?", "U8": "u1", "I8": "i1", "I16": "<i2", "U16": "<u2", "F16": "<f2", "BF16": None,
-                      "I32": "<i4", "U32": "<u4", "F32": "<f4", "I64": "<i8", "U64": "<u8", "F64": "<f8"}
-
-
 def read_safetensors(path):
-    """A safetensors file read with the standard library and NumPy, checking every rule of the format
-    (github.com/huggingface/safetensors, "Format"): an 8-byte little-endian header size, a JSON object
-    that starts with '{' and is padded with spaces only, "__metadata__" a map of strings, each tensor
-    a known dtype, a shape of non-negative integers and data_offsets [begin, end] relative to the
-    byte buffer, of exactly prod(shape) * itemsize bytes, the offsets in order without gaps or
-    overlaps and covering the whole buffer."""
-    import numpy as np
-    data = pathlib.Path(path).read_bytes()
-
-    def require(condition, message):
-        if not condition:
-            raise AssertionError(f"{path}: not a valid safetensors file: {message}")
-
-    require(len(data) >= 8, "shorter than its 8-byte header size")
-    size = int.from_bytes(data[:8], "little")
-    require(8 + size <= len(data), f"header size {size} runs past the end ({len(data)} bytes)")
-    raw = data[8:8 + size]
-    require(raw[:1] == b"{", "the header does not start with '{'")
-    text = raw.decode("utf-8")
-    require(text.rstrip(" ") == text.rstrip(), "the header is padded with something other than spaces")
-    pairs = json.loads(text, object_pairs_hook=lambda items: items)
-    keys = [k for k, _ in pairs]
-    require(len(keys) == len(set(keys)), "duplicate keys")
-    header = dict(pairs)
-    metadata = header.pop("__metadata__", {})
-    metadata = dict(metadata) if isinstance(metadata, list) else metadata
-    require(all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()),
-            "__metadata__ must map strings to strings")
-    body = data[8 + size:]
-    arrays, spans = {}, []
-    for key, info in header.items():
-        info = dict(info)
-        require(set(info) == {"dtype", "shape", "data_offsets"}, f"{key}: fields {sorted(info)}")
-        require(info["dtype"] in SAFETENSORS_DTYPES, f"{key}: unknown dtype {info['dtype']}")
-        shape = info["shape"]
-        require(all(isinstance(d, int) and d >= 0 for d in shape), f"{key}: bad shape {shape}")
-        begin, end = info["data_offsets"]
-        require(0 <= begin <= end <= len(body), f"{key}: offsets {begin}, {end} outside the {len(body)}-byte buffer")
-        itemsize = 2 if info["dtype"] == "BF16" else np.dtype(SAFETENSORS_DTYPES[info["dtype"]]).itemsize
-        require(end - begin == int(np.prod(shape, dtype=np.int64)) * itemsize,
-                f"{key}: {end - begin} bytes for shape {shape} of {info['dtype']}")
-        spans.append((begin, end, key))
-        chunk = body[begin:end]
-        if info["dtype"] == "BF16":
-            arrays[key] = (np.frombuffer(chunk, "<u2").astype(np.uint32) << 16).view(np.float32).reshape(shape)
-        else:
-            arrays[key] = np.frombuffer(chunk, SAFETENSORS_DTYPES[info["dtype"]]).reshape(shape)
-        arrays[key + "/dtype"] = info["dtype"]
-    position = 0
-    for begin, end, key in sorted(spans):
-        require(begin == position, f"{key}: starts at {begin}, expected {position} (a gap or an overlap)")
-        position = end
-    require(position == len(body), f"the tensors cover {position} of the buffer's {len(body)} bytes")
+    """A safetensors file read by the official library (which checks the format as it reads):
+    each tensor, and its dtype as the file names it under KEY/dtype."""
+    from safetensors import safe_open
+    arrays = {}
+    with safe_open(str(path), framework="pt") as f:
+        for key in f.keys():
+            arrays[key] = f.get_tensor(key)
+            arrays[key + "/dtype"] = f.get_slice(key).get_dtype()
     return arrays
 
 
@@ -109,23 +60,6 @@ class Helpers(unittest.TestCase):
                 max_diff(torch.tensor(bad), torch.tensor([1.0, 2.0]))
             with self.assertRaises(AssertionError):
                 max_diff(torch.tensor([1.0, 2.0]), torch.tensor(bad))
-
-    def test_the_safetensors_reader_is_strict(self):
-        import struct
-        good = b'{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}'
-        good += b" " * (-len(good) % 8)
-        body = struct.pack("<2f", 1.0, 2.0)
-        with tempfile.TemporaryDirectory() as tmp:
-            path = pathlib.Path(tmp) / "t.safetensors"
-            path.write_bytes(struct.pack("<Q", len(good)) + good + body)
-            self.assertEqual(read_safetensors(path)["a"].tolist(), [1.0, 2.0])
-            for header, data in ((good, body + b"\0"),  # buffer not covered
-                                 (good.replace(b"[0,8]", b"[0,4]"), body[:4]),  # too few bytes for the shape
-                                 (good.replace(b'"F32"', b'"F33"'), body),  # unknown dtype
-                                 (good.replace(b"{", b" {", 1), body)):  # does not start with '{'
-                path.write_bytes(struct.pack("<Q", len(header)) + header + data)
-                with self.assertRaises(AssertionError):
-                    read_safetensors(path)
 
 
 class CliRun(unittest.TestCase):
@@ -170,7 +104,7 @@ class CliRun(unittest.TestCase):
         self.assertEqual(len([n for n, m in modules.items() if m.original_name == "BatchNorm2d"]), 20)
         self.assertEqual({k.split("#")[0] for k in got} - {"output"}, want)
 
-    def test_safetensors_every_dtype_strictly(self):
+    def test_safetensors_every_dtype_read_by_the_official_library(self):
         out = pathlib.Path(self.tmp.name) / "dtypes.safetensors"
         expected = torch.load(FIXTURES / "every_dtype_expected.pt")
         result = cli("run", FIXTURES / "every_dtype.pt", "--input", FIXTURES / "every_dtype_input.pt",
@@ -184,12 +118,12 @@ class CliRun(unittest.TestCase):
             with self.subTest(key):
                 self.assertEqual(arrays[key + "/dtype"], dtype)
                 want = expected[key]
-                got = torch.from_numpy(arrays[key].copy())
+                got = arrays[key]
                 self.assertEqual(tuple(got.shape), tuple(want.shape))
                 # Every value exact: bfloat16 widens to float32 without rounding.
                 self.assertTrue(torch.equal(got, want.float() if key == "casts.bf16" else want), key)
 
-    def test_npz_and_safetensors_read_back_by_numpy(self):
+    def test_npz_by_numpy_and_safetensors_by_its_library(self):
         import numpy as np
         for suffix in (".npz", ".safetensors"):
             with self.subTest(suffix):
@@ -594,13 +528,16 @@ class CliBadInput(unittest.TestCase):
         self.assertIn("the model's forward takes Tensor", result.stderr)
         self.assertNotIn("GenericDict", result.stderr)
 
-    def test_a_dict_of_one_entry_is_explained(self):
-        # LibTorch 1.13's unpickler lacks SETITEM, which Python uses for a dict of one entry.
+    def test_a_dict_of_one_entry_is_read(self):
+        # Python pickles a dict of one entry with SETITEM, which LibTorch 1.13 could not read.
         single = self.dir / "single.pt"
-        torch.save({"samples": torch.zeros(2, 1, 28, 28)}, single)
+        samples = torch.randn(2, 1, 28, 28, generator=torch.Generator().manual_seed(1))
+        torch.save({"samples": samples}, single)
         result = cli("run", FASHION, "--input", single, "--out", self.dir / "out.pt")
-        if result.returncode != 0:
-            self.assertIn("a dict with a single entry", result.stderr)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        with torch.no_grad():
+            want = torch.jit.load(str(FASHION))(samples)
+        self.assertLess(max_diff(torch.load(self.dir / "out.pt")["output"], want), 1e-5)
 
     def test_a_bad_samples_file_names_the_field(self):
         bad = self.dir / "bad.pt"

@@ -58,16 +58,25 @@ TEST(Detection, WithoutTorchvisionOpsTheMessageNamesTheLibrary)
 {
     LoadOptions options;
     options.loadDefaultOperatorLibraries = false;
-    const LibTorchLeaksIgnored importFailureLeaks; // LibTorch 1.13 leaks the half-imported module
+    const LibTorchLeaksIgnored importFailureLeaks; // LibTorch leaks the half-imported module
     const std::string message = errorOf([&] { Model::load(fixture("maskrcnn_scripted.pt"), options); });
     EXPECT_NE(message.find("torchvision::"), std::string::npos) << message;
     EXPECT_NE(message.find("torchvision's C++ operator library"), std::string::npos) << message;
     EXPECT_NE(message.find("--ops-library"), std::string::npos) << message;
 }
 
-TEST(Detection, DebianTorchvisionOpsAreFound)
+TEST(Detection, TorchvisionOpsBesideTheLinkedLibTorchAreFound)
 {
-    EXPECT_FALSE(defaultOperatorLibraries().empty()) << "python3-torchvision's _C library was not found";
+    // The wheel's torchvision, in the site-packages whose torch/lib this process runs on.
+    const auto found = defaultOperatorLibraries();
+    ASSERT_FALSE(found.empty()) << "no torchvision/_C*.so beside the linked LibTorch";
+    for (const auto& path : found)
+        EXPECT_NE(path.find("site-packages/torchvision/_C"), std::string::npos) << path;
+    LoadOptions options;
+    for (const auto& path : found)
+        options.operatorLibraries.push_back(path);
+    options.loadDefaultOperatorLibraries = false;
+    EXPECT_NO_THROW(Model::load(fixture("fasterrcnn_scripted.pt"), options));
 }
 
 TEST(OperatorLibraries, AdviceForAnUnknownNamespace)

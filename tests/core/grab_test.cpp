@@ -63,7 +63,13 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GrabEveryModule,
         GrabCase{"mobilenet_v3_small_scripted.pt", "mobilenet_input.pt", "mobilenet_expected.pt"},
         GrabCase{"relu_twice.pt", "small_input.pt", "relu_twice_expected.pt"},
         GrabCase{"branchy.pt", "small_input.pt", "branchy_expected.pt"},
-        GrabCase{"inplace.pt", "small_input.pt", "inplace_expected.pt"}),
+        GrabCase{"inplace.pt", "small_input.pt", "inplace_expected.pt"},
+        // Saved by the environment's PyTorch 2.x: transformers that LibTorch 1.13 could not open.
+        GrabCase{"pt2_vit_b_16.pt", "pt2_vit_b_16_input.pt", "pt2_vit_b_16_expected.pt"},
+        GrabCase{"pt2_swin_t.pt", "pt2_swin_t_input.pt", "pt2_swin_t_expected.pt"},
+        GrabCase{"pt2_resnet50.pt", "pt2_resnet50_input.pt", "pt2_resnet50_expected.pt"},
+        GrabCase{"pt2_sdpa_scripted.pt", "pt2_sdpa_scripted_input.pt", "pt2_sdpa_scripted_expected.pt"},
+        GrabCase{"pt2_sdpa_traced.pt", "pt2_sdpa_traced_input.pt", "pt2_sdpa_traced_expected.pt"}),
     [](const auto& info) {
         std::string name = info.param.model;
         name = name.substr(0, name.find('.'));

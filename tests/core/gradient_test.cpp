@@ -2,6 +2,10 @@
 // torch.autograd.grad in Python on the same weights.
 #include "test_support.h"
 
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
 namespace torchscope::test {
 namespace {
 
@@ -35,6 +39,34 @@ TEST(Gradient, TracedModelToo)
     EXPECT_TRUE(tensorsCloseRelative("layer3:grad", result.tensor("layer3:grad"), expected.at("layer3:grad"), 1e-5));
     EXPECT_TRUE(tensorsClose("layer3", result.tensor("layer3"), expected.at("layer3"), 1e-5));
 }
+
+// Models saved by the environment's PyTorch 2.x (ViT, Swin, ResNet-50, a block that calls
+// scaled_dot_product_attention, scripted and traced): gradients of the class-3 score with respect
+// to the layers pt2_models.json names, against torch.autograd.grad through eager hooks.
+class GradientOfPyTorch2Model : public ::testing::TestWithParam<std::string> { };
+
+TEST_P(GradientOfPyTorch2Model, MatchesPythonAutograd)
+{
+    const std::string name = GetParam();
+    std::ifstream file(fixture("pt2_models.json"));
+    const auto layers = nlohmann::json::parse(file).at(name).get<std::vector<std::string>>();
+    auto model = loadModel("pt2_" + name + ".pt");
+    Engine engine(model);
+    Request request;
+    for (const auto& layer : layers)
+        request.grabs.push_back(GrabSpec::parse(layer + ":grad"));
+    request.targetClass = 3;
+    const auto result = engine.run(request, {loadTensor("pt2_" + name + "_input.pt")});
+    const auto expected = loadExpected("pt2_" + name + "_expected.pt");
+    ASSERT_FALSE(layers.empty());
+    for (const auto& layer : layers)
+        EXPECT_TRUE(tensorsCloseRelative(layer + ":grad", result.tensor(layer + ":grad"), expected.at(layer + ":grad"), 1e-5));
+    EXPECT_TRUE(tensorsClose("output", result.tensor("output"), expected.at("output"), 1e-5));
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, GradientOfPyTorch2Model,
+    ::testing::Values("vit_b_16", "swin_t", "resnet50", "sdpa_scripted", "sdpa_traced"),
+    [](const auto& info) { return info.param; });
 
 TEST(Gradient, RepeatedRunsStayDefined)
 {

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Writes the fuzz targets' seed corpora (tests/fuzz/corpus/NAME/), taken from what the tests use:
 small images of each format and their damaged forms, sessions and setups as the window and the
 CLI write them, the specs of the CLI tests, a tiny TorchScript archive and the bad model files of
