@@ -10,6 +10,7 @@
 #include "model/model.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
 
 #include <QMetaObject>

@@ -60,8 +60,9 @@ std::string describeTorchSave(const std::string& pickle)
 }
 
 const std::string buildAgainstNewerLibTorch
-    = "build TorchScope against the LibTorch of the PyTorch that saved it: CMAKE_ARGS=\"-DCMAKE_PREFIX_PATH=$(python3 -c "
-      "'import torch;print(torch.utils.cmake_prefix_path)')\" scripts/setup.sh (see the README), or save the model "
+    = "build TorchScope against the LibTorch of the PyTorch that saved it (pin that torch in scripts/requirements.txt "
+      "and run scripts/setup.sh, or take one you have: CMAKE_ARGS=\"-DCMAKE_PREFIX_PATH=$(python -c "
+      "'import torch;print(torch.utils.cmake_prefix_path)')\" scripts/setup.sh; see the README), or save the model "
       "again with PyTorch " TORCH_VERSION;
 
 // One record of an open archive, or nothing when it is missing or unreadable (at most `limit` bytes).

@@ -2,7 +2,7 @@
 
 #include "common/error.h"
 
-#include <ATen/Functions.h>
+#include <ATen/ops/relu_ops.h>
 
 #include <dlfcn.h>
 
@@ -34,8 +34,10 @@ void loadOperatorLibrary(const std::string& path)
 std::filesystem::path linkedLibTorchDirectory()
 {
     Dl_info info{};
-    // Any function of libtorch_cpu: where it was loaded from is where this process's LibTorch is.
-    if (!dladdr(reinterpret_cast<const void*>(&at::empty_like), &info) || !info.dli_fname)
+    // A function defined in libtorch_cpu (at::relu itself is inline): where it was loaded from is
+    // where this process's LibTorch is.
+    at::Tensor (*inLibTorch)(const at::Tensor&) = &at::_ops::relu::call;
+    if (!dladdr(reinterpret_cast<const void*>(inLibTorch), &info) || !info.dli_fname)
         return {};
     return std::filesystem::path(info.dli_fname).parent_path();
 }

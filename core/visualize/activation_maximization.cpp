@@ -9,6 +9,7 @@
 #include "visualize/unit_objective.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/optim/adam.h>
 

@@ -11,6 +11,7 @@
 #include "model/model.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 

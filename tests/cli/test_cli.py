@@ -189,6 +189,32 @@ class CliRun(unittest.TestCase):
 
 
 @unittest.skipIf(HEADLESS, "built without OpenCV")
+class CliPyTorch2Models(unittest.TestCase):
+    """ViT-B/16, Swin-T, ResNet-50 and a block calling scaled_dot_product_attention, scripted or
+    traced by the environment's PyTorch 2.x: outputs, inputs and gradients of their layers through
+    the CLI against the eager hooks of the fixture script."""
+
+    def test_grabs_inputs_and_gradients_equal_eager_hooks(self):
+        layers_of = json.loads((FIXTURES / "pt2_models.json").read_text())
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, layers in layers_of.items():
+                with self.subTest(name):
+                    out = pathlib.Path(tmp) / f"{name}.pt"
+                    grabs = [g for layer in layers for g in ("--grab", layer, "--grab", f"{layer}:in0",
+                                                             "--grab", f"{layer}:grad")]
+                    result = cli("run", FIXTURES / f"pt2_{name}.pt", "--input", FIXTURES / f"pt2_{name}_input.pt",
+                                 "--out", out, "--target", "3", "--device", "cpu", *grabs)
+                    self.assertEqual(result.returncode, 0, result.stderr)
+                    got = torch.load(out)
+                    expected = torch.load(FIXTURES / f"pt2_{name}_expected.pt")
+                    want_keys = {"output"} | {f"{layer}{kind}" for layer in layers for kind in ("", ":in0", ":grad")}
+                    self.assertEqual(set(got), want_keys)
+                    for key in sorted(want_keys):
+                        diff = max_diff(got[key], expected[key])
+                        print(f"{name} {key}: max abs diff {diff}")
+                        self.assertLessEqual(diff, tolerance(key, expected[key]), key)
+
+
 class CliEachImage(unittest.TestCase):
     """run --each-image: the window's per-image run, against the fixture's forward hooks."""
 
@@ -814,6 +840,25 @@ class CliOwnModel(unittest.TestCase):
         result = cli("inspect", FIXTURES / "newer_version.pt")
         self.assertIn("file format version 99", result.stderr)
         self.assertIn("CMAKE_PREFIX_PATH", result.stderr)
+
+    def test_models_saved_by_pytorch_1_13_still_open(self):
+        # The committed demo models were saved by PyTorch 1.13 (archive format 3 and 4; 2.x writes
+        # 10 and a .data/serialization_id): run by the CLI they equal the environment's torch.jit.load.
+        import zipfile
+        x = torch.randn(2, 1, 28, 28, generator=torch.Generator().manual_seed(2))
+        face = FASHION.parents[1] / "face" / "face_expression.pt"
+        y = torch.rand(2, 3, 112, 112, generator=torch.Generator().manual_seed(3)) * 255
+        for model, samples, version in ((FASHION, x, b"3"), (face, y, b"4")):
+            with self.subTest(model.name):
+                with zipfile.ZipFile(model) as archive:
+                    names = archive.namelist()
+                    self.assertEqual(archive.read(next(n for n in names if n.endswith("/version"))).strip(), version)
+                    self.assertFalse(any(n.endswith("serialization_id") for n in names))
+                torch.save(samples, self.dir / "x.pt")
+                result = self.run_ok("run", model, "--input", self.dir / "x.pt", "--out", self.out)
+                with torch.no_grad():
+                    want = torch.jit.load(str(model))(samples)
+                self.assertLess(max_diff(torch.load(self.out)["output"], want), 1e-5)
 
     def test_setup_reads_the_model_and_saves_into_a_copy(self):
         result = self.run_ok("setup", FIXTURES / "fashion_plain.pt")

@@ -5,6 +5,7 @@
 #include "attribution_view.h"
 #include "document.h"
 #include "export/pt_export.h"
+#include "export_actions.h"
 #include "gui_test_support.h"
 #include "log_dock.h"
 #include "main_window.h"
@@ -283,6 +284,55 @@ private Q_SLOTS:
         QVERIFY(waitForRun(window));
         QVERIFY(window.document()->selectedResult()->values.count("backbone.body.13:grad"));
         QVERIFY(QString::fromStdString(window.document()->snapshot()->gradientTarget).startsWith("detection 0"));
+    }
+
+    // ViT-B/16, Swin-T and ResNet-50 as the environment's PyTorch 2.x scripts them, on a real photo:
+    // the layer's output and gradient the window exports equal eager hooks on the same weights, fed
+    // the picture the window made (the first module's input, exported beside them).
+    void modelsSavedByPyTorch2EqualEagerHooks_data()
+    {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<QString>("first");
+        QTest::addColumn<QString>("layer");
+        QTest::newRow("vit_b_16") << "vit_b_16" << "conv_proj" << "encoder.layers.encoder_layer_11.mlp";
+        QTest::newRow("swin_t") << "swin_t" << "features.0.0" << "features.5.3";
+        QTest::newRow("resnet50") << "resnet50" << "conv1" << "layer3";
+    }
+
+    void modelsSavedByPyTorch2EqualEagerHooks()
+    {
+        QFETCH(QString, name);
+        QFETCH(QString, first);
+        QFETCH(QString, layer);
+        MainWindow window;
+        QVERIFY(open(window, test::fixture("pt2_" + name + ".pt")));
+        window.document()->addImages({QString(TORCHSCOPE_SOURCE_DIR) + "/resources/face/photos/astronaut_head.png"});
+        window.document()->setTargetClass(3);
+        window.document()->setGrabbed(first + ":in0", true);
+        window.document()->setGrabbed(layer + ":grad", true);
+        window.treePanel()->selectPath(layer);
+        QVERIFY(waitForRun(window));
+        QVERIFY(window.document()->selectedResult()->values.count(layer.toStdString() + ":grad"));
+        QTemporaryDir dir;
+        QSignalSpy exported(window.controller(), &RunController::exported);
+        window.exportActions()->exportTensors(dir.filePath("out.pt"));
+        QVERIFY(exported.wait(Timeout));
+        const QString verdict = test::runPython(
+            QString("import sys, torch\n"
+                    "sys.path.insert(0, '%1/tests/fixtures')\n"
+                    "from make_fixtures import PYTORCH2_MODELS, Recorder\n"
+                    "got = torch.load('%2')\n"
+                    "torch.manual_seed(20)\n"
+                    "model = PYTORCH2_MODELS['%3'][0]().eval()\n"
+                    "rec = Recorder(model, ['%4'], grads=['%4'])\n"
+                    "out = model(got['%5:in0'])\n"
+                    "grad, = torch.autograd.grad(out[:, 3].sum(), [rec.captured['%4']])\n"
+                    "value = (got['%4'].double() - rec.outputs['%4'].double()).abs().max().item()\n"
+                    "scale = grad.abs().max().item()\n"
+                    "gradient = (got['%4:grad'].double() - grad.double()).abs().max().item() / scale\n"
+                    "print(value <= 1e-5 and gradient <= 1e-5 and scale > 0, value, gradient)")
+                .arg(TORCHSCOPE_SOURCE_DIR, dir.filePath("out.pt"), name, layer, first));
+        QVERIFY2(verdict.startsWith("True"), qPrintable(verdict));
     }
 
     void transformerTokensAreShownAsPatchMaps()
