@@ -4,7 +4,10 @@
 #include "export/atomic_file.h"
 #include "model/file_diagnosis.h"
 
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/version.h>
 
 #include <filesystem>
@@ -15,8 +18,13 @@ namespace torchscope {
 
 c10::IValue toCpu(const c10::IValue& value)
 {
-    if (value.isTensor())
+    if (value.isTensor()) {
+        // An undefined tensor is a None of Optional[Tensor] (nn.MultiheadAttention's weights with
+        // need_weights=False, from its native fast path): it is written as None.
+        if (!value.toTensor().defined())
+            return c10::IValue();
         return value.toTensor().detach().cpu();
+    }
     if (value.isList()) {
         auto list = value.toList();
         c10::impl::GenericList copy(list.elementType());
@@ -40,12 +48,65 @@ c10::IValue toCpu(const c10::IValue& value)
     return value;
 }
 
+namespace {
+
+// Lists, dicts and tuples as Python's own: lists and dicts of Any, whatever their element type,
+// so that LibTorch's pickler writes no torch.jit._pickle globals (build_intlist, build_tensorlist,
+// ...) for them. torch.load's default since PyTorch 2.6 (weights_only) refuses those globals.
+c10::IValue asPythonContainers(const c10::IValue& value)
+{
+    if (value.isList()) {
+        c10::impl::GenericList list(c10::AnyType::get());
+        for (const c10::IValue& v : value.toListRef())
+            list.push_back(asPythonContainers(v));
+        return list;
+    }
+    if (value.isTuple()) {
+        std::vector<c10::IValue> elements;
+        for (const auto& v : value.toTupleRef().elements())
+            elements.push_back(asPythonContainers(v));
+        return c10::ivalue::Tuple::create(std::move(elements));
+    }
+    if (value.isGenericDict()) {
+        c10::impl::GenericDict dict(c10::AnyType::get(), c10::AnyType::get());
+        for (const auto& entry : value.toGenericDict())
+            dict.insert(entry.key(), asPythonContainers(entry.value()));
+        return dict;
+    }
+    return value;
+}
+
+// torch::jit::pickle_save, with the pickler's type tags (torch.jit._pickle.restore_type_tag)
+// turned off: the archive torch.save writes, with only globals torch.load(weights_only=True) takes.
+std::vector<char> pickleForTorchLoad(const c10::IValue& value)
+{
+    std::vector<char> pickled;
+    torch::jit::Pickler pickler(
+        [&](const char* bytes, size_t size) { pickled.insert(pickled.end(), bytes, bytes + size); }, nullptr,
+        nullptr, nullptr, nullptr, /*tag_aggregates=*/false);
+    pickler.protocol();
+    pickler.pushIValue(value);
+    pickler.stop();
+
+    std::vector<char> archive;
+    caffe2::serialize::PyTorchStreamWriter writer([&](const void* bytes, size_t size) {
+        const char* begin = static_cast<const char*>(bytes);
+        archive.insert(archive.end(), begin, begin + size);
+        return size;
+    });
+    torch::jit::writeArchiveAndTensors("data", pickled.data(), pickled.size(), pickler.tensorData(), writer);
+    writer.writeEndOfFile();
+    return archive;
+}
+
+} // namespace
+
 void writePtDictionary(const std::string& path, const std::vector<std::pair<std::string, c10::IValue>>& values)
 {
     c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
     for (const auto& [key, value] : values)
-        dict.insert(key, toCpu(value));
-    const std::vector<char> bytes = torch::jit::pickle_save(dict);
+        dict.insert(key, asPythonContainers(toCpu(value)));
+    const std::vector<char> bytes = pickleForTorchLoad(dict);
     writeFileAtomically(path, std::string_view(bytes.data(), bytes.size()));
 }
 

@@ -1,6 +1,7 @@
 #include "model/operator_libraries.h"
 
 #include "common/error.h"
+#include "model/torchvision_autograd.h"
 
 #include <ATen/ops/relu_ops.h>
 
@@ -29,6 +30,7 @@ void loadOperatorLibrary(const std::string& path)
         throw Error("cannot load operator library '" + path + "': " + (why ? why : "unknown error"));
     }
     loaded.insert(path);
+    registerTorchvisionAutograd();
 }
 
 std::filesystem::path linkedLibTorchDirectory()

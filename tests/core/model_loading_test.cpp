@@ -7,6 +7,9 @@
 #include "record/labelled_samples.h"
 #include "record/recorder.h"
 
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/version.h>
+
 #include <nlohmann/json.hpp>
 #include <torch/cuda.h>
 
@@ -153,7 +156,12 @@ TEST(Device, CudaWithoutAGpuIsExplained)
     if (torch::cuda::is_available())
         GTEST_SKIP() << "this machine has CUDA";
     const std::string message = errorOf([] { resolveDevice("cuda"); });
-    EXPECT_NE(message.find("no CUDA device"), std::string::npos) << message;
+    // The wheel's LibTorch is built with CUDA: the message says the GPU is missing, not CUDA, and
+    // names the LibTorch; a CPU-only LibTorch of the user's own is named as such.
+    const bool cudaBuild = c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA);
+    EXPECT_NE(message.find(cudaBuild ? "no CUDA GPU is visible" : "is built for the CPU only"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("LibTorch " TORCH_VERSION), std::string::npos) << message;
     EXPECT_EQ(resolveDevice("auto"), "cpu");
     EXPECT_NE(errorOf([] { resolveDevice("tpu"); }).find("unknown device 'tpu'"), std::string::npos);
 }
