@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package TorchScope needs. Idempotent: asks apt only for what is missing,
 # and prints nothing when everything is already there. PyTorch is not among them: it comes from
-# PyPI into a virtual environment (scripts/python_env.sh); Debian's libtorch-dev and python3-torch
+# PyPI into a virtual environment (scripts/python_env.sh); Debian's own LibTorch and PyTorch packages
 # must not be mixed in.
 #   scripts/install-deps.sh            everything (GUI, tests, fixtures, benchmark)
 #   scripts/install-deps.sh --headless only what the core engine, CLI and core tests need

@@ -76,6 +76,7 @@ struct AttributionSnapshot {
     // The values that 0 and 1 of the maps above stand for (their colour bars).
     std::pair<double, double> gradCamRange;
     std::pair<double, double> saliencyRange;
+    std::string gradCamNote; // why Grad-CAM is empty, when that is known
 };
 using AttributionSnapshotPtr = std::shared_ptr<const AttributionSnapshot>;
 

@@ -204,6 +204,8 @@ void AttributionView::redraw()
                              QFileInfo(QString::fromStdString(result_->image)).fileName());
     if (result_->outputKind == OutputKind::Segmentation && region_.empty())
         header += tr(" — drag over the picture to explain the class over a region instead");
+    if (!saliency && !result_->gradCamNote.empty())
+        header += tr(" — %1").arg(QString::fromStdString(result_->gradCamNote));
     header_->setText(header);
     target_->setSpecialValueText(
         result_->outputKind == OutputKind::Detection ? tr("top detection") : tr("predicted class"));

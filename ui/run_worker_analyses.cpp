@@ -167,6 +167,7 @@ void RunWorker::attribute(const AttributionRequest& request)
         snapshot->saliency = mapOf(a.saliency[0]);
         snapshot->gradCamRange = rangeOf(a.gradCamUpsampled[0]);
         snapshot->saliencyRange = rangeOf(a.saliency[0]);
+        snapshot->gradCamNote = a.notes.front();
         Q_EMIT attributionFinished(snapshot);
     } catch (const std::exception& e) {
         Q_EMIT failed(WorkerTask::Attribution, tr("Error Computing Grad-CAM"), QString::fromStdString(e.what()));

@@ -61,6 +61,15 @@ Attribution computeAttribution(Engine& engine, const at::Tensor& images, const s
         const at::Tensor gradient = spatialMaps(result.tensor(layer + ":grad").to(at::kFloat), layer);
         out.targets.push_back(result.targetIndex);
         out.descriptions.push_back(result.target);
+        std::string note;
+        if (!gradient.ne(0).any().item<bool>())
+            note = "the score's gradient is zero at every position of '" + layer
+                + "', so its Grad-CAM is zero"
+                + (result.tensor(layer + ":grad").ne(0).any().item<bool>()
+                        ? " (only the class token reaches the score from here, as after a vision transformer's "
+                          "last block): take an earlier block, or a norm inside the last one"
+                        : ": nothing of this layer reaches the score");
+        out.notes.push_back(note);
         const at::Tensor weights = gradient.mean({2, 3}, /*keepdim=*/true);
         const at::Tensor cam = at::relu((weights * activation).sum(1, /*keepdim=*/true));
         cams.push_back(cam.squeeze(1).cpu());

@@ -20,6 +20,9 @@ struct Attribution {
     at::Tensor gradCam; // [N, h, w] at the layer's resolution: ReLU(sum_c w_c * A_c), not normalised
     at::Tensor gradCamUpsampled; // [N, H, W]: bilinear to the input's size
     at::Tensor saliency; // [N, H, W]: max over input channels of |d score / d input|
+    // Why a map is empty when the reason is known (the score's gradient is zero on every position
+    // of the layer: past ViT's last block only the class token reaches the score), per image.
+    std::vector<std::string> notes;
 };
 
 // Grad-CAM (Selvaraju et al.) for `layer`: the gradient of the target score (graph/model_output.h:

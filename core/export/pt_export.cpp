@@ -16,62 +16,43 @@
 
 namespace torchscope {
 
-c10::IValue toCpu(const c10::IValue& value)
+namespace {
+
+// How copyToCpu rebuilds containers: as they are typed, or as Python's own (lists and dicts of Any,
+// whatever their element type, and undefined tensors as None), so that LibTorch's pickler writes no
+// torch.jit._pickle globals (build_intlist, build_tensorlist, ...) for them: torch.load's default
+// since PyTorch 2.6 (weights_only) refuses those globals.
+enum class Containers { Typed, AsPython };
+
+c10::IValue copyToCpu(const c10::IValue& value, Containers containers)
 {
+    const bool asPython = containers == Containers::AsPython;
     if (value.isTensor()) {
         // An undefined tensor is a None of Optional[Tensor] (nn.MultiheadAttention's weights with
-        // need_weights=False, from its native fast path): it is written as None.
+        // need_weights=False, from its native fast path).
         if (!value.toTensor().defined())
-            return c10::IValue();
+            return asPython ? c10::IValue() : value;
         return value.toTensor().detach().cpu();
     }
     if (value.isList()) {
-        auto list = value.toList();
-        c10::impl::GenericList copy(list.elementType());
-        for (const c10::IValue& v : list)
-            copy.push_back(toCpu(v));
-        return copy;
-    }
-    if (value.isTuple()) {
-        std::vector<c10::IValue> elements;
-        for (const auto& v : value.toTupleRef().elements())
-            elements.push_back(toCpu(v));
-        return c10::ivalue::Tuple::create(std::move(elements));
-    }
-    if (value.isGenericDict()) {
-        auto dict = value.toGenericDict();
-        c10::impl::GenericDict copy(dict.keyType(), dict.valueType());
-        for (const auto& entry : dict)
-            copy.insert(entry.key(), toCpu(entry.value()));
-        return copy;
-    }
-    return value;
-}
-
-namespace {
-
-// Lists, dicts and tuples as Python's own: lists and dicts of Any, whatever their element type,
-// so that LibTorch's pickler writes no torch.jit._pickle globals (build_intlist, build_tensorlist,
-// ...) for them. torch.load's default since PyTorch 2.6 (weights_only) refuses those globals.
-c10::IValue asPythonContainers(const c10::IValue& value)
-{
-    if (value.isList()) {
-        c10::impl::GenericList list(c10::AnyType::get());
+        c10::impl::GenericList copy(asPython ? c10::AnyType::get() : value.toList().elementType());
         for (const c10::IValue& v : value.toListRef())
-            list.push_back(asPythonContainers(v));
-        return list;
+            copy.push_back(copyToCpu(v, containers));
+        return copy;
     }
     if (value.isTuple()) {
         std::vector<c10::IValue> elements;
         for (const auto& v : value.toTupleRef().elements())
-            elements.push_back(asPythonContainers(v));
+            elements.push_back(copyToCpu(v, containers));
         return c10::ivalue::Tuple::create(std::move(elements));
     }
     if (value.isGenericDict()) {
-        c10::impl::GenericDict dict(c10::AnyType::get(), c10::AnyType::get());
-        for (const auto& entry : value.toGenericDict())
-            dict.insert(entry.key(), asPythonContainers(entry.value()));
-        return dict;
+        const auto dict = value.toGenericDict();
+        c10::impl::GenericDict copy(asPython ? c10::AnyType::get() : dict.keyType(),
+            asPython ? c10::AnyType::get() : dict.valueType());
+        for (const auto& entry : dict)
+            copy.insert(entry.key(), copyToCpu(entry.value(), containers));
+        return copy;
     }
     return value;
 }
@@ -101,11 +82,16 @@ std::vector<char> pickleForTorchLoad(const c10::IValue& value)
 
 } // namespace
 
+c10::IValue toCpu(const c10::IValue& value)
+{
+    return copyToCpu(value, Containers::Typed);
+}
+
 void writePtDictionary(const std::string& path, const std::vector<std::pair<std::string, c10::IValue>>& values)
 {
     c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
     for (const auto& [key, value] : values)
-        dict.insert(key, asPythonContainers(toCpu(value)));
+        dict.insert(key, copyToCpu(value, Containers::AsPython));
     const std::vector<char> bytes = pickleForTorchLoad(dict);
     writeFileAtomically(path, std::string_view(bytes.data(), bytes.size()));
 }

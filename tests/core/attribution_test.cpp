@@ -53,6 +53,22 @@ TEST(GradCam, RefusesALayerWithoutSpatialMaps)
     EXPECT_NE(message.find("'classifier.2' gives [1, 10]"), std::string::npos) << message;
 }
 
+TEST(GradCam, SaysWhyItIsZeroAfterAVisionTransformersLastBlock)
+{
+    // ViT-B/16 reads its score from the class token after the last block's per-token LayerNorm:
+    // the patches' gradient there is exactly zero, an earlier block's is not.
+    auto model = loadModel("pt2_vit_b_16.pt");
+    Engine engine(model);
+    const at::Tensor x = loadTensor("pt2_vit_b_16_input.pt");
+    const Attribution last = computeAttribution(engine, x, "encoder.layers.encoder_layer_11", GradientTarget{3});
+    EXPECT_EQ(last.gradCam.abs().max().item<float>(), 0.0f);
+    ASSERT_EQ(last.notes.size(), 1u);
+    EXPECT_NE(last.notes[0].find("only the class token reaches the score"), std::string::npos) << last.notes[0];
+    const Attribution earlier = computeAttribution(engine, x, "encoder.layers.encoder_layer_10", GradientTarget{3});
+    EXPECT_GT(earlier.gradCam.abs().max().item<float>(), 0.0f);
+    EXPECT_EQ(earlier.notes.at(0), "");
+}
+
 TEST(GradCam, NormalizedMapsSpanZeroToOne)
 {
     const at::Tensor map = normalizeMap(at::tensor({2.0, 4.0, 6.0}));
