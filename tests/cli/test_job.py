@@ -5,7 +5,6 @@ README gives it. The oracle is the same command in one process: merged statistic
 histograms, top-k and kept samples must equal it."""
 import json
 import os
-import shutil
 import pathlib
 import signal
 import socket
