@@ -29,6 +29,9 @@ public:
     bool isOpeningModel() const { return openingModel_; }
     bool isBusy() const { return busy_; }
     void cancel(); // the image run in progress
+    // The worker on its thread, for tests that must stop it at a known point (a blocking connection
+    // to its progress signal holds the run there until the slot returns).
+    RunWorker* worker() const { return worker_.get(); }
     void exportTensors(const QString& path);
 
     void startRecording(const RecordRequest& request);

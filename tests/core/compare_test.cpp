@@ -174,14 +174,11 @@ TEST(Compare, PrecisionDriftEqualsPyTorchsDoubleAgainstFloat)
     CompareConfig config;
     config.mode = CompareMode::Precision;
     config.layers = layers;
-    config.precisions = {Precision::parse("float32")};
-    const bool bfloat16 = expected.count("drift/bfloat16/classifier.2/relative_l2") > 0;
-    if (bfloat16)
-        config.precisions.push_back(Precision::parse("cpu:bfloat16"));
+    config.precisions = {Precision::parse("float32"), Precision::parse("cpu:bfloat16")};
     const CompareResult result
         = comparePrecisions(fixture("compare_a.pt"), LoadOptions{}, config, tensorBatches(samples(), {}, Batch));
     ASSERT_EQ(result.layersA, layers);
-    ASSERT_EQ(result.comparisons.size(), bfloat16 ? 2u : 1u);
+    ASSERT_EQ(result.comparisons.size(), 2u);
     for (const Comparison& comparison : result.comparisons) {
         ASSERT_TRUE(comparison.unavailable.empty()) << comparison.unavailable;
         const std::string dtype = comparison.name == "cpu float32" ? "float32" : "bfloat16";
@@ -197,8 +194,7 @@ TEST(Compare, PrecisionDriftEqualsPyTorchsDoubleAgainstFloat)
     }
     // float32 stays within 1e-3 everywhere; bfloat16 (8 bits of mantissa) does not.
     EXPECT_FALSE(result.comparisons[0].firstOver.has_value());
-    if (bfloat16)
-        EXPECT_TRUE(result.comparisons[1].firstOver.has_value());
+    EXPECT_TRUE(result.comparisons[1].firstOver.has_value());
 }
 
 TEST(Compare, ACancelledRunKeepsItsBatches)

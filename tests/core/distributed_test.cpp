@@ -12,12 +12,12 @@
 #include "record/recorder.h"
 
 #include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <future>
 #include <map>
 #include <set>
 #include <thread>
-#include <unistd.h>
 
 namespace torchscope::test {
 namespace {
@@ -184,34 +184,53 @@ TEST(RecorderMerge, ARangeFromTheEarliestBatchIsTheOneProcessesRange)
 
 TEST(RecorderMerge, TiesInTheTopKGoToTheLowerSampleWhateverTheOrder)
 {
-    // Constant rows tie everywhere: one process and merged shards pick the same, lowest samples.
+    // Constant rows tie everywhere: one process and shards merged in any order pick the same,
+    // lowest samples.
     auto model = Model::load(std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt");
     Engine engine(model);
     const Samples same{at::full({12, 1, 28, 28}, 0.5), {}};
     RecorderConfig config;
     config.grabs = {GrabSpec::parse("features.1")};
     config.topK = 4;
+    config.histogramRange = std::make_pair(-4.0, 9.0);
     const auto whole = recordShard(engine, config, same, {}, 3);
     const at::Tensor top = whole->results().back().second.toTensor(); // top_samples
+    ASSERT_EQ(whole->results().back().first, "features.1:top_samples");
     EXPECT_TRUE(at::equal(top.select(1, 0), at::arange(4, at::kLong)));
+    // Rank 2 holds samples 6..8, rank 0 samples 0..2 and 9..11: merged last to first, the later
+    // samples arrive first and must still lose every tie.
+    for (const std::vector<int>& order : {std::vector<int>{0, 1, 2}, {2, 1, 0}, {1, 2, 0}}) {
+        SCOPED_TRACE(::testing::PrintToString(order));
+        auto merged = recordShard(engine, config, same, {order[0], 3}, 3);
+        for (size_t i = 1; i < order.size(); ++i)
+            merged->merge(recordShard(engine, config, same, {order[i], 3}, 3)->serialized());
+        expectSameResults(*merged, *whole);
+    }
 }
 
-int freePort()
+// A TCPStore on a port the OS picks, for ranks that join it as clients (as under torchrun's agent).
+c10::intrusive_ptr<c10d::TCPStore> storeOnAFreePort()
 {
-    return 20000 + static_cast<int>(getpid() % 20000);
+    c10d::TCPStoreOptions options;
+    options.port = 0;
+    options.isServer = true;
+    options.waitWorkers = false;
+    options.timeout = std::chrono::seconds(60);
+    return c10::make_intrusive<c10d::TCPStore>("127.0.0.1", options);
 }
 
 TEST(Lockstep, RanksExchangeAndAFailureReachesEveryRank)
 {
     if (!Cluster::available())
-        GTEST_SKIP() << "built without c10d's Gloo";
-    const int port = freePort();
-    auto rank = [port](int r) {
+        TORCHSCOPE_MISSING_CAPABILITY("c10d's Gloo (this build has no distributed jobs)");
+    const auto store = storeOnAFreePort();
+    auto rank = [port = store->getPort()](int r) {
         ClusterEnvironment environment;
         environment.rank = r;
         environment.worldSize = 2;
         environment.masterAddress = "127.0.0.1";
         environment.masterPort = port;
+        environment.agentStore = true;
         Cluster cluster(environment, std::chrono::seconds(60));
         Lockstep lockstep(cluster);
         StepReport mine;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 
@@ -35,6 +36,12 @@ LibTorchLeaksIgnored::~LibTorchLeaksIgnored()
 #ifdef TORCHSCOPE_HAVE_LSAN
     __lsan_enable();
 #endif
+}
+
+bool inContinuousIntegration()
+{
+    const char* ci = std::getenv("CI");
+    return ci && std::string(ci) == "true";
 }
 
 std::string fixture(const std::string& name)

@@ -15,6 +15,18 @@ namespace torchscope::test {
 
 std::string fixture(const std::string& name);
 
+// True when CI=true: there every capability the build can have must be present.
+bool inContinuousIntegration();
+
+// Skips a test whose capability this build or machine lacks, except under CI=true, where the
+// loss of a feature must fail the run rather than pass unseen. (CUDA tests skip with GTEST_SKIP.)
+#define TORCHSCOPE_MISSING_CAPABILITY(what)                                                                   \
+    do {                                                                                                      \
+        if (::torchscope::test::inContinuousIntegration())                                                    \
+            FAIL() << "missing under CI=true: " << (what);                                                    \
+        GTEST_SKIP() << "missing: " << (what);                                                                \
+    } while (false)
+
 // A dictionary written by Python's torch.save in the fixture script.
 std::map<std::string, at::Tensor> loadExpected(const std::string& name);
 at::Tensor loadTensor(const std::string& name);

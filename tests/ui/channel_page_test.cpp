@@ -11,6 +11,7 @@
 #include "visualize/activation_maximization.h"
 
 #include <QLabel>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QTemporaryDir>
@@ -85,12 +86,18 @@ private Q_SLOTS:
         spinBox(page, 1)->setValue(9);
         page->optimise();
         QVERIFY(page->isRunning());
-        QTest::qWait(200);
+        // Cancelled once its first step has arrived (the worker has started): 4,096 steps are far
+        // from done, and a cancel cannot reach a worker that has not begun yet.
+        auto* progress = page->findChild<QProgressBar*>();
+        QVERIFY(progress);
+        QTRY_VERIFY_WITH_TIMEOUT(progress->value() > 0, Timeout);
         for (auto* button : page->findChildren<QPushButton*>())
             if (button->text() == "Cancel")
                 button->click();
         QVERIFY(optimised.wait(Timeout));
         QVERIFY2(page->valueText().startsWith("cancelled after"), qPrintable(page->valueText()));
+        const int steps = page->valueText().section(' ', 2, 2).toInt();
+        QVERIFY2(steps >= 1 && steps < 4096, qPrintable(page->valueText()));
     }
 
     void topImagesOfARecordingWithTheChannelsMapOverThem()
