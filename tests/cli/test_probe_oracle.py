@@ -31,9 +31,11 @@ THREADS = os.environ.get("OMP_NUM_THREADS", "2")
 # 0.9 * m + 0.1 * g, which round differently in the last bit; the difference then shifts each step
 # by about lr * 2^-24 and these shifts add up over the epochs (the problem is convex: they do not
 # grow). Measured over 30 data sets (2 to 4 classes, 17 to 200 epochs, both poolings): weights
-# within 5 units in the last place of the largest weight (3.1e-7 relative), losses within 3e-7
-# (2.5 units in the last place). The bounds are about three times that, and 1,000 times below what
-# a missing weight decay changes (test_the_comparison_can_fail measures it).
+# within 5 units in the last place of the largest weight (3.1e-7 relative), losses within 2.7e-7 of
+# the first epoch's loss. The bounds are two to three times that, and 1,500 times below what a
+# missing weight decay changes (test_the_comparison_can_fail measures it). One of the 30 stopped an
+# epoch earlier than the reference: its improvement was 1.3e-8 from the 1e-6 threshold, within
+# rounding (assert_matches allows that, and only that).
 WEIGHT_TOLERANCE = 1e-6  # relative to the largest weight
 LOSS_TOLERANCE = 6e-7  # relative to the first epoch's loss
 

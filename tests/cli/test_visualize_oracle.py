@@ -90,8 +90,8 @@ class VisualizeCase(unittest.TestCase):
         """visualize MODEL ARGS --out FILE.pt: (images [N, C, H, W], objectives [N])."""
         self.runs += 1
         out = self.dir / f"run{self.runs}.pt"
-        result = subprocess.run([CLI, "visualize", str(model), *map(str, args), "--threads", THREADS, "--out", str(out)],
-                                capture_output=True, text=True, timeout=600)
+        command = [CLI, "visualize", str(model), *map(str, args), "--threads", THREADS, "--out", str(out)]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=600)
         self.assertEqual(result.returncode, 0, result.stderr)
         saved = torch.load(out)
         images, objectives = saved["images"], saved["objectives"]
@@ -105,6 +105,11 @@ class VisualizeCase(unittest.TestCase):
         self.assertTrue(torch.isfinite(ours).all() and torch.isfinite(expected).all(), what)
         difference = (ours - expected).abs().max().item() if ours.numel() else 0.0
         self.assertLessEqual(difference, tolerance, f"{what}: max abs difference {difference}")
+
+    def assert_reported(self, reported, measured, what):
+        """The objectives the CLI reports are what Python measures on the saved images."""
+        measured = torch.as_tensor(measured).double()
+        self.assert_close(reported, measured, OBJECTIVE_TOLERANCE * max(1.0, measured.abs().max().item()), what)
 
     def assert_comparable(self, name, ours, theirs, start):
         """Ours gains at least SHARE_OF_LUCENT of what Lucent's method gains over `start`."""
@@ -137,10 +142,11 @@ class LucentMethod(VisualizeCase):
                                           ",".join(map(str, self.DEMO_CHANNELS)), "--steps", self.DEMO_STEPS, *options)
         self.assertEqual(list(images.shape), [len(self.DEMO_CHANNELS), 1, 28, 28])
         means = channel_means(lucent.layer_output(model, self.DEMO_LAYER, images, [MEAN], [STD]))
-        grey = channel_means(lucent.layer_output(model, self.DEMO_LAYER, torch.full((1, 1, 28, 28), 0.5), [MEAN], [STD]))
+        grey = channel_means(lucent.layer_output(model, self.DEMO_LAYER, torch.full((1, 1, 28, 28), 0.5), [MEAN],
+                                                 [STD]))
         ours = [means[i, c].item() for i, c in enumerate(self.DEMO_CHANNELS)]
         # What the CLI reports is what Python measures on the saved image.
-        self.assert_close(reported, ours, OBJECTIVE_TOLERANCE * max(1.0, max(map(abs, ours))), "reported objectives")
+        self.assert_reported(reported, ours, "reported objectives")
         theirs = []
         for c in self.DEMO_CHANNELS:
             image = lucent_render(model, self.DEMO_LAYER, lucent.channel(c), 28, self.DEMO_STEPS, c, [MEAN], [STD])
@@ -173,9 +179,10 @@ class LucentMethod(VisualizeCase):
         grey = channel_means(lucent.layer_output(model, layer, torch.full((1, 3, 224, 224), 0.5), IMAGENET_MEAN,
                                                  IMAGENET_STD))
         ours = [means[i, c].item() for i, c in enumerate(channels)]
-        self.assert_close(reported, ours, OBJECTIVE_TOLERANCE * max(1.0, max(map(abs, ours))), "reported objectives")
+        self.assert_reported(reported, ours, "reported objectives")
         for c, o in zip(channels, ours, strict=True):
-            image = lucent_render(model, layer, lucent.channel(c), 224, steps, c, IMAGENET_MEAN, IMAGENET_STD, channels=3)
+            image = lucent_render(model, layer, lucent.channel(c), 224, steps, c, IMAGENET_MEAN, IMAGENET_STD,
+                                  channels=3)
             theirs = channel_means(lucent.layer_output(model, layer, image, IMAGENET_MEAN, IMAGENET_STD))[0, c].item()
             self.assert_comparable(f"resnet18 {layer} channel {c}", o, theirs, grey[0, c].item())
 
@@ -257,7 +264,7 @@ class VisualizeOptions(VisualizeCase):
         images, reported = self.visualize(FASHION, "--layer", self.LAYER, "--channels", channel, "--negative",
                                           "--steps", 64)
         ours = channel_means(self.output(images))[0, channel].item()
-        self.assert_close(reported, [-ours], OBJECTIVE_TOLERANCE * max(1.0, abs(ours)), "the objective of --negative")
+        self.assert_reported(reported, [-ours], "the objective of --negative")
         grey = channel_means(self.output(torch.full((1, 1, 28, 28), 0.5)))[0, channel].item()
         image = lucent_render(self.model, self.LAYER, lambda t: -lucent.channel(channel)(t), 28, 64, 1, [MEAN], [STD])
         theirs = channel_means(self.output(image))[0, channel].item()
@@ -272,7 +279,7 @@ class VisualizeOptions(VisualizeCase):
         images, reported = self.visualize(FASHION, "--layer", layer, "--channels", channel, "--neuron", f"{y},{x}",
                                           "--no-transforms", "--steps", 64)
         maps = self.output(images, layer)[0, channel]
-        self.assert_close(reported, [maps[y, x].item()], OBJECTIVE_TOLERANCE * max(1.0, abs(maps[y, x].item())), "the neuron's value")
+        self.assert_reported(reported, [maps[y, x].item()], "the neuron's value")
         ordered = maps.flatten().sort(descending=True).values
         self.assertEqual(divmod(maps.argmax().item(), maps.shape[1]), (y, x))
         self.assertGreater(ordered[0].item(), 3 * ordered[1].item())
@@ -300,7 +307,7 @@ class VisualizeOptions(VisualizeCase):
         images, reported = self.visualize(FASHION, "--layer", self.LAYER, "--direction", path, "--steps", 128)
         dot = lambda a: (a[0] * direction.view(-1, 1, 1)).sum(0).mean().item()  # noqa: E731
         ours = dot(self.output(images))
-        self.assert_close(reported, [ours], OBJECTIVE_TOLERANCE * max(1.0, abs(ours)), "the direction's objective")
+        self.assert_reported(reported, [ours], "the direction's objective")
         grey = dot(self.output(torch.full((1, 1, 28, 28), 0.5)))
         image = lucent_render(self.model, self.LAYER, lucent.channel_weight(direction), 28, 128, 3, [MEAN], [STD])
         self.assert_comparable("direction", ours, dot(self.output(image)), grey)
@@ -326,7 +333,7 @@ class VisualizeOptions(VisualizeCase):
         self.assertGreaterEqual(terms["with"], terms["Lucent"] - 0.1)
         # The objectives are still each image's channel mean, and above the grey start.
         means = channel_means(self.output(diverse))[:, channel]
-        self.assert_close(reported, means, OBJECTIVE_TOLERANCE * max(1.0, means.abs().max().item()), "objectives with diversity")
+        self.assert_reported(reported, means, "objectives with diversity")
         grey = channel_means(self.output(torch.full((1, 1, 28, 28), 0.5)))[0, channel].item()
         self.assertGreater(means.mean().item(), grey + 0.5)
 
@@ -337,7 +344,7 @@ class VisualizeOptions(VisualizeCase):
         self.assertEqual(list(images.shape), [6, 1, 28, 28])
         means = channel_means(self.output(images))
         expected = [means[i, 2 if i < 3 else 5].item() for i in range(6)]
-        self.assert_close(reported, expected, OBJECTIVE_TOLERANCE * max(1.0, max(map(abs, expected))), "objectives in order")
+        self.assert_reported(reported, expected, "objectives in order")
         for i in range(6):
             for j in range(i + 1, 6):
                 self.assertGreater((images[i] - images[j]).abs().max().item(), 1e-3, (i, j))
@@ -351,7 +358,7 @@ class VisualizeOptions(VisualizeCase):
                                           "--steps", steps)
         self.assertEqual(list(images.shape), [1, 1, 40, 40])
         ours = channel_means(self.output(images))[0, channel].item()
-        self.assert_close(reported, [ours], OBJECTIVE_TOLERANCE * max(1.0, abs(ours)), "objective at 40 pixels")
+        self.assert_reported(reported, [ours], "objective at 40 pixels")
         grey = channel_means(self.output(torch.full((1, 1, 40, 40), 0.5)))[0, channel].item()
         image = lucent_render(self.model, self.LAYER, lucent.channel(channel), 40, steps, 5, [MEAN], [STD])
         self.assert_comparable("40-pixel image", ours, channel_means(self.output(image))[0, channel].item(), grey)
