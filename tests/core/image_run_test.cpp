@@ -57,6 +57,14 @@ TEST(ImageRun, EveryImageMatchesForwardHooks)
         ASSERT_EQ(item.prediction.kind, OutputKind::Classes);
         ASSERT_EQ(item.prediction.top.size(), 5u);
         EXPECT_EQ(item.prediction.top[0].label, labelOf(demo.config.setup.labels, logits[n].argmax().item<int64_t>()));
+        // The five most probable classes with softmax's probabilities (the images are decoded by
+        // OpenCV here and PIL there: logits ~1e-6 apart, so the order of near ties is not compared).
+        const at::Tensor probabilities = logits[n].softmax(0);
+        const double fifth = std::get<0>(probabilities.topk(5))[4].item<double>();
+        for (const Prediction& p : item.prediction.top) {
+            EXPECT_NEAR(p.probability, probabilities[p.index].item<double>(), 1e-5) << item.path << " class " << p.index;
+            EXPECT_GE(p.probability, fifth - 1e-5) << item.path << " class " << p.index;
+        }
         EXPECT_EQ(item.modelInput.shape, (std::vector<int64_t>{1, 28, 28}));
         EXPECT_GT(item.thumbnailWidth, 0);
     }
