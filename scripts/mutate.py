@@ -6,6 +6,7 @@ Run it through scripts/mutate.sh (not in CI: a rebuild and a test run per mutati
     mutate.py [NAME ...]             run these (all when none), then print the table
 """
 import argparse
+import fcntl
 import json
 import pathlib
 import signal
@@ -16,6 +17,9 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CATALOGUE = ROOT / "scripts" / "mutations.json"
 TARGETS = ["torchscope_core_tests", "torchscope-cli"]
+# The lock scripts take around builds (`flock /tmp/torchscope-build.lock cmake --build ...`): no
+# other tree compiles the mutated source.
+BUILD_LOCK = "/tmp/torchscope-build.lock"
 
 
 def load_mutations():
@@ -64,6 +68,12 @@ def run_tests(build_dir, regex):
 def check(mutation, build_dir):
     """caught / missed / build-failed / stale, with the failing tests, for one mutation."""
     started = time.monotonic()
+    with open(BUILD_LOCK, "w") as lock:  # builds of other trees wait while the source is mutated
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return mutated_run(mutation, build_dir, started)
+
+
+def mutated_run(mutation, build_dir, started):
     try:
         original = apply(mutation)
     except ValueError as e:
