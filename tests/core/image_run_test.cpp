@@ -9,6 +9,7 @@
 #include "imaging/image_run.h"
 #include "model/model_setup.h"
 
+#include <cmath>
 #include <filesystem>
 
 namespace torchscope::test {
@@ -68,12 +69,24 @@ TEST(ImageRun, EveryImageMatchesForwardHooks)
         EXPECT_EQ(item.modelInput.shape, (std::vector<int64_t>{1, 28, 28}));
         EXPECT_GT(item.thumbnailWidth, 0);
     }
-    // Statistics pool every image: NumPy's per-channel mean and minimum over the 36.
+    // Statistics pool every image (one pass per image, merged): NumPy's per-channel mean,
+    // population std, minimum, maximum and share of zeros over the 36.
     const LayerStatistics& stats = result.statistics.at("features.1");
     const at::Tensor mean = expected.at("all/features.1/stats:mean");
+    const at::Tensor variance = expected.at("all/features.1/stats:var");
+    const at::Tensor minimum = expected.at("all/features.1/stats:min"), maximum = expected.at("all/features.1/stats:max");
+    const at::Tensor zeros = expected.at("all/features.1/stats:zero_fraction");
     ASSERT_EQ(stats.channelMean.size(), static_cast<size_t>(mean.size(0)));
-    for (int64_t c = 0; c < mean.size(0); ++c)
-        EXPECT_NEAR(stats.channelMean[static_cast<size_t>(c)], mean[c].item<double>(), 1e-5) << "channel " << c;
+    ASSERT_EQ(stats.channelStd.size(), static_cast<size_t>(mean.size(0)));
+    for (int64_t c = 0; c < mean.size(0); ++c) {
+        const auto i = static_cast<size_t>(c);
+        EXPECT_NEAR(stats.channelMean[i], mean[c].item<double>(), 1e-5) << "channel " << c;
+        EXPECT_NEAR(stats.channelStd[i], std::sqrt(variance[c].item<double>()), 1e-5) << "channel " << c;
+        EXPECT_NEAR(stats.channelMin[i], minimum[c].item<double>(), 1e-5) << "channel " << c;
+        EXPECT_NEAR(stats.channelMax[i], maximum[c].item<double>(), 1e-5) << "channel " << c;
+        // Exact zeros (ReLU's) do not move with the decoders' ~1e-6 differences.
+        EXPECT_NEAR(stats.channelZeroFraction[i], zeros[c].item<double>(), 1e-12) << "channel " << c;
+    }
     EXPECT_EQ(stats.samples, 36);
 }
 
