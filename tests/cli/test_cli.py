@@ -1,24 +1,40 @@
 """torchscope-cli end to end: what it writes is read back by torch.load and compared with the
 expectations the fixture script computed with forward hooks."""
 import csv
+import fcntl
 import json
 import os
 import pathlib
+import re
+import select
+import signal
 import subprocess
+import sys
 import tempfile
+import time
 import unittest
 
+import numpy as np
 import torch
 
 CLI = os.environ["TORCHSCOPE_CLI"]
 FIXTURES = pathlib.Path(os.environ["TORCHSCOPE_FIXTURES_DIR"])
 HEADLESS = os.environ.get("TORCHSCOPE_IMAGING", "1") not in ("1", "ON", "TRUE", "true")  # built without OpenCV
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 # The Fashion-MNIST CNN the probe fixtures were made from (the CLI's default model is the face demo).
-FASHION = pathlib.Path(__file__).resolve().parents[2] / "resources" / "demo" / "fashion_cnn.pt"
+FASHION = ROOT / "resources" / "demo" / "fashion_cnn.pt"
+# The fixtures' thread count (tests/CMakeLists.txt): a CLI run with --threads THREADS and this
+# process's own forward passes sum in the fixtures' order, so their values can be compared exactly.
+THREADS = os.environ.get("OMP_NUM_THREADS", "2")
+torch.set_num_threads(int(THREADS))
+TIMEOUT = 600  # the sanitized CLI is several times slower
+
+sys.path.insert(0, str(ROOT / "scripts"))  # train_demo_model: the demo model in eager PyTorch
+sys.path.insert(0, str(ROOT / "tests" / "fixtures"))  # probe_reference: probes trained by PyTorch
 
 
 def cli(*args):
-    return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=300)
+    return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=TIMEOUT)
 
 
 def read_safetensors(path):
@@ -49,6 +65,101 @@ def tolerance(key, expected, relative=1e-5):
     return relative * torch.as_tensor(expected).abs().max().item() if key.endswith(":grad") else relative
 
 
+def demo_model():
+    """The bundled demo model as an eager nn.Module (scripts/train_demo_model.py), its weights
+    loaded from the TorchScript file: forward hooks on it are the oracle for what the CLI grabs."""
+    from train_demo_model import FashionCNN
+    model = FashionCNN()
+    model.load_state_dict(torch.jit.load(str(FASHION)).state_dict())
+    return model.eval()
+
+
+def demo_hooked(x, layers, batch):
+    """Each layer's output over the rows of x ([N, 1, 28, 28], normalised), by forward hooks on
+    the eager demo model, run `batch` rows at a time as record runs them: a convolution rounds
+    by the size of its batch, and so the values equal the CLI's bit for bit (at THREADS threads)."""
+    model, grabbed = demo_model(), {layer: [] for layer in layers}
+    modules = dict(model.named_modules())
+    hooks = [modules[layer].register_forward_hook(lambda m, i, o, layer=layer: grabbed[layer].append(o.detach().clone()))
+             for layer in layers]
+    with torch.no_grad():
+        for rows in x.split(batch):
+            model(rows)
+    for hook in hooks:
+        hook.remove()
+    return {layer: torch.cat(values) for layer, values in grabbed.items()}
+
+
+def first_batch_range(first):
+    """The histogram range record takes from a layer's first batch when --range is not given
+    (core/record/recorder.cpp, rangeOfFirstBatch): the batch's smallest and largest value widened
+    by a tenth of their distance on each side (half a unit when they are equal), a smallest value
+    of exactly 0 (a ReLU's) kept as the first edge. Python's floats are the same doubles as C++'s."""
+    low, high = float(first.min()), float(first.max())
+    margin = 0.1 * (high - low) if high > low else 0.5
+    return (0.0 if low == 0.0 else low - margin, high + margin)
+
+
+def numpy_statistics(values, low, high, bins, topk, ids=None):
+    """What record's stats reduction must give for one layer's activations [N, C, ...] (channels
+    are dim 1; [N, F] has F channels of one value), by NumPy: per channel the mean, the population
+    variance and standard deviation (ddof=0: core/record/layer_statistics.h documents "population
+    standard deviation"), min, max and the fraction of zeros; np.histogram of every value over
+    [low, high] and the values outside it, below and above; per channel the top-k samples by
+    their mean activation, ties to the earlier sample (a stable sort of the negated means keeps
+    equal means in sample order), as `ids` (default: the row numbers) and their means."""
+    v = values.double().numpy()
+    rows = v.reshape(v.shape[0], v.shape[1], -1)
+    channels = rows.transpose(1, 0, 2).reshape(v.shape[1], -1)
+    per_sample = rows.mean(2)
+    order = np.argsort(-per_sample, axis=0, kind="stable")[:topk]
+    flat = channels.ravel()
+    counts, _ = np.histogram(flat, bins=bins, range=(low, high))
+    return {"mean": channels.mean(1), "var": channels.var(1, ddof=0), "std": channels.std(1, ddof=0),
+            "min": channels.min(1), "max": channels.max(1), "zero_fraction": (channels == 0).mean(1),
+            "histogram_range": np.array([low, high]), "histogram": counts,
+            "histogram_outside": np.array([(flat < low).sum(), (flat > high).sum()]),
+            "top_samples": order if ids is None else np.asarray(ids)[order],
+            "top_values": np.take_along_axis(per_sample, order, 0)}
+
+
+# Fields of a recording that NumPy must give exactly: values taken over (min, max), counts and
+# their ratios, the top-k's samples and the histogram's range (the same doubles on both sides).
+EXACT_FIELDS = ("min", "max", "zero_fraction", "histogram_range", "histogram", "histogram_outside", "top_samples")
+# Float64 sums in another order: the CLI sums each sample's row, then merges rows and batches with
+# Chan's formula; NumPy sums a whole channel pairwise. They part in the last bits: 1e-12 of the
+# largest value is a thousand times what that gives (measured: 3e-16).
+SUM_FIELDS = ("mean", "var", "std", "top_values")
+
+
+def assert_recording_equals(test, got, key, want, samples):
+    """Every field of key's stats recording (torch.load'ed) equals NumPy's (numpy_statistics)."""
+    test.assertEqual(int(got[f"{key}:samples"]), samples, key)
+    for field in EXACT_FIELDS:
+        value = got[f"{key}:{field}"].numpy()
+        test.assertEqual(value.shape, want[field].shape, f"{key}:{field}")
+        test.assertTrue(np.array_equal(value, want[field]), f"{key}:{field}: {value} against NumPy's {want[field]}")
+    for field in SUM_FIELDS:
+        diff = max_diff(got[f"{key}:{field}"], torch.from_numpy(want[field]))
+        test.assertLessEqual(diff, 1e-12 * np.abs(want[field]).max(), f"{key}:{field}")
+
+
+def read_until(process, text, timeout=TIMEOUT):
+    """A running process's stderr (a pipe) up to the first time `text` shows in it: an event, not
+    a time; the process ending first, or `timeout` passing, fails."""
+    seen, deadline = b"", time.monotonic() + timeout
+    while text.encode() not in seen:
+        ready, _, _ = select.select([process.stderr], [], [], max(0.0, deadline - time.monotonic()))
+        chunk = os.read(process.stderr.fileno(), 4096) if ready else b""
+        if not chunk:
+            process.kill()
+            process.wait()
+            raise AssertionError(f"'{text}' never came (the process {'ended' if ready else 'timed out'}): "
+                                 f"{seen.decode(errors='replace')}")
+        seen += chunk
+    return seen.decode()
+
+
 class Helpers(unittest.TestCase):
     def test_max_diff_fails_on_nan_and_infinity(self):
         nan = float("nan")
@@ -60,6 +171,18 @@ class Helpers(unittest.TestCase):
                 max_diff(torch.tensor(bad), torch.tensor([1.0, 2.0]))
             with self.assertRaises(AssertionError):
                 max_diff(torch.tensor([1.0, 2.0]), torch.tensor(bad))
+
+    def test_the_numpy_oracle_of_record(self):
+        # Samples 1 and 2 tie: the earlier one ranks first. A ReLU's 0 stays the histogram's first edge.
+        values = torch.tensor([[1.0, 0.0], [2.0, 0.0], [2.0, 3.0], [0.0, 1.0]])
+        want = numpy_statistics(values, 0.0, 3.0, bins=4, topk=2, ids=[10, 11, 12, 13])
+        self.assertEqual(want["top_samples"].tolist(), [[11, 12], [12, 13]])
+        self.assertEqual(want["top_values"].tolist(), [[2.0, 3.0], [2.0, 1.0]])
+        self.assertEqual(want["histogram"].tolist(), [3, 2, 2, 1])  # np.histogram: the top edge in the last bin
+        self.assertEqual(want["var"].tolist(), [0.6875, 1.5])  # population variance
+        self.assertEqual(first_batch_range(values), (0.0, 3.3))
+        self.assertEqual(first_batch_range(torch.tensor([-1.0, 1.0])), (-1.2, 1.2))
+        self.assertEqual(first_batch_range(torch.tensor([2.0, 2.0])), (1.5, 2.5))
 
 
 class CliRun(unittest.TestCase):
@@ -155,11 +278,31 @@ class CliRun(unittest.TestCase):
         self.assertLess(max_diff(got["output"], self.expected["edit:zero:layer2"]), 1e-5)
 
     def test_detection_model_with_a_list_input(self):
+        # The [1, C, H, W] batch becomes Mask R-CNN's List[Tensor]. The fixture's hooks on the eager
+        # model and the eager model's own detections, at the fixtures' thread count: bit for bit
+        # (the same kernels summing in the same order).
+        import torchvision
         got = self.run_ok("run", FIXTURES / "maskrcnn_scripted.pt", "--input", FIXTURES / "maskrcnn_input.pt",
-                          "--out", self.out, "--grab", "backbone.body.layer3", "--grab", "backbone.body.layer4")
-        self.assertEqual(tuple(got["backbone.body.layer3"].shape), (1, 1024, 50, 50))
-        self.assertEqual(tuple(got["backbone.body.layer4"].shape), (1, 2048, 25, 25))
-        self.assertIsInstance(got["output"], tuple)
+                          "--out", self.out, "--grab", "backbone.body.layer3", "--grab", "backbone.body.layer4",
+                          "--threads", THREADS)
+        expected = torch.load(FIXTURES / "maskrcnn_expected.pt")
+        self.assertEqual(set(got), {"output", "backbone.body.layer3", "backbone.body.layer4"})
+        for key in ("backbone.body.layer3", "backbone.body.layer4"):
+            self.assertEqual(max_diff(got[key], expected[key]), 0.0, key)
+        # Scripted torchvision detectors return (losses, detections); the fixture has no detections,
+        # so the eager model with the archive's weights gives them here.
+        eager = torchvision.models.detection.maskrcnn_resnet50_fpn(weights=None, weights_backbone=None).eval()
+        eager.load_state_dict(torch.jit.load(str(FIXTURES / "maskrcnn_scripted.pt")).state_dict())
+        with torch.no_grad():
+            want = eager([torch.load(FIXTURES / "maskrcnn_input.pt")[0]])[0]
+        losses, detections = got["output"]
+        self.assertEqual(losses, {})
+        self.assertEqual(len(detections), 1)
+        self.assertEqual(set(detections[0]), {"boxes", "labels", "scores", "masks"})
+        self.assertGreater(len(want["scores"]), 0, "the eager model detects nothing: the comparison would be empty")
+        for key in ("boxes", "scores", "masks"):
+            self.assertEqual(max_diff(detections[0][key], want[key]), 0.0, key)
+        self.assertTrue(torch.equal(detections[0]["labels"], want["labels"]))
 
     def test_several_inputs(self):
         got = self.run_ok("run", FIXTURES / "two_inputs.pt", "--input", FIXTURES / "two_inputs_a.pt",
@@ -324,12 +467,36 @@ class CliRecord(unittest.TestCase):
         want = [os.path.realpath(p) for p, _ in ImageFolder(str(FIXTURES / "labelled")).samples]
         self.assertEqual([os.path.realpath(p) for p in summary["image_files"]], want)
         self.assertEqual(json.loads((out / "summary.json").read_text())["image_files"], summary["image_files"])
-        top = layer["features.1:top_samples"]
-        self.assertTrue(all(0 <= int(i) < len(want) for i in top.flatten()))
-        import csv
-        rows = list(csv.DictReader(open(out / "statistics.csv")))
-        self.assertEqual(len(rows), 64 + 10)
-        self.assertAlmostEqual(float(rows[3]["mean"]), float(self.expected["correct/features.1/stats:mean"][3]), places=5)
+        # Whole against the fixture's hooks: the fixture decoded the PNGs with PIL and ran the 36
+        # images as one batch, the CLI decodes with OpenCV and runs batches of 5; both round the
+        # inputs and the convolutions' sums differently in the last bits (measured: 1.1e-7 of the
+        # largest value at features.1, 1.7e-7 at classifier.2), hence 1e-5 relative.
+        correct = torch.nonzero(self.expected["predicted"] == self.expected["truth"]).flatten()
+        with open(out / "statistics.csv", newline="") as table:
+            rows = list(csv.DictReader(table))
+        self.assertEqual([(r["layer"], int(r["channel"])) for r in rows],
+                         [(k, c) for k, n in (("features.1", 64), ("classifier.2", 10)) for c in range(n)])
+        for key in ("features.1", "classifier.2"):
+            recorded = torch.load(out / f"{key}.pt")
+            values = self.expected[f"correct/{key}/none"]
+            per_sample = values.double().reshape(values.shape[0], values.shape[1], -1).mean(2).numpy()
+            # The default --topk 9, ties to the earlier image (a stable sort of the negated means).
+            order = np.argsort(-per_sample, axis=0, kind="stable")[:9]
+            top = np.take_along_axis(per_sample, order, 0)
+            self.assertTrue(np.array_equal(recorded[f"{key}:top_samples"].numpy(), correct.numpy()[order]), key)
+            self.assertLessEqual(max_diff(recorded[f"{key}:top_values"], top), 1e-5 * np.abs(top).max(), key)
+            # The ranking is decided by more than that rounding: no two different means within ten
+            # times it (equal ones, a ReLU's zeros, are equal on both sides and go to the earlier).
+            gaps = np.abs(np.diff(np.sort(per_sample, axis=0)[::-1][:10], axis=0))
+            self.assertGreater(gaps[gaps > 0].min(), 1e-6 * np.abs(top).max(), f"{key}: a near tie no comparison decides")
+            # The CSV: every layer's every channel.
+            mine = [r for r in rows if r["layer"] == key]
+            stats = {f: self.expected[f"correct/{key}/stats:{f}"] for f in ("mean", "var", "min", "max", "zero_fraction")}
+            stats["std"] = stats.pop("var").sqrt()  # population (the fixture's np.var, ddof=0)
+            for field, want in stats.items():
+                column = torch.tensor([float(r[field]) for r in mine], dtype=torch.float64)
+                self.assertLessEqual(max_diff(column, want), 1e-5 * want.abs().max().item(), f"{key} {field}")
+                self.assertTrue(all(int(r["samples"]) == len(correct) for r in mine))
 
     def test_mean_to_npz(self):
         import numpy as np
@@ -377,6 +544,164 @@ class CliRecord(unittest.TestCase):
         self.assertIn("memory cap", result.stderr)
         self.assertFalse(out.exists())
 
+    def threads_at_the_first_batch(self, decode_threads, out):
+        """record over the labelled folder, one image per batch, with --decode-threads N: how many
+        threads the process has when it reports its first batch, what it wrote to stderr and its
+        summary. Its stderr is a pipe filled to the brim beforehand, so the CLI stops in the write
+        of that first report, after its first batch, with every decoding thread started and none
+        done (36 batches to share), until this side reads the pipe: an event, not a time."""
+        read_end, write_end = os.pipe()
+        try:
+            fcntl.fcntl(write_end, fcntl.F_SETFL, os.O_NONBLOCK)
+            filled = 0
+            for size in (4096, 1):  # whole pages, then byte by byte up to the brim
+                try:
+                    while True:
+                        filled += os.write(write_end, b"x" * size)
+                except BlockingIOError:
+                    pass
+            fcntl.fcntl(write_end, fcntl.F_SETFL, 0)
+            process = subprocess.Popen([CLI, "record", FASHION, "--input", FIXTURES / "labelled", "--grab", "features.1",
+                                        "--reduce", "none", "--batch", "1", "--threads", "1",
+                                        "--decode-threads", str(decode_threads), "--out", out],
+                                       stdout=subprocess.PIPE, stderr=write_end)
+        finally:
+            os.close(write_end)
+        with os.fdopen(read_end, "rb") as pipe:
+            try:
+                deadline = time.monotonic() + TIMEOUT
+                # Blocked in the write to the full pipe: the kernel names that wait pipe_write
+                # (anon_pipe_write since Linux 6.x).
+                while "pipe" not in pathlib.Path(f"/proc/{process.pid}/wchan").read_text():
+                    if process.poll() is not None or time.monotonic() > deadline:
+                        raise AssertionError(f"the CLI never blocked in a write to stderr (exit {process.poll()})")
+                    time.sleep(0.01)
+                threads = len(os.listdir(f"/proc/{process.pid}/task"))
+                written = pipe.read()[filled:].decode()  # to the end: the CLI goes on and finishes
+                stdout, _ = process.communicate(timeout=TIMEOUT)
+            finally:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+        self.assertEqual(process.returncode, 0, written)
+        self.assertTrue(written.startswith("\r1 / 36 samples"), f"blocked elsewhere: {written[:200]!r}")
+        return threads, json.loads(stdout)
+
+    def test_decode_threads_decode_in_parallel_and_keep_the_folder_order(self):
+        threads, kept = {}, {}
+        for n in (1, 2, 5):
+            out = pathlib.Path(self.tmp.name) / f"kept{n}.pt"
+            threads[n], summary = self.threads_at_the_first_batch(n, out)
+            self.assertEqual(summary["images"], 36)
+            kept[n] = torch.load(out)["features.1"]
+        print(f"threads at the first batch with --decode-threads 1, 2, 5: {threads[1]}, {threads[2]}, {threads[5]}")
+        # Each decoding thread more is one thread more, beside the same others.
+        self.assertEqual(threads[2] - threads[1], 1)
+        self.assertEqual(threads[5] - threads[1], 4)
+        # Whichever thread decoded a batch, the batches come in folder order: every image's values
+        # in ImageFolder's order, as the fixture's hooks give them (1e-5 relative: PIL's decoding
+        # and one batch of 36 there, OpenCV's and batches of 1 here, round in the last bits), and
+        # the same values on any number of threads.
+        want = self.expected["all/features.1/none"]
+        for n, values in kept.items():
+            self.assertLessEqual(max_diff(values, want), 1e-5 * want.abs().max().item(), n)
+            self.assertTrue(torch.equal(values, kept[1]), n)
+
+
+class CliRecordStatistics(unittest.TestCase):
+    """record's stats reduction of a tensor stream (no image decoding: the headless build too)
+    against NumPy on the activations of forward hooks on the eager demo model, run in the CLI's
+    batches: the same float32 values, so NumPy's statistics are the oracle to the last bits."""
+
+    LAYERS = ("features.1", "classifier.2")
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = pathlib.Path(self.tmp.name)
+        self.samples = torch.load(FIXTURES / "labelled_inputs.pt")["samples"]
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_top_k_std_and_histogram_equal_numpy(self):
+        # The 36 images twice, in batches of 6: each image's copy comes 36 samples later at the same
+        # place in its batch, so the two have the same means to the bit, and every top-k ties.
+        twice = torch.cat([self.samples, self.samples])
+        data, out = self.dir / "twice.pt", self.dir / "stats.pt"
+        torch.save(twice, data)
+        result = cli("record", FASHION, "--input", data, *[a for k in self.LAYERS for a in ("--grab", k)],
+                     "--batch", "6", "--topk", "12", "--bins", "23", "--threads", THREADS, "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        got = torch.load(out)
+        hooked = demo_hooked(twice, self.LAYERS, batch=6)
+        for key in self.LAYERS:
+            with self.subTest(key):
+                low, high = first_batch_range(hooked[key][:6])
+                want = numpy_statistics(hooked[key], low, high, bins=23, topk=12)
+                self.assertEqual(got[f"{key}:histogram"].numel(), 23)  # --bins
+                self.assertEqual(tuple(got[f"{key}:top_samples"].shape), (12, hooked[key].shape[1]))  # --topk
+                assert_recording_equals(self, got, key, want, samples=72)
+                # The tie rule at work: where no two images tie (a channel where many are 0 ties
+                # them in sample order), an image and its copy come in pairs, the earlier first.
+                means = hooked[key][:36].double().reshape(36, hooked[key].shape[1], -1).mean(2)
+                apart = [c for c in range(means.shape[1]) if len(set(means[:, c].tolist())) == 36]
+                self.assertGreater(len(apart), means.shape[1] // 2, key)
+                top = got[f"{key}:top_samples"][:, apart]
+                self.assertTrue(torch.equal(top[1::2], top[0::2] + 36), f"{key}: {top.t()}")
+                self.assertEqual(int(want["histogram"].sum() + want["histogram_outside"].sum()),
+                                 hooked[key].numel())
+        # The first batch's range leaves out some logits of later batches: the outside counts count.
+        self.assertGreater(int(got["classifier.2:histogram_outside"].sum()), 0)
+
+    def test_a_given_range_counts_as_numpy_histogram(self):
+        # The fixture's NumPy histograms over ranges that cut values off at both ends, edges off
+        # round numbers; one batch of the 36 images, as the fixture ran them: the same values.
+        expected = torch.load(FIXTURES / "labelled_expected.pt")
+        data = self.dir / "samples.pt"
+        torch.save(self.samples, data)
+        for key in self.LAYERS:
+            with self.subTest(key):
+                low, high = expected[f"histogram/{key}/range"].tolist()
+                out = self.dir / f"{key}.pt"
+                result = cli("record", FASHION, "--input", data, "--grab", key, "--batch", "36", "--range",
+                             f"{low!r}:{high!r}", "--threads", THREADS, "--out", out)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                got = torch.load(out)
+                self.assertEqual(got[f"{key}:histogram_range"].tolist(), [low, high])
+                self.assertTrue(torch.equal(got[f"{key}:histogram"].long(), expected[f"histogram/{key}/counts"]))
+                self.assertTrue(torch.equal(got[f"{key}:histogram_outside"], expected[f"histogram/{key}/outside"]))
+                self.assertGreater(int(expected[f"histogram/{key}/outside"].sum()), 0)
+
+    def test_ctrl_c_keeps_the_batches_done(self):
+        # One process, no job: SIGINT, as a terminal's Ctrl+C, once it reports its first batch.
+        many, out = self.dir / "many.pt", self.dir / "part.pt"
+        rows = torch.rand(20000, 1, 28, 28, generator=torch.Generator().manual_seed(0))
+        torch.save(rows, many)
+        process = subprocess.Popen([CLI, "record", FASHION, "--input", many, *[a for k in self.LAYERS for a in ("--grab", k)],
+                                    "--batch", "3", "--threads", THREADS, "--out", out],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            read_until(process, " samples")  # the first batch is recorded
+            process.send_signal(signal.SIGINT)
+            stdout, stderr = process.communicate(timeout=TIMEOUT)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        self.assertEqual(process.returncode, 0, stderr)
+        summary = json.loads(stdout)
+        self.assertTrue(summary["cancelled"])
+        recorded = summary["images"]
+        self.assertTrue(0 < recorded < 20000 and recorded % 3 == 0, f"{recorded} rows: not whole batches of 3")
+        self.assertEqual(json.loads(out.with_suffix(".json").read_text()), summary)
+        # The file holds exactly the batches done: NumPy's statistics of those rows.
+        got = torch.load(out)
+        hooked = demo_hooked(rows[:recorded], self.LAYERS, batch=3)
+        for key in self.LAYERS:
+            want = numpy_statistics(hooked[key], *first_batch_range(hooked[key][:3]), bins=64, topk=min(9, recorded))
+            assert_recording_equals(self, got, key, want, samples=recorded)
+        print(f"Ctrl+C: {recorded} of 20000 rows recorded, equal to NumPy on them")
+
 
 class CliErrors(unittest.TestCase):
     def setUp(self):
@@ -423,7 +748,8 @@ class CliErrors(unittest.TestCase):
 
     def test_numeric_options_are_range_checked(self):
         model, data = FIXTURES / "relu_twice.pt", FIXTURES / "small_input.pt"
-        record = ("record", model, "--input", data, "--grab", "a", "--out", "/tmp/never_written")
+        never = pathlib.Path(self.tmp.name) / "never_written"
+        record = ("record", model, "--input", data, "--grab", "a", "--out", never)
         cases = [
             (record + ("--batch", "0"), "--batch: Value 0 not in range 1 to 65536"),
             (record + ("--range", "5:1"), "--range: LO must be below HI, got '5:1'"),
@@ -431,14 +757,14 @@ class CliErrors(unittest.TestCase):
             (record + ("--range", "0:nan"), "--range: expected a finite number, got 'nan'"),
             (record + ("--bins", "-1"), "--bins: Value -1 not in range"),
             (record + ("--reduce", "median"), "--reduce: median not in {none,sum,mean,max,min,stats}"),
-            (("run", model, "--input", data, "--out", "/tmp/x.pt", "--threads", "-3"),
+            (("run", model, "--input", data, "--out", self.out, "--threads", "-3"),
              "--threads: Value -3 not in range 0 to 4096"),
-            (("run", model, "--input", data, "--out", "/tmp/x.pt", "--target", "-2"), "--target: Value -2 not in range"),
-            (("run", model, "--input", data, "--out", "/tmp/x.pt", "--target-box", "5,5,2,9"),
+            (("run", model, "--input", data, "--out", self.out, "--target", "-2"), "--target: Value -2 not in range"),
+            (("run", model, "--input", data, "--out", self.out, "--target-box", "5,5,2,9"),
              "--target-box: expected 0 <= X0 < X1 and 0 <= Y0 < Y1, got '5,5,2,9'"),
-            (("run", model, "--input", data, "--out", "/tmp/x.pt", "--device", "gpu"),
+            (("run", model, "--input", data, "--out", self.out, "--device", "gpu"),
              "--device: expected auto, cpu, cuda or cuda:N, got 'gpu'"),
-            (("probe", "train", model, "--layer", "a", "--data", data, "--out", "/tmp/p.pt", "--validation", "1.5"),
+            (("probe", "train", model, "--layer", "a", "--data", data, "--out", self.out, "--validation", "1.5"),
              "--validation: expected a fraction between 0 and 1 (exclusive), got '1.5'"),
         ]
         for args, message in cases:
@@ -447,7 +773,7 @@ class CliErrors(unittest.TestCase):
                 self.assertEqual(result.returncode, 2, result.stderr)
                 self.assertIn(message, result.stderr)
                 self.assertNotIn("stod", result.stderr)
-        self.assertFalse(os.path.exists("/tmp/never_written"))
+        self.assertEqual(list(pathlib.Path(self.tmp.name).iterdir()), [], "a refused command wrote something")
 
     def test_version(self):
         result = cli("--version")
@@ -655,6 +981,83 @@ class CliCompare(unittest.TestCase):
             expected = float(self.expected[f"drift/float32/{layer}/max_abs_error"])
             self.assertAlmostEqual(float(drift["max_abs_error"][i]), expected, delta=1e-6 * expected)
 
+    def test_pooled_cka_of_channel_means_equals_numpy(self):
+        out = self.dir / "pooled.json"
+        result = cli("compare", FIXTURES / "compare_a.pt", FIXTURES / "compare_b.pt", "--input", self.samples,
+                     *self.layers(), "--batch", "12", "--pooled", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("Linear CKA (channel means), minibatch estimate over 36 samples in 3 batches", result.stdout)
+        saved = json.loads(out.read_text())
+        self.assertEqual(saved["features"], "pooled")
+        cka = torch.tensor(saved["cka"], dtype=torch.float64)
+        # NumPy's CKA of each channel's spatial mean; far from the flattened activations' CKA.
+        self.assertLess(max_diff(cka, self.expected["cka_minibatch_pooled"]), 1e-6)
+        self.assertGreater(max_diff(cka, self.expected["cka_minibatch"]), 0.1)
+
+    def test_layer_b_takes_model_bs_own_layers(self):
+        out = self.dir / "ab.pt"
+        # B's layers given out of order: they come in output order, as A's do.
+        result = cli("compare", FIXTURES / "compare_a.pt", FIXTURES / "compare_b.pt", "--input", self.samples,
+                     "--layer", "features.2", "--layer", "features.0", "--layer-b", "classifier.2",
+                     "--layer-b", "features.1", "--batch", "12", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        saved = torch.load(out)
+        self.assertEqual(saved["layers_a"], ["features.0", "features.2"])
+        self.assertEqual(saved["layers_b"], ["features.1", "classifier.2"])
+        rows = [self.LAYERS.index(layer) for layer in saved["layers_a"]]
+        columns = [self.LAYERS.index(layer) for layer in saved["layers_b"]]
+        want = self.expected["cka_minibatch"][rows][:, columns]
+        self.assertLess(max_diff(saved["cka"], want), 1e-6)
+
+    def test_threshold_moves_the_first_checkpoint_layer_apart(self):
+        # Per layer CKA of the two checkpoints (NumPy's): the first layer below --threshold parts.
+        ckas = self.expected["cka_minibatch"].diagonal().tolist()
+        low, lower = sorted(ckas)[1], sorted(ckas)[0]  # the two lowest
+        self.assertGreater(low - lower, 1e-3, "the fixture's checkpoints part too little to place a threshold")
+        between, below_all = (low + lower) / 2, lower - 1e-3
+        for threshold, first in ((between, next(i for i, c in enumerate(ckas) if c < between)), (below_all, None)):
+            with self.subTest(threshold=threshold):
+                out = self.dir / "ck.json"
+                result = cli("compare", FIXTURES / "compare_a.pt", FIXTURES / "compare_b.pt", "--mode", "checkpoints",
+                             "--input", self.samples, *self.layers(), "--batch", "12", "--threshold", repr(threshold),
+                             "--out", out)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                saved = json.loads(out.read_text())
+                self.assertEqual(saved["threshold"], threshold)
+                self.assertEqual(saved["comparisons"][0]["first_over"], None if first is None else self.LAYERS[first])
+                if first is None:
+                    self.assertIn(f"no layer below CKA {threshold:.3f}", result.stdout)
+                else:
+                    self.assertRegex(result.stdout, re.escape(self.LAYERS[first]) + r" .*<- first below")
+        # At the default, 0.99, another layer parts first: the threshold moved it.
+        self.assertNotEqual(next(i for i, c in enumerate(ckas) if c < 0.99), next(i for i, c in enumerate(ckas) if c < between))
+
+    def test_threshold_moves_the_first_layer_of_precision_drift(self):
+        # float32 against float64 (NumPy on the fixture's hooks): the first layer whose relative L2
+        # error exceeds --threshold, placed between two layers' errors (a factor of two apart, far
+        # beyond the 1e-6 the two sides' errors agree to). The errors are rounding themselves: the
+        # CLI runs the 36 samples as one batch at the fixtures' thread count, as the fixture did
+        # (in batches of 16 the classifier's float32 error comes out 3% apart).
+        layers = json.loads((FIXTURES / "drift_layers.json").read_text())
+        errors = [float(self.expected[f"drift/float32/{layer}/relative_l2"]) for layer in layers]
+        ranked = sorted(errors)
+        threshold = (ranked[1] * ranked[2]) ** 0.5
+        self.assertGreater(ranked[2] / ranked[1], 1.5)
+        first = next(i for i, e in enumerate(errors) if e > threshold)
+        out = self.dir / "drift.pt"
+        result = cli("compare", FIXTURES / "compare_a.pt", "--input", self.samples, "--precision", "float32",
+                     *[arg for layer in layers for arg in ("--layer", layer)], "--threshold", repr(threshold),
+                     "--batch", "36", "--threads", THREADS, "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        saved = torch.load(out)
+        self.assertEqual(saved["threshold"], threshold)
+        drift = saved["comparisons"][0]
+        self.assertEqual(drift["first_over"], first)
+        self.assertRegex(result.stdout, re.escape(layers[first]) + r" .*<- first over")
+        self.assertLess(max_diff(drift["relative_l2"], torch.tensor(errors)), 1e-6 * max(errors))
+        # The default threshold, 1e-3, is far above every float32 error: no layer would part.
+        self.assertLess(max(errors), 1e-3)
+
     def test_mistakes_are_named(self):
         no_b = cli("compare", FIXTURES / "compare_a.pt", "--mode", "checkpoints", "--input", self.samples,
                    "--layer", "features.1")
@@ -755,6 +1158,47 @@ class CliProbe(unittest.TestCase):
         result = cli("run", FASHION, "--input", inputs, "--probe", f"footwear={state}", "--probe-only", "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(set(torch.load(out)), {"features.1", "probe:footwear"})
+
+    def test_flatten_pooling_reads_every_position_of_the_maps(self):
+        # --pool flatten: each sample's whole [64, 7, 7] map is its 3,136 features. One batch of the
+        # 120 images at the fixtures' thread count gives the fixture's hook values to the bit, and
+        # the seed gives the split tests/fixtures/probe_reference.py draws with PyTorch's randperm:
+        # the standardisation must be the mean and population std of the flattened maps of those
+        # training rows. (The learned weights are left to test_probe_oracle.py, on data made for
+        # it: on these maps a change of 1e-7 in the features moves Adam's weights by 5e-5.)
+        import probe_reference as reference
+        probe, state = self.dir / "flat.pt", self.dir / "flat_state.pt"
+        result = cli("probe", "train", FASHION, "--layer", "features.1", "--data", FIXTURES / "probe_inputs.pt",
+                     "--pool", "flatten", "--batch", "120", "--threads", THREADS, "--cache", "none", "--seed", "3",
+                     "--json", "--out", probe, "--state-dict", state)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        report, saved = json.loads(result.stdout), torch.load(state)
+        activations = torch.load(FIXTURES / "probe_activations.pt")["features.1"]
+        labels = torch.load(FIXTURES / "probe_inputs.pt")["labels"]
+        torch.manual_seed(3)
+        train, validation = reference.stratified_split(labels)
+        flat = activations.flatten(1)[train]
+        self.assertEqual((report["pooling"], report["features"]), ("flatten", 64 * 7 * 7))
+        self.assertEqual((saved["pooling"], list(saved["weight"].shape)), ("flatten", [1, 64 * 7 * 7]))
+        # As the recipe computes them (float32 over the same rows): the same bits. And NumPy's in
+        # float64, to float32's rounding of 90 rows' sums (measured: 5e-8 of the largest value).
+        self.assertTrue(torch.equal(saved["feature_mean"], flat.mean(0)))
+        self.assertTrue(torch.equal(saved["feature_std"], flat.std(0, unbiased=False).clamp_min(1e-6)))
+        rows = flat.double().numpy()
+        self.assertLessEqual(max_diff(saved["feature_mean"], rows.mean(0)), 1e-6 * np.abs(rows).max())
+        want_std = np.maximum(rows.std(0, ddof=0), 1e-6)
+        self.assertLessEqual(max_diff(saved["feature_std"], want_std), 1e-6 * want_std.max())
+        self.assertEqual(sum(sum(row) for row in report["confusion"]), len(validation))
+        # The exported probe flattens the raw maps itself: on the hooks' activations it gives the
+        # state dict's scores by hand, and TorchScope's run with it gives the same.
+        scores = torch.jit.load(str(probe))(activations)
+        by_hand = (activations.flatten(1) - saved["feature_mean"]) / saved["feature_std"] @ saved["weight"].T + saved["bias"]
+        self.assertLess(max_diff(scores, by_hand), 1e-5)
+        inputs, out = self.dir / "inputs.pt", self.dir / "scores.pt"
+        torch.save(torch.load(FIXTURES / "probe_inputs.pt")["samples"], inputs)
+        result = cli("run", FASHION, "--input", inputs, "--probe", f"flat={probe}", "--threads", THREADS, "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertLess(max_diff(torch.load(out)["probe:flat"], scores), 1e-5)
 
     def test_sweep_prints_one_line_per_layer_and_writes_csv(self):
         csv_path = self.dir / "sweep.csv"
@@ -927,10 +1371,79 @@ class CliOwnModel(unittest.TestCase):
         expected = torch.load(FIXTURES / "deeplabv3_expected.pt")["region/backbone.16:grad"]
         self.assertLess(max_diff(torch.load(self.out)["backbone.16:grad"], expected), 1e-3 * expected.abs().max().item())
         result = self.run_ok("run", FIXTURES / "fasterrcnn_scripted.pt", "--input", FIXTURES / "fasterrcnn_input.pt",
-                             "--out", self.out)
+                             "--out", self.out, "--threads", THREADS)
         self.assertIn("detections (label, score, box x0,y0,x1,y1) (output element '[1]')", result.stdout)
         expected = torch.load(FIXTURES / "fasterrcnn_expected.pt")
         self.assertIn(f"{expected['scores'][0].item():.3f}", result.stdout)
+        # Every detection the eager model gave, in its order: boxes, scores and labels whole, bit
+        # for bit at the fixtures' thread count (many scores tie, so any rounding would reorder them).
+        losses, detections = torch.load(self.out)["output"]
+        self.assertEqual(losses, {})
+        self.assertEqual(len(detections), 1)
+        self.assertEqual(len(expected["scores"]), 100)
+        for key in ("boxes", "scores"):
+            self.assertEqual(max_diff(detections[0][key], expected[key]), 0.0, key)
+        self.assertTrue(torch.equal(detections[0]["labels"], expected["labels"]))
+
+
+# An operator no library that TorchScope loads by itself registers: (x + shift)^2.
+SHIFTED_SQUARE = r"""
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+at::Tensor shifted_square(const at::Tensor& x, double shift)
+{
+    return (x + shift) * (x + shift);
+}
+
+TORCH_LIBRARY(torchscope_test, m)
+{
+    m.def("shifted_square(Tensor x, float shift) -> Tensor", &shifted_square);
+}
+"""
+
+
+class CliOperatorLibrary(unittest.TestCase):
+    """--ops-library: a model that calls an operator of a custom library, compiled here by
+    torch.utils.cpp_extension against this environment's LibTorch (the one the CLI links)."""
+
+    @classmethod
+    def setUpClass(cls):
+        from torch.utils import cpp_extension
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.dir = pathlib.Path(cls.tmp.name)
+        source = cls.dir / "shifted_square.cpp"
+        source.write_text(SHIFTED_SQUARE)
+        # Loads it here too (torch.ops.load_library), so that the model can be scripted.
+        cls.library = cpp_extension.load(name="torchscope_test_ops", sources=[str(source)],
+                                         build_directory=str(cls.dir), is_python_module=False)
+
+        class Shifted(torch.nn.Module):
+            def forward(self, x):
+                return torch.ops.torchscope_test.shifted_square(x, 1.5)
+
+        cls.model = cls.dir / "shifted.pt"
+        torch.jit.save(torch.jit.script(Shifted()), str(cls.model))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_the_library_gives_the_model_its_operator(self):
+        x = torch.randn(3, 7, generator=torch.Generator().manual_seed(4))
+        inputs, out = self.dir / "x.pt", self.dir / "out.pt"
+        torch.save(x, inputs)
+        # Without the library the model does not load, and the message says what to pass.
+        result = cli("run", self.model, "--input", inputs, "--out", out)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("torchscope_test::shifted_square", result.stderr)
+        self.assertIn("--ops-library", result.stderr)
+        self.assertFalse(out.exists())
+        result = cli("run", self.model, "--input", inputs, "--ops-library", self.library, "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        # NumPy's float32 (x + 1.5) * (x + 1.5): the same two roundings as the operator's.
+        shifted = x.numpy() + np.float32(1.5)
+        self.assertEqual(max_diff(torch.load(out)["output"], shifted * shifted), 0.0)
 
 
 @unittest.skipIf(HEADLESS, "built without OpenCV")
@@ -962,17 +1475,8 @@ class CliFaceExpression(unittest.TestCase):
 def eager_fashion_channel_means(x, layer):
     """Channel means at `layer` of the demo model in eager PyTorch (a forward hook), for [N, 1, 28, 28]
     images in [0, 1]."""
-    import sys
-    sys.path.insert(0, str(FASHION.parents[2] / "scripts"))
-    from train_demo_model import FashionCNN, MEAN, STD
-    model = FashionCNN()
-    model.load_state_dict(torch.jit.load(str(FASHION)).state_dict())
-    model.eval()
-    grabbed = {}
-    dict(model.named_modules())[layer].register_forward_hook(lambda m, i, o: grabbed.__setitem__("a", o.mean((2, 3))))
-    with torch.no_grad():
-        model((x - MEAN) / STD)
-    return grabbed["a"]
+    from train_demo_model import MEAN, STD
+    return demo_hooked((x - MEAN) / STD, [layer], batch=len(x))[layer].mean((2, 3))
 
 
 @unittest.skipIf(HEADLESS, "writes PNG files")
@@ -998,17 +1502,27 @@ class CliVisualize(unittest.TestCase):
         for name in ("sheet.png", "index.html"):
             self.assertTrue((out / name).stat().st_size > 0, name)
         self.assertEqual(len(list(out.glob("*labelled*"))), 0)
-        self.assertEqual((out / "index.html").read_text().count("file://"), 9)  # 3 top images per channel
 
         # The PNGs are 28 px images enlarged 8 times by whole pixels: every 8th pixel is the image.
         pngs = [np.asarray(Image.open(out / i["file"]).convert("L"))[::8, ::8] for i in summary["images"]]
         optimised = torch.from_numpy(np.stack(pngs)).float().div(255).unsqueeze(1)
         means = eager_fashion_channel_means(optimised, "features.2.bn")
         labelled = torch.load(FIXTURES / "labelled_inputs.pt")["samples"]  # normalised already
-        import sys
-        sys.path.insert(0, str(FASHION.parents[2] / "scripts"))
         from train_demo_model import MEAN, STD
         folder = eager_fashion_channel_means(labelled * STD + MEAN, "features.2.bn")
+
+        # Beside each channel's image, the folder's 3 images that excite it most, most first (ties
+        # to the earlier image), by the hooks' channel means, with their means to 2 decimals.
+        from torchvision.datasets import ImageFolder
+        files = [os.path.realpath(p) for p, _ in ImageFolder(str(FIXTURES / "labelled")).samples]
+        rows = re.findall(r"<tr><th>channel (\d+)</th>(.*?)</tr>", (out / "index.html").read_text())
+        self.assertEqual([int(c) for c, _ in rows], [0, 1, 2])
+        for channel, row in rows:
+            shown = re.findall(r'<img src="file://([^"]+)"><br>[^<]* (-?[0-9.]+)</td>', row)
+            ranked = np.argsort(-folder[:, int(channel)].double().numpy(), kind="stable")[:3]
+            self.assertEqual([os.path.realpath(p) for p, _ in shown], [files[i] for i in ranked], channel)
+            for (_, value), i in zip(shown, ranked):
+                self.assertLessEqual(abs(float(value) - float(folder[i, int(channel)])), 0.005 + 1e-6, channel)
         for k, image in enumerate(summary["images"]):
             # 8-bit rounding moves the value a little; it still beats every image of the folder.
             self.assertAlmostEqual(float(means[k, k]), image["value"], delta=0.05 * abs(image["value"]) + 0.02)
