@@ -29,8 +29,8 @@ THREADS = os.environ.get("OMP_NUM_THREADS", "2")
 torch.set_num_threads(int(THREADS))
 TIMEOUT = 600  # the sanitized CLI is several times slower
 
-sys.path.insert(0, str(ROOT / "scripts"))  # train_demo_model: the demo model in eager PyTorch
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))  # probe_reference: probes trained by PyTorch
+from demo_hooks import demo_hooked  # noqa: E402  (forward hooks on the eager demo model)
 
 
 def cli(*args):
@@ -63,31 +63,6 @@ def max_diff(a, b):
 def tolerance(key, expected, relative=1e-5):
     """Gradients are far below 1: compare them relative to their own scale, activations absolutely."""
     return relative * torch.as_tensor(expected).abs().max().item() if key.endswith(":grad") else relative
-
-
-def demo_model():
-    """The bundled demo model as an eager nn.Module (scripts/train_demo_model.py), its weights
-    loaded from the TorchScript file: forward hooks on it are the oracle for what the CLI grabs."""
-    from train_demo_model import FashionCNN
-    model = FashionCNN()
-    model.load_state_dict(torch.jit.load(str(FASHION)).state_dict())
-    return model.eval()
-
-
-def demo_hooked(x, layers, batch):
-    """Each layer's output over the rows of x ([N, 1, 28, 28], normalised), by forward hooks on
-    the eager demo model, run `batch` rows at a time as record runs them: a convolution rounds
-    by the size of its batch, and so the values equal the CLI's bit for bit (at THREADS threads)."""
-    model, grabbed = demo_model(), {layer: [] for layer in layers}
-    modules = dict(model.named_modules())
-    hooks = [modules[layer].register_forward_hook(lambda m, i, o, layer=layer: grabbed[layer].append(o.detach().clone()))
-             for layer in layers]
-    with torch.no_grad():
-        for rows in x.split(batch):
-            model(rows)
-    for hook in hooks:
-        hook.remove()
-    return {layer: torch.cat(values) for layer, values in grabbed.items()}
 
 
 def first_batch_range(first):
@@ -1475,7 +1450,7 @@ class CliFaceExpression(unittest.TestCase):
 def eager_fashion_channel_means(x, layer):
     """Channel means at `layer` of the demo model in eager PyTorch (a forward hook), for [N, 1, 28, 28]
     images in [0, 1]."""
-    from train_demo_model import MEAN, STD
+    from demo_hooks import MEAN, STD
     return demo_hooked((x - MEAN) / STD, [layer], batch=len(x))[layer].mean((2, 3))
 
 
@@ -1508,7 +1483,7 @@ class CliVisualize(unittest.TestCase):
         optimised = torch.from_numpy(np.stack(pngs)).float().div(255).unsqueeze(1)
         means = eager_fashion_channel_means(optimised, "features.2.bn")
         labelled = torch.load(FIXTURES / "labelled_inputs.pt")["samples"]  # normalised already
-        from train_demo_model import MEAN, STD
+        from demo_hooks import MEAN, STD
         folder = eager_fashion_channel_means(labelled * STD + MEAN, "features.2.bn")
 
         # Beside each channel's image, the folder's 3 images that excite it most, most first (ties

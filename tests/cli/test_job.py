@@ -1,13 +1,20 @@
 """torchscope-cli record and probe as one job of several ranks on the CPU, with Gloo over the
 loopback address. The ranks are started here with the environment torchrun gives them (RANK,
-WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT), and once by the environment's own torchrun as the
-README gives it. The oracle is the same command in one process: merged statistics,
-histograms, top-k and kept samples must equal it."""
+WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE), meeting at a store
+this process serves as torchrun's agent does, and once by the environment's own torchrun as the
+README gives it. The oracle is the same command in one process: merged statistics, histograms,
+top-k and kept samples must equal it; a probe trained by a job must also be the one PyTorch trains
+on forward hooks' features (tests/fixtures/probe_reference.py).
+
+Waits are for events (a process ends, a line shows in its output), never for a time; the limits
+only stop a hung test. Ports come from the OS (a store bound to port 0, torchrun --standalone).
+Under CI=true a missing capability (Gloo in the build, torchrun) fails instead of skipping."""
+import datetime
 import json
 import os
 import pathlib
+import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,26 +28,52 @@ FIXTURES = pathlib.Path(os.environ["TORCHSCOPE_FIXTURES_DIR"])
 HEADLESS = os.environ.get("TORCHSCOPE_IMAGING", "1") not in ("1", "ON", "TRUE", "true")
 DISTRIBUTED = os.environ.get("TORCHSCOPE_DISTRIBUTED", "1") in ("1", "ON", "TRUE", "true")
 FASHION = pathlib.Path(__file__).resolve().parents[2] / "resources" / "demo" / "fashion_cnn.pt"
-TIMEOUT = 600  # the sanitized CLI is several times slower
+TIMEOUT = 600  # only against a hang: the sanitized CLI is several times slower
 TORCHRUN = pathlib.Path(sys.executable).parent / "torchrun"  # the environment's, beside its python
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "fixtures"))
+import probe_reference  # noqa: E402  (probes trained by PyTorch's nn.Linear and Adam)
+from demo_hooks import demo_hooked  # noqa: E402  (forward hooks on the eager demo model)
+NEVER = "86400"  # --job-timeout: a day, so that only an event, never the timeout, can end a wait
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+
+def require(present, what):
+    """A capability these tests need. Missing, it fails under CI=true (where a lost feature must
+    not pass unseen as skipped tests) and skips elsewhere, saying what is missing."""
+    if present:
+        return
+    if os.environ.get("CI") == "true":
+        raise AssertionError(f"missing under CI=true: {what}")
+    raise unittest.SkipTest(f"missing: {what}")
+
+
+class Rendezvous:
+    """The store the ranks of one job meet at, served by this process as torchrun's agent serves
+    it (TORCHELASTIC_USE_AGENT_STORE=True: every rank joins as a client). It binds port 0, so the
+    OS picks a free port, and holds it until the job is done: no other process can take it."""
+
+    def __init__(self):
+        from torch.distributed import TCPStore
+        self.store = TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False,
+                              timeout=datetime.timedelta(seconds=TIMEOUT))
+
+    def environment(self, rank, ranks):
+        return dict(os.environ, RANK=str(rank), WORLD_SIZE=str(ranks), LOCAL_RANK=str(rank),
+                    LOCAL_WORLD_SIZE=str(ranks), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(self.store.port),
+                    TORCHELASTIC_USE_AGENT_STORE="True", TORCHELASTIC_RESTART_COUNT="0")
 
 
 class Rank:
     """One process of a job; its output goes to files, so a test can watch its progress."""
 
-    def __init__(self, command, env, folder, rank):
+    def __init__(self, command, env, folder, rank, rendezvous):
         self.out, self.err = folder / f"rank{rank}.out", folder / f"rank{rank}.err"
+        self.rendezvous = rendezvous  # served as long as a rank may need it
         with open(self.out, "w") as out, open(self.err, "w") as err:
             self.process = subprocess.Popen(command, env=env, stdout=out, stderr=err, text=True)
 
     def wait_for(self, text, timeout=TIMEOUT):
-        """Until `text` shows in its stderr (its progress, say)."""
+        """Until `text` shows in its stderr (its progress, say); the rank ending first fails."""
         deadline = time.monotonic() + timeout
         while text not in self.err.read_text():
             if self.process.poll() is not None or time.monotonic() > deadline:
@@ -50,26 +83,29 @@ class Rank:
 
 def start(folder, ranks, args, rank_args=None):
     """Starts `ranks` processes of one job; rank_args(rank) may give a rank arguments of its own."""
-    port = free_port()
-    processes = []
-    for rank in range(ranks):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(ranks), LOCAL_RANK=str(rank),
-                   LOCAL_WORLD_SIZE=str(ranks), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        command = [CLI, *map(str, rank_args(rank) if rank_args else args)]
-        processes.append(Rank(command, env, folder, rank))
-    return processes
+    rendezvous = Rendezvous()
+    return [Rank([CLI, *map(str, rank_args(rank) if rank_args else args)], rendezvous.environment(rank, ranks),
+                 folder, rank, rendezvous) for rank in range(ranks)]
+
+
+def stop(ranks):
+    """Kills whatever rank still runs (a failed test's cleanup)."""
+    for r in ranks:
+        if r.process.poll() is None:
+            r.process.kill()
+            r.process.wait()
 
 
 def finish(ranks, timeout=TIMEOUT):
-    """(return code, stdout, stderr) of every rank; a rank still running after `timeout` fails the test."""
+    """(return code, stdout, stderr) of every rank, once each has ended; one still running after
+    `timeout` (a hang) fails the test."""
     deadline = time.monotonic() + timeout
     results = []
     for r in ranks:
         try:
             r.process.wait(timeout=max(1.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            for other in ranks:
-                other.process.kill()
+            stop(ranks)
             raise AssertionError(f"a rank was still running after {timeout} s")
         results.append((r.process.returncode, r.out.read_text(), r.err.read_text()))
     return results
@@ -97,16 +133,20 @@ def assert_same_recording(test, single, job):
             test.assertTrue(torch.equal(got, want), key)
 
 
-@unittest.skipUnless(DISTRIBUTED, "built without c10d's Gloo (libgloo-dev)")
 class CliJob(unittest.TestCase):
 
     def setUp(self):
+        require(DISTRIBUTED, "c10d's Gloo in the build (TORCHSCOPE_DISTRIBUTED is OFF: install libgloo-dev and "
+                             "configure again)")
         self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)  # cleanups run last first: after every rank is stopped
         self.dir = pathlib.Path(self.tmp.name)
         self.images = FIXTURES / ("labelled_inputs.pt" if HEADLESS else "labelled")
 
-    def tearDown(self):
-        self.tmp.cleanup()
+    def start(self, ranks, args, rank_args=None):
+        processes = start(self.dir, ranks, args, rank_args)
+        self.addCleanup(stop, processes)  # no rank outlives its test
+        return processes
 
     def record_both_ways(self, ranks, extra, name):
         single, job = self.dir / f"{name}_single.pt", self.dir / f"{name}_job.pt"
@@ -114,7 +154,7 @@ class CliJob(unittest.TestCase):
                 "--grab", "classifier.2", "--batch", "4", "--threads", "1", *extra]
         result = one_process([*args, "--out", single])
         self.assertEqual(result.returncode, 0, result.stderr)
-        outcomes = finish(start(self.dir, ranks, [*args, "--out", job]))
+        outcomes = finish(self.start(ranks, [*args, "--out", job]))
         for rank, (code, out, err) in enumerate(outcomes):
             self.assertEqual(code, 0, f"rank {rank}: {err}")
         self.assertEqual(outcomes[1][1], "", "only rank 0 prints the summary")
@@ -154,20 +194,69 @@ class CliJob(unittest.TestCase):
                 "--data", data, "--seed", "5", "--cache", "none", "--batch", "8", "--threads", "1"]
         single = one_process(args)
         self.assertEqual(single.returncode, 0, single.stderr)
-        outcomes = finish(start(self.dir, 2, args))
+        outcomes = finish(self.start(2, args))
         for rank, (code, _, err) in enumerate(outcomes):
             self.assertEqual(code, 0, f"rank {rank}: {err}")
         print("one process:\n" + single.stdout + "two ranks:\n" + outcomes[0][1])
         self.assertEqual(outcomes[0][1], single.stdout)
         self.assertEqual(outcomes[1][1], "")
 
+    def test_probe_train_equals_one_process_and_pytorchs_probe(self):
+        # The 120 probe images in two batches of 60, one per rank; rank 0 trains on the features
+        # of both, in sample order, so the probe is one process's to the bit. (The images as the
+        # fixture's tensor: the features below come from the same values.)
+        data = FIXTURES / "probe_inputs.pt"
+        args = ["probe", "train", FASHION, "--layer", "features.1", "--data", data, "--seed", "5", "--cache", "none",
+                "--batch", "60", "--threads", "1", "--json"]
+        single = one_process([*args, "--out", self.dir / "single.pt", "--state-dict", self.dir / "single_state.pt"])
+        self.assertEqual(single.returncode, 0, single.stderr)
+        outcomes = finish(self.start(2, [*args, "--out", self.dir / "job.pt", "--state-dict", self.dir / "job_state.pt"]))
+        for rank, (code, _, err) in enumerate(outcomes):
+            self.assertEqual(code, 0, f"rank {rank}: {err}")
+        self.assertEqual(outcomes[1][1], "", "only rank 0 trains and reports")
+        report, job_report = json.loads(single.stdout), json.loads(outcomes[0][1])
+        self.assertEqual(job_report.pop("out"), str(self.dir / "job.pt"))
+        report.pop("out")
+        self.assertEqual(job_report, report)
+        state, job_state = torch.load(self.dir / "single_state.pt"), torch.load(self.dir / "job_state.pt")
+        self.assertEqual(list(job_state), list(state))
+        for key, value in state.items():
+            same = torch.equal(job_state[key], value) if isinstance(value, torch.Tensor) else job_state[key] == value
+            self.assertTrue(same, key)
+        # And the probe PyTorch trains (nn.Linear, Adam, the same seed) on the channel means of
+        # forward hooks on the eager model, run in the CLI's batches of 60 on one thread: the
+        # same features to the bit, so the same standardisation exactly, the same epochs, and
+        # weights to float32 rounding (1e-6 of the largest, as test_probe_oracle.py measures: Adam's
+        # first moment rounds differently in LibTorch and PyTorch).
+        saved = torch.load(FIXTURES / "probe_inputs.pt")
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            features = demo_hooked(saved["samples"], ["features.1"], batch=60)["features.1"]
+            expected = probe_reference.train_probe(probe_reference.pooled(features, "avg"), saved["labels"], seed=5)
+        finally:
+            torch.set_num_threads(threads)
+        self.assertTrue(torch.equal(job_state["feature_mean"], expected["feature_mean"]))
+        self.assertTrue(torch.equal(job_state["feature_std"], expected["feature_std"]))
+        self.assertEqual((job_report["best_epoch"], job_report["epochs"]), (expected["best_epoch"], expected["epochs"]))
+        weight, bias = expected["weights"][expected["best_epoch"]]
+        scale = weight.abs().max().item()
+        for name, got, want in (("weight", job_state["weight"], weight), ("bias", job_state["bias"], bias)):
+            difference = (got.double() - want.double()).abs().max().item()
+            self.assertLessEqual(difference, 1e-6 * scale, f"{name}: {difference}")  # NaN fails too
+        self.assertEqual(job_report["validation_accuracy"], expected["validation_accuracy"])
+        self.assertEqual(job_report["confusion"], expected["confusion"])
+        print(f"probe train on 2 ranks: the one process's probe; {job_report['epochs']} epochs as PyTorch's, "
+              f"weights within {(job_state['weight'] - weight).abs().max().item() / scale:.1e} of its largest")
+
     def test_a_rank_that_cannot_read_its_folder_fails_the_job_with_no_output(self):
+        # No timeout can end this job (--job-timeout: a day): rank 0 stops when rank 1's failure reaches it.
         out = self.dir / "never.pt"
         missing = self.dir / "not_mounted_here"
         args = lambda rank: ["record", FASHION, "--input", missing if rank == 1 else self.images,
-                             "--grab", "features.1", "--out", out]
+                             "--grab", "features.1", "--out", out, "--job-timeout", NEVER]
         started = time.monotonic()
-        outcomes = finish(start(self.dir, 2, None, args), timeout=120)
+        outcomes = finish(self.start(2, None, args))
         seconds = time.monotonic() - started
         for rank, (code, _, err) in enumerate(outcomes):
             self.assertNotEqual(code, 0, f"rank {rank} should fail")
@@ -178,15 +267,18 @@ class CliJob(unittest.TestCase):
 
     @unittest.skipIf(HEADLESS, "the README's command reads image files")
     def test_the_readmes_torchrun_command(self):
-        # As the README gives it, with the environment's torchrun, on a port of its own; rank 0
-        # writes the folder.
+        # As the README gives it, with the environment's torchrun; --standalone: its agent serves
+        # the rendezvous on a port the OS picks (the README's plain command takes 29500, which
+        # another job on this machine may hold). Rank 0 writes the folder.
+        require(TORCHRUN.exists(), f"torchrun beside {sys.executable} (scripts/python_env.sh installs it with torch)")
         root = pathlib.Path(__file__).resolve().parents[2]
         model, photos = root / "resources" / "face" / "face_expression.pt", root / "resources" / "face" / "photos"
         tail = ["--input", photos, "--batch", "2", "--grab", "features.dense0", "--grab", "features.dense3"]
         out = self.dir / "face_stats"
-        result = subprocess.run([TORCHRUN, "--nproc-per-node=2", f"--master-port={free_port()}", "--no-python",
-                                 CLI, "record", model, *map(str, tail),
-                                 "--out", out], capture_output=True, text=True, timeout=TIMEOUT, cwd=self.dir)
+        result = subprocess.run([TORCHRUN, "--standalone", "--nproc-per-node=2", "--no-python",
+                                 CLI, "record", model, *map(str, tail), "--out", out],
+                                capture_output=True, text=True, timeout=TIMEOUT, cwd=self.dir,
+                                env=dict(os.environ, TMPDIR=str(self.dir)))  # torchrun's own files too
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("merged the recordings of 2 ranks", result.stderr)
         # torchrun's ranks share the 2 cores: one thread each, as the single process gets here.
@@ -203,17 +295,21 @@ class CliJob(unittest.TestCase):
         return path
 
     def test_a_killed_rank_stops_the_job_with_no_output(self):
+        # No timeout can end this job (--job-timeout: a day): rank 0 stops when rank 1's
+        # connections close, because the kernel closes them as it kills the process.
         out = self.dir / "never.pt"
-        processes = start(self.dir, 2, ["record", FASHION, "--input", self.long_input(20000), "--grab",
-                                        "features.2", "--batch", "2", "--out", out, "--job-timeout", "60"])
+        processes = self.start(2, ["record", FASHION, "--input", self.long_input(20000), "--grab",
+                                   "features.2", "--batch", "2", "--out", out, "--job-timeout", NEVER])
         processes[0].wait_for(" samples")  # recording
         processes[1].process.kill()
         processes[1].process.wait()
         started = time.monotonic()
-        code, _, err = finish(processes[:1], timeout=90)[0]
+        code, _, err = finish(processes[:1])[0]
         seconds = time.monotonic() - started
         self.assertNotEqual(code, 0)
-        self.assertIn("lost contact with the job", err)
+        self.assertIn("rank 0 lost contact with the job", err)
+        why = err.split("or the exchange timed out): ", 1)[-1]
+        self.assertIsNone(re.search(r"time[ds]? ?out", why, re.IGNORECASE), why)
         self.assertFalse(out.exists())
         print(f"rank 1 killed: rank 0 stopped {seconds:.1f} s later: {err.strip().splitlines()[-1]}")
 
@@ -222,7 +318,7 @@ class CliJob(unittest.TestCase):
         out = self.dir / "part.pt"
         args = ["record", FASHION, "--input", many, "--grab", "features.1", "--batch", "3", "--threads", "1",
                 "--out", out]
-        processes = start(self.dir, 2, args)
+        processes = self.start(2, args)
         processes[0].wait_for(" samples")  # recording
         for r in processes:
             r.process.send_signal(signal.SIGINT)  # as a terminal's Ctrl+C reaches every process of the job
