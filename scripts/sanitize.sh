@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The headless build (core, CLI, their tests; OpenCV image decoding kept) compiled by clang with
-# AddressSanitizer and UBSan, its tests, and a smoke run of every libFuzzer target. CI runs this
-# after scripts/test.sh. Any sanitizer report fails the test that triggered it.
+# The whole build (core, CLI, the window with Qt widgets and OpenCV, their tests) compiled by clang
+# with AddressSanitizer and UBSan, its tests (the window's offscreen), and a run of every libFuzzer
+# target (TORCHSCOPE_FUZZ_SECONDS each, 60 by default). CI runs this after scripts/test.sh. Any
+# sanitizer report fails the test that triggered it.
 #   scripts/sanitize.sh
 # The fixtures of build/ are used when scripts/test.sh made them; else this build makes its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh --sanitize
+bash scripts/install-deps.sh # the window's packages (Qt 6, QCustomPlot)
+bash scripts/install-deps.sh --sanitize # clang, libFuzzer
 python=$(bash scripts/python_env.sh)
 if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
   export PATH=/usr/local/cuda/bin:$PATH # configuring PyPI's CUDA LibTorch needs the toolkit
@@ -25,13 +27,14 @@ fi
 # shellcheck disable=SC2086
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
-  -DTORCHSCOPE_HEADLESS=ON -DTORCHSCOPE_IMAGING=ON -DTORCHSCOPE_SANITIZE=ON -DTORCHSCOPE_FUZZ=ON \
+  -DTORCHSCOPE_HEADLESS=OFF -DTORCHSCOPE_IMAGING=ON -DTORCHSCOPE_SANITIZE=ON -DTORCHSCOPE_FUZZ=ON \
   -DTORCHSCOPE_BUILD_BENCHMARKS=OFF "-DTORCHSCOPE_FIXTURES_DIR=$fixtures" "-DTORCHSCOPE_PYTHON=$python" \
   ${CMAKE_ARGS:-} >/dev/null
 cmake --build "$build_dir" --parallel "$(nproc)"
 
 cd "$build_dir"
-# LibTorch is not instrumented: its allocations are not ours to judge, see .ci/lsan.supp.
+export QT_QPA_PLATFORM=offscreen
+# LibTorch and Qt are not instrumented: their allocations are not ours to judge, see .ci/lsan.supp.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1
 export LSAN_OPTIONS=suppressions=$PWD/../.ci/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
