@@ -6,7 +6,6 @@ import json
 import os
 import pathlib
 import re
-import select
 import signal
 import subprocess
 import sys
@@ -119,20 +118,55 @@ def assert_recording_equals(test, got, key, want, samples):
         test.assertLessEqual(diff, 1e-12 * np.abs(want[field]).max(), f"{key}:{field}")
 
 
-def read_until(process, text, timeout=TIMEOUT):
-    """A running process's stderr (a pipe) up to the first time `text` shows in it: an event, not
-    a time; the process ending first, or `timeout` passing, fails."""
-    seen, deadline = b"", time.monotonic() + timeout
-    while text.encode() not in seen:
-        ready, _, _ = select.select([process.stderr], [], [], max(0.0, deadline - time.monotonic()))
-        chunk = os.read(process.stderr.fileno(), 4096) if ready else b""
-        if not chunk:
-            process.kill()
-            process.wait()
-            raise AssertionError(f"'{text}' never came (the process {'ended' if ready else 'timed out'}): "
-                                 f"{seen.decode(errors='replace')}")
-        seen += chunk
-    return seen.decode()
+class BlockedAtFirstReport:
+    """A CLI process whose stderr is a pipe filled to the brim beforehand, so that its first write
+    there (record's report of its first batch) blocks until this side reads the pipe: the moment
+    the tests look at the process, or signal it, is an event they wait for, not one they catch."""
+
+    def __init__(self, args):
+        read_end, write_end = os.pipe()
+        try:
+            fcntl.fcntl(write_end, fcntl.F_SETFL, os.O_NONBLOCK)
+            self.filled = 0
+            for size in (4096, 1):  # whole pages, then byte by byte up to the brim
+                try:
+                    while True:
+                        self.filled += os.write(write_end, b"x" * size)
+                except BlockingIOError:
+                    pass
+            fcntl.fcntl(write_end, fcntl.F_SETFL, 0)
+            self.process = subprocess.Popen([CLI, *map(str, args)], stdout=subprocess.PIPE, stderr=write_end)
+        except BaseException:
+            os.close(read_end)
+            raise
+        finally:
+            os.close(write_end)
+        self.pipe = os.fdopen(read_end, "rb")
+
+    def wait(self):
+        """Until the process is blocked in its write to the full pipe (the kernel names that wait
+        pipe_write, anon_pipe_write since Linux 6.x); it ending first fails."""
+        deadline = time.monotonic() + TIMEOUT
+        while "pipe" not in pathlib.Path(f"/proc/{self.process.pid}/wchan").read_text():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                raise AssertionError(f"the CLI never blocked in a write to stderr (exit {self.process.returncode})")
+            time.sleep(0.01)
+
+    def finish(self):
+        """Reads the pipe, so the process goes on to its end: (exit code, stdout, what it wrote to stderr)."""
+        try:
+            written = self.pipe.read()[self.filled:].decode()  # to the end of the process's stderr
+            stdout, _ = self.process.communicate(timeout=TIMEOUT)
+        finally:
+            self.close()
+        return self.process.returncode, stdout.decode(), written
+
+    def close(self):
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.pipe.close()
 
 
 class Helpers(unittest.TestCase):
@@ -521,44 +555,15 @@ class CliRecord(unittest.TestCase):
 
     def threads_at_the_first_batch(self, decode_threads, out):
         """record over the labelled folder, one image per batch, with --decode-threads N: how many
-        threads the process has when it reports its first batch, what it wrote to stderr and its
-        summary. Its stderr is a pipe filled to the brim beforehand, so the CLI stops in the write
-        of that first report, after its first batch, with every decoding thread started and none
-        done (36 batches to share), until this side reads the pipe: an event, not a time."""
-        read_end, write_end = os.pipe()
-        try:
-            fcntl.fcntl(write_end, fcntl.F_SETFL, os.O_NONBLOCK)
-            filled = 0
-            for size in (4096, 1):  # whole pages, then byte by byte up to the brim
-                try:
-                    while True:
-                        filled += os.write(write_end, b"x" * size)
-                except BlockingIOError:
-                    pass
-            fcntl.fcntl(write_end, fcntl.F_SETFL, 0)
-            process = subprocess.Popen([CLI, "record", FASHION, "--input", FIXTURES / "labelled", "--grab", "features.1",
-                                        "--reduce", "none", "--batch", "1", "--threads", "1",
-                                        "--decode-threads", str(decode_threads), "--out", out],
-                                       stdout=subprocess.PIPE, stderr=write_end)
-        finally:
-            os.close(write_end)
-        with os.fdopen(read_end, "rb") as pipe:
-            try:
-                deadline = time.monotonic() + TIMEOUT
-                # Blocked in the write to the full pipe: the kernel names that wait pipe_write
-                # (anon_pipe_write since Linux 6.x).
-                while "pipe" not in pathlib.Path(f"/proc/{process.pid}/wchan").read_text():
-                    if process.poll() is not None or time.monotonic() > deadline:
-                        raise AssertionError(f"the CLI never blocked in a write to stderr (exit {process.poll()})")
-                    time.sleep(0.01)
-                threads = len(os.listdir(f"/proc/{process.pid}/task"))
-                written = pipe.read()[filled:].decode()  # to the end: the CLI goes on and finishes
-                stdout, _ = process.communicate(timeout=TIMEOUT)
-            finally:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
-        self.assertEqual(process.returncode, 0, written)
+        threads the process has when it reports its first batch (every decoding thread started,
+        none done: 36 batches to share), and its summary."""
+        run = BlockedAtFirstReport(["record", FASHION, "--input", FIXTURES / "labelled", "--grab", "features.1",
+                                    "--reduce", "none", "--batch", "1", "--threads", "1",
+                                    "--decode-threads", decode_threads, "--out", out])
+        run.wait()
+        threads = len(os.listdir(f"/proc/{run.process.pid}/task"))
+        code, stdout, written = run.finish()
+        self.assertEqual(code, 0, written)
         self.assertTrue(written.startswith("\r1 / 36 samples"), f"blocked elsewhere: {written[:200]!r}")
         return threads, json.loads(stdout)
 
@@ -648,26 +653,24 @@ class CliRecordStatistics(unittest.TestCase):
                 self.assertGreater(int(expected[f"histogram/{key}/outside"].sum()), 0)
 
     def test_ctrl_c_keeps_the_batches_done(self):
-        # One process, no job: SIGINT, as a terminal's Ctrl+C, once it reports its first batch.
+        # One process, no job: SIGINT, as a terminal's Ctrl+C, while it reports its first batch
+        # (held there by a full stderr pipe): it stops after that batch and writes it. Linux gives
+        # a process's signal to its main thread when that one can take it (it sleeps in the write),
+        # so the handler has run before the report returns: always after exactly one batch.
         many, out = self.dir / "many.pt", self.dir / "part.pt"
         rows = torch.rand(20000, 1, 28, 28, generator=torch.Generator().manual_seed(0))
         torch.save(rows, many)
-        process = subprocess.Popen([CLI, "record", FASHION, "--input", many, *[a for k in self.LAYERS for a in ("--grab", k)],
-                                    "--batch", "3", "--threads", THREADS, "--out", out],
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            read_until(process, " samples")  # the first batch is recorded
-            process.send_signal(signal.SIGINT)
-            stdout, stderr = process.communicate(timeout=TIMEOUT)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-        self.assertEqual(process.returncode, 0, stderr)
+        run = BlockedAtFirstReport(["record", FASHION, "--input", many, *[a for k in self.LAYERS for a in ("--grab", k)],
+                                    "--batch", "3", "--threads", THREADS, "--out", out])
+        run.wait()
+        run.process.send_signal(signal.SIGINT)
+        code, stdout, written = run.finish()
+        self.assertEqual(code, 0, written)
+        self.assertTrue(written.startswith("\r3 / 20000 samples"), f"blocked elsewhere: {written[:200]!r}")
         summary = json.loads(stdout)
         self.assertTrue(summary["cancelled"])
         recorded = summary["images"]
-        self.assertTrue(0 < recorded < 20000 and recorded % 3 == 0, f"{recorded} rows: not whole batches of 3")
+        self.assertEqual(recorded, 3, "the batch it was reporting, and no other")
         self.assertEqual(json.loads(out.with_suffix(".json").read_text()), summary)
         # The file holds exactly the batches done: NumPy's statistics of those rows.
         got = torch.load(out)
