@@ -29,7 +29,7 @@ torch.set_num_threads(int(THREADS))
 TIMEOUT = 600  # the sanitized CLI is several times slower
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))  # probe_reference: probes trained by PyTorch
-from demo_hooks import demo_hooked  # noqa: E402  (forward hooks on the eager demo model)
+from demo_hooks import demo_hooked, demo_model  # noqa: E402  (the eager demo model, forward hooks on it)
 
 
 def cli(*args):
@@ -327,9 +327,12 @@ class CliRun(unittest.TestCase):
                           "--input", FIXTURES / "images" / "grey.png", "--out", self.out, "--grab", "conv1:in0")
         self.assertEqual(tuple(got["conv1:in0"].shape), (2, 3, 8, 8))
         import torchvision.transforms.functional as TF
-        decoded = torch.load(FIXTURES / "images_expected.pt")["rgb.png:decoded"]
-        expected = TF.normalize(TF.center_crop(TF.resize(decoded, 10, antialias=True), [8, 8]), [0.5] * 3, [0.25] * 3)
-        self.assertLess(max_diff(got["conv1:in0"][0], expected), 1e-5)
+        decoded = torch.load(FIXTURES / "images_expected.pt")
+        # Both images whole; the grey one as three equal channels (PIL's convert("RGB")).
+        expected = torch.stack([TF.normalize(TF.center_crop(TF.resize(decoded[f"{name}:decoded"].expand(3, -1, -1), 10,
+                                                                      antialias=True), [8, 8]), [0.5] * 3, [0.25] * 3)
+                                for name in ("rgb.png", "grey.png")])
+        self.assertLess(max_diff(got["conv1:in0"], expected), 1e-5)
 
     @unittest.skipIf(HEADLESS, "built without OpenCV")
     def test_an_unreadable_image_in_a_folder_fails_cleanly(self):
@@ -407,6 +410,7 @@ class CliEachImage(unittest.TestCase):
         decoded = torch.load(FIXTURES / "images_expected.pt")
         self.assertEqual([tuple(t.shape) for t in got["conv1:in0"]], [(1, 3, 150, 200), (1, 3, 64, 48)])
         self.assertLess(max_diff(got["conv1:in0"][0][0], decoded["rgb.png:decoded"]), 1e-6)
+        self.assertLess(max_diff(got["conv1:in0"][1][0], decoded["grey16.png:decoded"].expand(3, -1, -1)), 1e-6)
         self.assertEqual(sorted(got), ["conv1:in0", "output", "relu", "relu#1"])
         # NumPy's format has no lists: the keys are left out, and the warning says why.
         npz = pathlib.Path(self.tmp.name) / "each.npz"
@@ -544,6 +548,16 @@ class CliRecord(unittest.TestCase):
         keep = [c for c in range(want.numel()) if c not in (3, 5)]
         rel = ((got["features.1:mean"][keep] - want[keep]).abs().max() / want.abs().max()).item()
         self.assertLess(rel, 1e-5)
+        # Downstream, the ablated model's logits: the eager model with the same channels zeroed by
+        # a forward hook (1e-5 relative: the PNGs decoded and batched otherwise, as above).
+        model = demo_model()
+        model.features[1].register_forward_hook(lambda m, i, o: o.index_fill(1, torch.tensor([3, 5]), 0.0))
+        with torch.no_grad():
+            logits = model(torch.load(FIXTURES / "labelled_inputs.pt")["samples"]).double()
+        for field, want in (("mean", logits.mean(0)), ("min", logits.amin(0)), ("max", logits.amax(0))):
+            self.assertLessEqual(max_diff(got[f"classifier.2:{field}"], want), 1e-5 * want.abs().max().item(), field)
+        unedited = self.expected["all/classifier.2/stats:mean"]
+        self.assertGreater(max_diff(got["classifier.2:mean"], unedited), 1e-2, "the edit changed nothing downstream")
 
     def test_memory_cap_fails_cleanly(self):
         out = pathlib.Path(self.tmp.name) / "all.pt"
