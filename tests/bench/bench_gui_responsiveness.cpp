@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 int main(int argc, char** argv)
 {
@@ -53,7 +54,13 @@ int main(int argc, char** argv)
     torchscope::MainWindow window;
     window.setInteractive(false);
     window.show();
+    // A failed task ends the benchmark with its message (else it would wait for results forever).
     QEventLoop opened;
+    QObject::connect(window.controller(), &torchscope::RunController::failed,
+        [&](torchscope::WorkerTask, const QString& title, const QString& message) {
+            std::fprintf(stderr, "torchscope-bench-gui: %s: %s\n", qPrintable(title), qPrintable(message));
+            std::exit(1);
+        });
     QObject::connect(window.controller(), &torchscope::RunController::modelOpened, &opened, &QEventLoop::quit);
     window.openModel(model);
     opened.exec();
@@ -73,9 +80,14 @@ int main(int argc, char** argv)
         sinceTick.restart();
     });
     double runSeconds = 0;
-    QObject::connect(
-        window.controller(), &torchscope::RunController::runCompleted, [&](double seconds, int, int, bool) {
+    int imagesRun = 0, failures = 0;
+    bool cancelled = false;
+    QObject::connect(window.controller(), &torchscope::RunController::runCompleted,
+        [&](double seconds, int ran, int failed, bool wasCancelled) {
             runSeconds = seconds;
+            imagesRun = ran;
+            failures = failed;
+            cancelled = wasCancelled;
             resultsAt = clock.elapsed() / 1000.0;
             QTimer::singleShot(300, &app, &QApplication::quit); // and whatever the views do afterwards
         });
@@ -88,11 +100,12 @@ int main(int argc, char** argv)
     std::sort(gaps.begin(), gaps.end());
     const double maxGap = gaps.empty() ? 0 : gaps.back();
     const double p99 = gaps.empty() ? 0 : gaps[gaps.size() * 99 / 100];
-    std::printf("{\n  \"images\": %d,\n  \"grabs\": \"%s\",\n  \"run_seconds\": %.3f,\n  \"wall_seconds\": %.3f,\n"
+    std::printf("{\n  \"images\": %d,\n  \"images_run\": %d,\n  \"failures\": %d,\n  \"cancelled\": %s,\n"
+                "  \"grabs\": \"%s\",\n  \"run_seconds\": %.3f,\n  \"wall_seconds\": %.3f,\n"
                 "  \"gui_ticks\": %zu,\n  \"max_gui_stall_ms\": %.1f,\n  \"worst_stall_ended_at_s\": %.3f,\n"
                 "  \"results_drawn_at_s\": %.3f,\n  \"p99_tick_gap_ms\": %.1f,\n"
                 "  \"goal_max_stall_ms\": 100\n}\n",
-        count, qPrintable(grabs.join(' ')), runSeconds, clock.elapsed() / 1000.0, gaps.size(), maxGap, worstAt,
-        resultsAt, p99);
+        count, imagesRun, failures, cancelled ? "true" : "false", qPrintable(grabs.join(' ')), runSeconds,
+        clock.elapsed() / 1000.0, gaps.size(), maxGap, worstAt, resultsAt, p99);
     return 0;
 }

@@ -108,7 +108,7 @@ def main():
                                     "two_ranks_images_per_second": round(rate(job_loop), 2),
                                     "two_ranks_to_one_process": round(rate(job_loop) / rate(single_loop), 3)},
             "merge_bytes": merges[0][0],
-            "merge_seconds_median": round(statistics.median(m[1] for m in merges), 4),
+            "merge_seconds_median": round(statistics.median(m[1] for m in merges), 6),
             "note": "whole commands (start-up, model loading, rendezvous) and their recording loops alone",
         }, indent=1))
 

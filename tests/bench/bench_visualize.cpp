@@ -30,7 +30,7 @@ double median(std::vector<double> values)
 
 } // namespace
 
-int main(int argc, char** argv)
+int run(int argc, char** argv)
 {
     if (argc < 7) {
         std::cerr << "usage: torchscope-bench-visualize MODEL.pt demo|resnet18 LAYER SIZE PYTHON WORKER.py "
@@ -78,4 +78,14 @@ int main(int argc, char** argv)
         {"ratio_to_python_whole_forward", oursRate / wholeRate}, {"ratio_to_python_cut_at_layer", oursRate / cutRate}};
     std::cout << report.dump(1) << std::endl;
     return 0;
+}
+
+int main(int argc, char** argv)
+{
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::cerr << "torchscope-bench-visualize: " << e.what() << '\n';
+        return 1;
+    }
 }
