@@ -125,7 +125,9 @@ TEST(Detection, ADetectionsScoreGradientMatchesEagerAutograd)
         const RunResult result = engine.run(request, forwardInputsFromBatch(*model, image));
         const std::string prefix = std::to_string(detection) + "/";
         const at::Tensor& wanted = expected.at(prefix + layer + ":grad");
-        EXPECT_TRUE(tensorsClose(prefix + "grad", result.tensor(layer + ":grad"), wanted));
+        // The detector's backward is not repeatable to the last bit: under load one run differed by
+        // 2.6e-26 where the gradient reaches 7.6e-5. A millionth of its range, not exact.
+        EXPECT_TRUE(tensorsClose(prefix + "grad", result.tensor(layer + ":grad"), wanted, scaledTolerance(wanted, 1e-6)));
         EXPECT_EQ(result.targetIndex, detection);
         EXPECT_NE(result.target.find("detection " + std::to_string(detection)), std::string::npos) << result.target;
 
@@ -154,8 +156,9 @@ TEST(Detection, ADetectionsScoreGradientMatchesEagerAutograd)
     EXPECT_EQ(a.kind, OutputKind::Detection);
     const at::Tensor activation = expected.at("3/" + layer), gradient = expected.at("3/" + layer + ":grad");
     const at::Tensor cam = at::relu((gradient.mean({2, 3}, true) * activation).sum(1));
-    EXPECT_TRUE(tensorsClose("detection cam", a.gradCam, cam));
-    EXPECT_TRUE(tensorsClose("detection saliency", a.saliency, expected.at("3/saliency")));
+    EXPECT_TRUE(tensorsClose("detection cam", a.gradCam, cam, scaledTolerance(cam, 1e-6))); // its gradient, above
+    EXPECT_TRUE(tensorsClose("detection saliency", a.saliency, expected.at("3/saliency"),
+        scaledTolerance(expected.at("3/saliency"), 1e-6)));
 }
 
 TEST(Tokens, ViTBlocksGiveTokenMapsAndGradCamLikeHooks)
