@@ -16,6 +16,8 @@ import unittest
 import numpy as np
 import torch
 
+from comparisons import max_diff
+
 CLI = os.environ["TORCHSCOPE_CLI"]
 FIXTURES = pathlib.Path(os.environ["TORCHSCOPE_FIXTURES_DIR"])
 HEADLESS = os.environ.get("TORCHSCOPE_IMAGING", "1") not in ("1", "ON", "TRUE", "true")  # built without OpenCV
@@ -46,17 +48,6 @@ def read_safetensors(path):
             arrays[key] = f.get_tensor(key)
             arrays[key + "/dtype"] = f.get_slice(key).get_dtype()
     return arrays
-
-
-def max_diff(a, b):
-    """The largest absolute difference; NaN or infinity in either fails (max() would skip a NaN)."""
-    a, b = torch.as_tensor(a).double(), torch.as_tensor(b).double()
-    if a.shape != b.shape:
-        raise AssertionError(f"shapes differ: {tuple(a.shape)} and {tuple(b.shape)}")
-    if not (torch.isfinite(a).all() and torch.isfinite(b).all()):
-        raise AssertionError(f"non-finite values: {int((~torch.isfinite(a)).sum())} in the result, "
-                             f"{int((~torch.isfinite(b)).sum())} expected")
-    return (a - b).abs().max().item() if a.numel() else 0.0
 
 
 def tolerance(key, expected, relative=1e-5):

@@ -22,6 +22,7 @@ import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "fixtures"))
 import probe_reference as reference  # noqa: E402
+from comparisons import max_diff, relative_diff  # noqa: E402
 
 CLI = os.environ["TORCHSCOPE_CLI"]
 THREADS = os.environ.get("OMP_NUM_THREADS", "2")
@@ -65,25 +66,6 @@ def save_slices(path, a, b, c=(0, 0)):
     torch.jit.save(torch.jit.script(Slices(a, b, c)), str(path))
 
 
-def relative_diff(ours, expected):
-    """max |ours - expected| / max |expected|; NaN or infinity on either side fails."""
-    a, b = torch.as_tensor(ours).double(), torch.as_tensor(expected).double()
-    if a.shape != b.shape:
-        raise AssertionError(f"shapes differ: {tuple(a.shape)} and {tuple(b.shape)}")
-    if not (torch.isfinite(a).all() and torch.isfinite(b).all()):
-        raise AssertionError("non-finite values")
-    return ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()
-
-
-def abs_diff(ours, expected):
-    a, b = torch.as_tensor(ours).double(), torch.as_tensor(expected).double()
-    if a.shape != b.shape:
-        raise AssertionError(f"shapes differ: {tuple(a.shape)} and {tuple(b.shape)}")
-    if not (torch.isfinite(a).all() and torch.isfinite(b).all()):
-        raise AssertionError("non-finite values")
-    return (a - b).abs().max().item()
-
-
 class ProbeOracle(unittest.TestCase):
     def setUp(self):
         torch.set_num_threads(int(THREADS))
@@ -124,7 +106,7 @@ class ProbeOracle(unittest.TestCase):
         common = min(report["epochs"], expected["epochs"])
         # Each loss is a mean of per-sample terms of the first epoch's size: its rounding is
         # relative to that size, not to the (falling) mean.
-        losses = max(abs_diff(report[key][:common], expected[key][:common]) / expected[key][0]
+        losses = max(max_diff(report[key][:common], expected[key][:common]) / expected[key][0]
                      for key in ("train_loss", "validation_loss"))
         closest = reference.closest_call(expected["validation_loss"][:common + 1])
         best = report["best_epoch"]
@@ -132,7 +114,7 @@ class ProbeOracle(unittest.TestCase):
         weight, bias = expected["weights"][best]
         scale = weight.abs().max().item()
         weights = relative_diff(state["weight"], weight)
-        biases = abs_diff(state["bias"], bias) / scale
+        biases = max_diff(state["bias"], bias) / scale
         print(f"{name}: {report['epochs']} epochs (reference {expected['epochs']}), best {best} "
               f"({expected['best_epoch']}); weights rel. diff {weights:.2e} (largest {scale:.3f}), bias {biases:.2e}, "
               f"losses rel. diff {losses:.2e}; closest early-stopping call {closest:.1e}; validation accuracy "

@@ -97,16 +97,17 @@ def spec_seeds():
         write("fuzz_specs", f"spec{i:02d}", spec)
 
 
+class Tiny(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.fc(x).relu()
+
+
 def model_file_seeds():
     torch.manual_seed(0)
-    class Tiny(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.fc = torch.nn.Linear(2, 2)
-
-        def forward(self, x):
-            return self.fc(x).relu()
-
     out = io.BytesIO()
     torch.jit.save(torch.jit.script(Tiny()), out)
     archive = out.getvalue()
@@ -149,15 +150,6 @@ class Cnn(torch.nn.Module):
 
     def forward(self, x):
         return self.fc(self.features(x).mean((2, 3)))
-
-
-class Tiny(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = torch.nn.Linear(2, 2)
-
-    def forward(self, x):
-        return self.fc(x).relu()
 
 
 def model_load_seeds(fixtures):
