@@ -28,13 +28,12 @@ sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 sys.path.insert(0, str(ROOT / "scripts"))
 import lucent_reference as lucent  # noqa: E402
 import visualize_reference  # noqa: E402
-from train_demo_model import FashionCNN, MEAN, STD  # noqa: E402
+from demo_hooks import FASHION, MEAN, STD, demo_model as eager_demo_model  # noqa: E402
 
 CLI = os.environ["TORCHSCOPE_CLI"]
 FIXTURES = pathlib.Path(os.environ["TORCHSCOPE_FIXTURES_DIR"])
 HEADLESS = os.environ.get("TORCHSCOPE_IMAGING", "1") not in ("1", "ON", "TRUE", "true")  # no visualize command
 THREADS = os.environ.get("OMP_NUM_THREADS", "2")
-FASHION = ROOT / "resources" / "demo" / "fashion_cnn.pt"
 RESNET = FIXTURES / "resnet18_scripted.pt"  # torchvision's resnet18 with random weights
 IMAGENET_MEAN, IMAGENET_STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
@@ -53,9 +52,7 @@ OBJECTIVE_TOLERANCE = 2e-6  # relative to max(1, |value|)
 
 
 def demo_model():
-    model = FashionCNN()
-    model.load_state_dict(torch.jit.load(str(FASHION)).state_dict())
-    return frozen(model)
+    return frozen(eager_demo_model())
 
 
 def resnet_model():
