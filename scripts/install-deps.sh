@@ -6,6 +6,7 @@
 #   scripts/install-deps.sh            everything (GUI, tests, fixtures, benchmark)
 #   scripts/install-deps.sh --headless only what the core engine, CLI and core tests need
 #   scripts/install-deps.sh --sanitize the headless set, OpenCV, clang and libFuzzer (scripts/sanitize.sh)
+#   scripts/install-deps.sh --format   only clang-format 14, the project's pinned formatter (scripts/format.sh)
 set -euo pipefail
 
 packages=(
@@ -16,6 +17,7 @@ packages=(
   dataset-fashion-mnist
 )
 case "${1:-}" in
+  --format) packages=(clang-format-14) ;;
   --headless) ;;
   --sanitize) packages+=(libopencv-dev libturbojpeg0-dev clang-14 libfuzzer-14-dev libclang-rt-14-dev) ;;
   *) packages+=(qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6 libopencv-dev libturbojpeg0-dev) ;;

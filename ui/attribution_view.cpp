@@ -112,7 +112,7 @@ AttributionView::AttributionView(Document* document, RunController* controller, 
         if (isVisible() && result_)
             compute();
     });
-    connect(controller_, &RunController::attributionFinished, this, [this](const AttributionSnapshotPtr& s) {
+    connect(controller_, &RunController::attributionFinished, this, [this](const GradCamResultPtr& s) {
         result_ = s;
         redraw();
         Q_EMIT finished(s);
@@ -175,12 +175,15 @@ void AttributionView::compute()
         header_->setText(tr("Drop an image on the window and select it."));
         return;
     }
-    AttributionRequest request;
-    request.image = images[index].toStdString();
+    GradCamRequest request;
+    request.images = {images[index].toStdString()};
     request.layer = layer_->currentText().toStdString();
     request.targetClass = target_->value();
-    request.region = region_;
+    if (region_.size() == 4)
+        request.region = std::array<int64_t, 4>{region_[0], region_[1], region_[2], region_[3]};
     request.setup = document_->setup();
+    // Grad-CAM needs the score, so it runs the whole model whatever the tree's truncation says.
+    ranFullModel_ = !document_->truncation().isEmpty();
     header_->setText(tr("Computing…"));
     controller_->attribute(request);
 }
@@ -190,22 +193,27 @@ void AttributionView::redraw()
     if (!result_)
         return;
     const bool saliency = mode_->currentIndex() == 1;
-    const FloatTensor& map = saliency ? result_->saliency : result_->gradCam;
+    const GradCamImage& shown = result_->images.front();
+    const FloatTensor& map = saliency ? shown.saliency : shown.gradCam;
     if (map.shape.size() != 2)
         return;
+    const auto [low, high] = saliency ? shown.saliencyRange : shown.gradCamRange;
+    const std::vector<float> scaled = scaledToUnit(map, low, high);
     const ColorMap colors = saliency ? ColorMap::Magma : ColorMap::Viridis;
-    image_ = overlayImage(result_->picture, map.values.data(), map.shape[1], map.shape[0], colors, alpha_->value() / 100.f);
-    const auto [low, high] = saliency ? result_->saliencyRange : result_->gradCamRange;
+    image_ = overlayImage(shown.picture, scaled.data(), map.shape[1], map.shape[0], colors, alpha_->value() / 100.f);
     colorBar_->setScale(low, high, colors, saliency ? tr("|∂ score / ∂ input|") : tr("Grad-CAM"));
     const QString what = saliency ? tr("Saliency (|∂ score / ∂ input|)")
                                   : tr("Grad-CAM of %1").arg(QString::fromStdString(result_->layer));
     QString header = tr("%1 for %2 on %3")
-                         .arg(what, QString::fromStdString(result_->targetDescription),
-                             QFileInfo(QString::fromStdString(result_->image)).fileName());
+                         .arg(what, QString::fromStdString(shown.targetDescription),
+                             QFileInfo(QString::fromStdString(shown.image)).fileName());
     if (result_->outputKind == OutputKind::Segmentation && region_.empty())
         header += tr(" — drag over the picture to explain the class over a region instead");
-    if (!saliency && !result_->gradCamNote.empty())
-        header += tr(" — %1").arg(QString::fromStdString(result_->gradCamNote));
+    if (!saliency && !shown.note.empty())
+        header += tr(" — %1").arg(QString::fromStdString(shown.note));
+    if (ranFullModel_)
+        header += tr(" — ran the whole model: the truncation at %1 is not applied, Grad-CAM needs the score")
+                      .arg(document_->truncation());
     header_->setText(header);
     target_->setSpecialValueText(
         result_->outputKind == OutputKind::Detection ? tr("top detection") : tr("predicted class"));

@@ -33,7 +33,7 @@ public:
     void compute();
     QImage image() const { return image_; }
     ColorBar* colorBar() const { return colorBar_; }
-    AttributionSnapshotPtr lastResult() const { return result_; }
+    GradCamResultPtr lastResult() const { return result_; }
     QString savePng(const QString& path) const; // error or ""
     // Segmentation: explain the class summed over this box (model-input pixels) instead of over its
     // pixels; an empty box clears it. Dragging over the picture sets it too.
@@ -41,7 +41,7 @@ public:
     QRect region() const;
 
 Q_SIGNALS:
-    void finished(const torchscope::AttributionSnapshotPtr& snapshot);
+    void finished(const torchscope::GradCamResultPtr& snapshot);
     void failed(const QString& title, const QString& message);
 
 protected:
@@ -66,8 +66,9 @@ private:
     QAction* clearRegionAction_ = nullptr; // its place in the tool bar: shown while a region is set
     QRubberBand* band_;
     QPoint dragStart_;
-    AttributionSnapshotPtr result_;
+    GradCamResultPtr result_;
     QImage image_;
+    bool ranFullModel_ = false; // the last request ignored a truncation (Grad-CAM needs the score)
     std::vector<int64_t> region_; // segmentation: x0, y0, x1, y1 in model-input pixels, drawn by the user
 };
 

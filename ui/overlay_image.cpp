@@ -22,4 +22,13 @@ QImage overlayImage(
     return QImage(blended.data(), width, height, width * 3, QImage::Format_RGB888).copy();
 }
 
+std::vector<float> scaledToUnit(const FloatTensor& map, double low, double high)
+{
+    std::vector<float> scaled(map.values.size(), 0.f);
+    if (high > low)
+        for (size_t i = 0; i < scaled.size(); ++i)
+            scaled[i] = static_cast<float>((map.values[i] - low) / (high - low));
+    return scaled;
+}
+
 } // namespace torchscope

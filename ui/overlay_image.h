@@ -4,6 +4,8 @@
 
 #include <QImage>
 
+#include <vector>
+
 namespace torchscope {
 
 struct FloatTensor;
@@ -12,5 +14,9 @@ struct FloatTensor;
 // [0, 1]) in a colour map; alpha 0 or no map shows the picture only.
 QImage overlayImage(
     const FloatTensor& picture, const float* map, int64_t mapWidth, int64_t mapHeight, ColorMap colorMap, float alpha);
+
+// The map's values with `low` drawn as 0 and `high` as 1 (all 0 when high <= low): what
+// overlayImage takes, the colour bar showing low … high.
+std::vector<float> scaledToUnit(const FloatTensor& map, double low, double high);
 
 } // namespace torchscope

@@ -180,11 +180,14 @@ void PatchingView::compute()
     request.imageA = imageA_->currentData().toString().toStdString();
     request.imageB = imageB_->currentData().toString().toStdString();
     request.layer = layer_->currentText().toStdString();
-    request.ablate = mode_->currentIndex() == 1;
-    request.difference = mode_->currentIndex() == 2;
-    request.compareLayer = request.difference ? std::string() : compare_->currentText().toStdString();
+    request.mode = mode_->currentIndex() == 1 ? PatchMode::Ablate
+        : mode_->currentIndex() == 2          ? PatchMode::Difference
+                                              : PatchMode::Patch;
+    request.compareLayer
+        = request.mode == PatchMode::Difference ? std::string() : compare_->currentText().toStdString();
+    request.edits = document_->edits(); // the module tree's zero and scale edits hold in every run
     request.setup = document_->setup();
-    if (request.ablate) {
+    if (request.mode == PatchMode::Ablate) {
         for (const auto& part : channels_->text().split(',', Qt::SkipEmptyParts)) {
             bool ok = false;
             const int channel = part.trimmed().toInt(&ok);
@@ -199,7 +202,7 @@ void PatchingView::compute()
     controller_->patch(request);
 }
 
-void PatchingView::showResult(const PatchSnapshotPtr& snapshot)
+void PatchingView::showResult(const PatchResultPtr& snapshot)
 {
     result_ = snapshot;
     for (QLayout* layout : {static_cast<QLayout*>(columns_), differenceBox_->layout()})
@@ -228,13 +231,17 @@ void PatchingView::showResult(const PatchSnapshotPtr& snapshot)
         v->addStretch();
         columns_->addWidget(box);
     }
+    const QString edits = document_->edits().empty()
+        ? QString()
+        : tr(" — with the module tree's %n edit(s) in every run", "", int(document_->edits().size()));
     if (snapshot->difference)
-        header_->setText(tr("A and B at %1").arg(QString::fromStdString(snapshot->layer)));
+        header_->setText(tr("A and B at %1").arg(QString::fromStdString(snapshot->layer)) + edits);
     else
         header_->setText(snapshot->compareLayer.empty()
             ? tr("Edited: %1").arg(QString::fromStdString(snapshot->layer))
             : tr("Edited: %1; maps of %2 (mean over channels, one scale for all)")
-                  .arg(QString::fromStdString(snapshot->layer), QString::fromStdString(snapshot->compareLayer)));
+                  .arg(QString::fromStdString(snapshot->layer), QString::fromStdString(snapshot->compareLayer))
+            + edits);
     Q_EMIT finished(snapshot);
 }
 

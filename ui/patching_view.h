@@ -32,15 +32,15 @@ public:
     // The difference mode's rows: A, B and A − B of the most different channels.
     QList<ChannelGrid*> differenceGrids() const;
     void compute();
-    PatchSnapshotPtr lastResult() const { return result_; }
+    PatchResultPtr lastResult() const { return result_; }
 
 Q_SIGNALS:
-    void finished(const torchscope::PatchSnapshotPtr& snapshot);
+    void finished(const torchscope::PatchResultPtr& snapshot);
     void failed(const QString& title, const QString& message);
 
 private:
     void fillChoices();
-    void showResult(const PatchSnapshotPtr& snapshot);
+    void showResult(const PatchResultPtr& snapshot);
     void showDifference(const InputDifference& difference);
 
     Document* document_;
@@ -54,7 +54,7 @@ private:
     QLabel* header_;
     QHBoxLayout* columns_;
     QWidget* differenceBox_;
-    PatchSnapshotPtr result_;
+    PatchResultPtr result_;
 };
 
 } // namespace torchscope

@@ -19,10 +19,10 @@ RunController::RunController(Document* document, QObject* parent)
     qRegisterMetaType<ProbeRequest>();
     qRegisterMetaType<ProbeSnapshotPtr>();
     qRegisterMetaType<ProbeScoresPtr>();
-    qRegisterMetaType<AttributionRequest>();
-    qRegisterMetaType<AttributionSnapshotPtr>();
+    qRegisterMetaType<GradCamRequest>();
+    qRegisterMetaType<GradCamResultPtr>();
     qRegisterMetaType<PatchRequest>();
-    qRegisterMetaType<PatchSnapshotPtr>();
+    qRegisterMetaType<PatchResultPtr>();
     qRegisterMetaType<ModelSetup>();
     qRegisterMetaType<SetupAdvice>();
 
@@ -153,7 +153,7 @@ void RunController::saveSetupIntoModel(const QString& path, const ModelSetup& se
     onWorker([path, setup](RunWorker& w) { w.saveSetupIntoModel(path, setup); });
 }
 
-void RunController::attribute(const AttributionRequest& request)
+void RunController::attribute(const GradCamRequest& request)
 {
     onWorker([request](RunWorker& w) { w.attribute(request); });
 }

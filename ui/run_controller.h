@@ -46,7 +46,7 @@ public:
     void adviseSetup(const ModelSetup& current);
     void saveSetupIntoModel(const QString& path, const ModelSetup& setup);
 
-    void attribute(const AttributionRequest& request);
+    void attribute(const GradCamRequest& request);
     void patch(const PatchRequest& request);
 
 Q_SIGNALS:
@@ -67,8 +67,8 @@ Q_SIGNALS:
     void probeScores(const torchscope::ProbeScoresPtr& scores);
     void setupAdvised(const torchscope::SetupAdvice& advice);
     void setupSaved(const QString& path);
-    void attributionFinished(const torchscope::AttributionSnapshotPtr& snapshot);
-    void patchFinished(const torchscope::PatchSnapshotPtr& snapshot);
+    void attributionFinished(const torchscope::GradCamResultPtr& snapshot);
+    void patchFinished(const torchscope::PatchResultPtr& snapshot);
 
 private:
     void scheduleRun();

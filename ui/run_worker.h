@@ -42,7 +42,7 @@ public Q_SLOTS:
     void trainProbes(const torchscope::ProbeRequest& request);
     void exportProbe(const QString& layer, const QString& path, bool stateDict);
     void applyProbeFile(const QString& path, const QStringList& images, const torchscope::ModelSetup& setup);
-    void attribute(const torchscope::AttributionRequest& request);
+    void attribute(const torchscope::GradCamRequest& request);
     void patch(const torchscope::PatchRequest& request);
 
 Q_SIGNALS:
@@ -59,8 +59,8 @@ Q_SIGNALS:
     void probesFinished(const torchscope::ProbeSnapshotPtr& snapshot);
     void probeExported(const QString& path);
     void probeScores(const torchscope::ProbeScoresPtr& scores);
-    void attributionFinished(const torchscope::AttributionSnapshotPtr& snapshot);
-    void patchFinished(const torchscope::PatchSnapshotPtr& snapshot);
+    void attributionFinished(const torchscope::GradCamResultPtr& snapshot);
+    void patchFinished(const torchscope::PatchResultPtr& snapshot);
     // Every task's failure, with the dialog title and the message for the researcher.
     void failed(torchscope::WorkerTask task, const QString& title, const QString& message);
 

@@ -2,12 +2,11 @@
 #include "run_worker.h"
 #include "run_worker_state.h"
 
-#include "attribution/grad_cam.h"
 #include "common/error.h"
 #include "common/tensor_conversion.h"
-#include "compare/input_difference.h"
 #include "graph/model_output.h"
-#include "graph/patching.h"
+#include "imaging/grad_cam_images.h"
+#include "imaging/patch_images.h"
 #include "imaging/image_folder.h"
 #include "imaging/image_tensor.h"
 #include "imaging/probe_folder.h"
@@ -25,26 +24,6 @@
 #include <thread>
 
 namespace torchscope {
-namespace {
-
-// What the model saw, as a picture. [H, W, 3] in [0, 1].
-FloatTensor pictureOf(const at::Tensor& input, const Preprocessing& preprocessing)
-{
-    return toFloatTensor(pictureOfInput(input, preprocessing));
-}
-
-FloatTensor mapOf(const at::Tensor& map)
-{
-    return toFloatTensor(normalizeMap(map.to(at::kCPU, at::kFloat)).contiguous());
-}
-
-std::pair<double, double> rangeOf(const at::Tensor& map)
-{
-    return {map.min().item<double>(), map.max().item<double>()};
-}
-
-} // namespace
-
 void RunWorker::trainProbes(const ProbeRequest& request)
 {
     probesCancelled_ = false;
@@ -144,31 +123,12 @@ void RunWorker::applyProbeFile(const QString& path, const QStringList& images, c
     }
 }
 
-void RunWorker::attribute(const AttributionRequest& request)
+void RunWorker::attribute(const GradCamRequest& request)
 {
-    if (!state_->engine) {
-        Q_EMIT failed(WorkerTask::Attribution, tr("Error Computing Grad-CAM"), tr("No model is open."));
-        return;
-    }
     try {
-        const at::Tensor input = loadImageBatch({request.image}, request.setup.preprocessing);
-        GradientTarget target{request.targetClass, std::nullopt};
-        if (request.region.size() == 4)
-            target.region = std::array<int64_t, 4>{request.region[0], request.region[1], request.region[2], request.region[3]};
-        const Attribution a = computeAttribution(*state_->engine, input, request.layer, target, request.setup.scores, request.setup.labels);
-        auto snapshot = std::make_shared<AttributionSnapshot>();
-        snapshot->image = request.image;
-        snapshot->layer = request.layer;
-        snapshot->target = a.targets.front();
-        snapshot->targetDescription = a.descriptions.front();
-        snapshot->outputKind = a.kind;
-        snapshot->picture = pictureOf(input, request.setup.preprocessing);
-        snapshot->gradCam = mapOf(a.gradCamUpsampled[0]);
-        snapshot->saliency = mapOf(a.saliency[0]);
-        snapshot->gradCamRange = rangeOf(a.gradCamUpsampled[0]);
-        snapshot->saliencyRange = rangeOf(a.saliency[0]);
-        snapshot->gradCamNote = a.notes.front();
-        Q_EMIT attributionFinished(snapshot);
+        if (!state_->engine)
+            throw Error("no model is open");
+        Q_EMIT attributionFinished(std::make_shared<const GradCamResult>(computeGradCam(*state_->engine, request)));
     } catch (const std::exception& e) {
         Q_EMIT failed(WorkerTask::Attribution, tr("Error Computing Grad-CAM"), QString::fromStdString(e.what()));
     }
@@ -176,72 +136,13 @@ void RunWorker::attribute(const AttributionRequest& request)
 
 void RunWorker::patch(const PatchRequest& request)
 {
-    const QString title = request.ablate ? tr("Error Ablating")
-        : request.difference             ? tr("Error Comparing Inputs")
-                                         : tr("Error Patching");
-    if (!state_->engine) {
-        Q_EMIT failed(WorkerTask::Patch, title, tr("No model is open."));
-        return;
-    }
+    const QString title = request.mode == PatchMode::Ablate ? tr("Error Ablating")
+        : request.mode == PatchMode::Difference             ? tr("Error Comparing Inputs")
+                                                            : tr("Error Patching");
     try {
-        std::vector<GrabSpec> grabs;
-        if (!request.compareLayer.empty())
-            grabs.push_back(GrabSpec{request.compareLayer, CaptureKind::Output, 0});
-        const at::Tensor a = loadImageBatch({request.imageA}, request.setup.preprocessing);
-        std::vector<std::pair<std::string, const RunResult*>> runs;
-        std::vector<at::Tensor> inputs;
-        PatchRuns patched;
-        AblationRuns ablated;
-        RunResult runA, runB;
-        if (request.difference) {
-            const at::Tensor b = loadImageBatch({request.imageB}, request.setup.preprocessing);
-            Request both;
-            both.grabs = grabs;
-            both.grabOutput(request.layer);
-            runA = state_->engine->run(both, forwardInputsFromBatch(*state_->model, a));
-            runB = state_->engine->run(both, forwardInputsFromBatch(*state_->model, b));
-            runs = {{"A", &runA}, {"B", &runB}};
-            inputs = {a, b};
-        } else if (request.ablate) {
-            ablated = ablateChannels(
-                *state_->engine, forwardInputsFromBatch(*state_->model, a), request.layer, request.channels, grabs);
-            runs = {{"A", &ablated.original}, {"A, channels zeroed", &ablated.ablated}};
-            inputs = {a, a};
-        } else {
-            const at::Tensor b = loadImageBatch({request.imageB}, request.setup.preprocessing);
-            patched = patchActivation(*state_->engine, forwardInputsFromBatch(*state_->model, a),
-                forwardInputsFromBatch(*state_->model, b), request.layer, grabs);
-            runs = {{"A", &patched.a}, {"B", &patched.b}, {"A with B's " + request.layer, &patched.patched}};
-            inputs = {a, b, a};
-        }
-        auto snapshot = std::make_shared<PatchSnapshot>();
-        snapshot->layer = request.layer;
-        snapshot->compareLayer = request.compareLayer;
-        if (request.difference)
-            snapshot->difference = std::make_shared<const InputDifference>(
-                compareInputs(runA.tensor(request.layer), runB.tensor(request.layer)));
-        std::vector<at::Tensor> maps;
-        for (const auto& [title, run] : runs) {
-            PatchColumn column;
-            column.title = title;
-            column.predictions
-                = predictImage(findScores(run->values.front().second, request.setup.scores), 0, request.setup.labels, 3).top;
-            snapshot->columns.push_back(std::move(column));
-            if (!request.compareLayer.empty()) {
-                at::Tensor m = run->tensor(request.compareLayer).to(at::kCPU, at::kFloat);
-                if (const at::Tensor tokens = tokensAsMaps(m); tokens.defined())
-                    m = tokens;
-                maps.push_back(m.dim() == 4 ? m[0].mean(0) : m.reshape({1, -1}));
-            }
-        }
-        // One scale for all columns, so that a map that changed looks changed.
-        const at::Tensor all = maps.empty() ? at::Tensor() : normalizeMap(at::stack(maps));
-        for (size_t i = 0; i < snapshot->columns.size(); ++i) {
-            snapshot->columns[i].picture = pictureOf(inputs[i], request.setup.preprocessing);
-            if (all.defined())
-                snapshot->columns[i].map = toFloatTensor(all[static_cast<int64_t>(i)].contiguous());
-        }
-        Q_EMIT patchFinished(snapshot);
+        if (!state_->engine)
+            throw Error("no model is open");
+        Q_EMIT patchFinished(std::make_shared<const PatchResult>(patchImages(*state_->engine, request)));
     } catch (const std::exception& e) {
         Q_EMIT failed(WorkerTask::Patch, title, QString::fromStdString(e.what()));
     }

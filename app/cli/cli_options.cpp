@@ -205,6 +205,37 @@ CliOptions parseCommandLine(int argc, char** argv)
         "run the images one at a time, as the window does: any sizes mix, an unreadable image is skipped with a "
         "warning, and each grab's values are concatenated along dim 0");
 
+    CLI::App* gradcam = app.add_subcommand("gradcam", "Grad-CAM and saliency maps of images at a layer");
+    addModelOptions(gradcam, o,
+        "Grad-CAM (Selvaraju et al.): the target score's gradient at --layer, averaged over positions, weighs\n"
+        "the layer's channels; their weighted sum, ReLU. Saliency: max over input channels of |d score / d input|.\n"
+        "Each image runs on its own and is explained for its own class unless --target names one.\n"
+        "Writes FILE.pt/.npz/.safetensors: \"gradcam\" [N, H, W] (the input's size), \"gradcam_layer\"\n"
+        "[N, h, w], \"saliency\" [N, H, W], \"target\" [N]; maps of images of different sizes as KEY/i.\n");
+    repeatable(gradcam, "--input", o.inputs, "an image or a folder of images (repeatable)")->required();
+    gradcam->add_option("--layer", o.layer, "the module whose output Grad-CAM weighs")->required();
+    addTarget(gradcam, o, box);
+    gradcam->add_option("--out,-o", o.out, "FILE.pt, FILE.npz or FILE.safetensors")->required();
+
+    CLI::App* patch = app.add_subcommand("patch", "activation patching, channel ablation or the difference of two inputs");
+    addModelOptions(patch, o,
+        "Modes:\n"
+        "  patch       run A, B, and A with --layer's output replaced by B's (nethook's edit_output)\n"
+        "  ablate      run A, and A with --channels of --layer set to zero\n"
+        "  difference  A's and B's output of --layer, A - B, and the channels ranked by mean |A - B|\n"
+        "Prints each run's top classes. Writes FILE.pt/.npz/.safetensors: RUN/scores and RUN/COMPARE_LAYER\n"
+        "per run (a, b, patched, ablated); difference: \"a\", \"b\", \"difference\", \"ranked_channels\".\n");
+    patch->add_option("--mode", o.mode, "patch, ablate or difference")
+        ->check(CLI::IsMember({"patch", "ablate", "difference"}))
+        ->default_str("patch");
+    patch->add_option("--a", o.imageA, "image A")->required();
+    patch->add_option("--b", o.imageB, "image B (patch, difference)");
+    patch->add_option("--layer", o.layer, "the patched, ablated or compared layer")->required();
+    patch->add_option("--channels", o.ablateChannels, "ablate: C1,C2,... of --layer");
+    patch->add_option("--compare", o.compareLayer, "a later layer whose output each run also gives");
+    repeatable(patch, "--edit", o.edits, "zero or scale channels in every run (PATH:zero:C,.. PATH:scale:C,..:F)");
+    patch->add_option("--out,-o", o.out, "FILE.pt, FILE.npz or FILE.safetensors");
+
     CLI::App* record = app.add_subcommand("record", "stream many images through the model and fold what the grabs take");
     addModelOptions(record, o,
         "Streams image folders (one subfolder per class gives true labels) or a tensor file through the model.\n"
@@ -356,7 +387,7 @@ CliOptions parseCommandLine(int argc, char** argv)
         return o;
     } catch (const CLI::ParseError& e) {
         CLI::App* failed = &app; // the deepest command the parser entered
-        for (CLI::App* command : {inspect, setup, run, record, probe, train, sweep, compare, visualize})
+        for (CLI::App* command : {inspect, setup, run, gradcam, patch, record, probe, train, sweep, compare, visualize})
             if (command->parsed())
                 failed = command;
         if (failed == probe)
@@ -364,13 +395,13 @@ CliOptions parseCommandLine(int argc, char** argv)
                              "for the subcommands.");
         if (failed == &app && dynamic_cast<const CLI::ExtrasError*>(&e))
             throw UsageError("unknown command '" + std::string(argv[1])
-                + "'; expected inspect, setup, run, record, probe, compare or visualize\nRun 'torchscope-cli --help' for the commands.");
+                + "'; expected inspect, setup, run, gradcam, patch, record, probe, compare or visualize\nRun 'torchscope-cli --help' for the commands.");
         const std::string name = failed == &app ? "" : (failed->get_parent() == probe ? "probe " : "") + failed->get_name();
         throw UsageError((name.empty() ? "" : name + ": ") + e.what() + "\nRun 'torchscope-cli "
             + (name.empty() ? "" : name + " ") + "--help' for the options.");
     }
     if (o.command.empty()) {
-        for (CLI::App* command : {inspect, setup, run, record, compare, visualize})
+        for (CLI::App* command : {inspect, setup, run, gradcam, patch, record, compare, visualize})
             if (command->parsed())
                 o.command = command->get_name();
         if (probe->parsed()) {

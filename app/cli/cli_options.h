@@ -15,7 +15,7 @@ struct UsageError : std::runtime_error {
 };
 
 struct CliOptions {
-    std::string command; // "inspect", "setup", "run", "record", "probe", "compare", "visualize", "help"
+    std::string command; // "inspect", "setup", "run", "gradcam", "patch", "record", "probe", "compare", "visualize", "help"
     std::string helpText; // for "help": the help of the command asked about
     std::string subcommand; // probe: "train", "sweep"
     std::string model;
@@ -77,6 +77,11 @@ struct CliOptions {
     double diversity = 0.0;
     int images = 1;
     bool noTransforms = false;
+    // patch (mode: "patch", "ablate" or "difference"; layer: the patched layer)
+    std::string imageA;
+    std::string imageB;
+    std::string ablateChannels; // "C1,C2,..."
+    std::string compareLayer;
 };
 
 // CLI11 does the parsing: per-command options, ranges and choices checked, --help per command.

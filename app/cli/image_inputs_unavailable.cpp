@@ -1,6 +1,7 @@
 // A build without OpenCV (TORCHSCOPE_IMAGING=OFF, as on headless GPU machines): every image
 // input is refused with what to give instead.
 
+#include "analysis_commands.h"
 #include "each_image_command.h"
 #include "image_inputs.h"
 #include "visualize_command.h"
@@ -57,6 +58,16 @@ ProbeSamples folderProbeSamples(const std::string& folder, const ModelSetup&, in
 int runEachImage(const CliOptions& options)
 {
     refuse("run --each-image", "give tensors saved with torch.save and leave out --each-image");
+}
+
+int runGradCam(const CliOptions&)
+{
+    refuse("gradcam", "its inputs are image files");
+}
+
+int runPatch(const CliOptions&)
+{
+    refuse("patch", "its inputs are image files");
 }
 
 int runVisualize(const CliOptions&)

@@ -1,5 +1,6 @@
 // torchscope-cli: inspect a TorchScript model's module tree, or run it while grabbing, editing
 // and truncating ('torchscope-cli --help'). Errors go to stderr with exit code 1 (2 for usage errors).
+#include "analysis_commands.h"
 #include "cli_options.h"
 #include "commands.h"
 #include "compare_command.h"
@@ -29,6 +30,10 @@ int main(int argc, char** argv)
             return runSetup(options);
         if (options.command == "probe")
             return runProbe(options);
+        if (options.command == "gradcam")
+            return runGradCam(options);
+        if (options.command == "patch")
+            return runPatch(options);
         if (options.command == "record")
             return runRecord(options);
         if (options.command == "compare")

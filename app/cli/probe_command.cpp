@@ -3,7 +3,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "distributed/job_probe_data.h"
-#include "export/atomic_file.h"
+#include "common/atomic_file.h"
 #include "graph/engine.h"
 #include "graph/selector.h"
 #include "image_inputs.h"

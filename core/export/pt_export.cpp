@@ -1,7 +1,7 @@
 #include "export/pt_export.h"
 
 #include "common/error.h"
-#include "export/atomic_file.h"
+#include "common/atomic_file.h"
 #include "model/file_diagnosis.h"
 
 #include <caffe2/serialize/inline_container.h>

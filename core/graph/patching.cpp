@@ -8,9 +8,13 @@
 namespace torchscope {
 namespace {
 
-Request withLayer(const std::vector<GrabSpec>& grabs, const std::string& layer)
+Request withLayer(const std::vector<GrabSpec>& grabs, const std::string& layer, const std::vector<EditSpec>& edits)
 {
+    for (const auto& edit : edits)
+        if (edit.kind == EditKind::Add || edit.kind == EditKind::Replace)
+            throw Error("patching keeps zero and scale edits only; '" + edit.toString() + "' needs a tensor of its own");
     Request request;
+    request.edits = edits;
     request.grabs = grabs;
     request.grabOutput(layer);
     return request;
@@ -19,9 +23,10 @@ Request withLayer(const std::vector<GrabSpec>& grabs, const std::string& layer)
 } // namespace
 
 PatchRuns patchActivation(Engine& engine, const std::vector<c10::IValue>& inputA,
-    const std::vector<c10::IValue>& inputB, const std::string& layer, const std::vector<GrabSpec>& grabs)
+    const std::vector<c10::IValue>& inputB, const std::string& layer, const std::vector<GrabSpec>& grabs,
+    const std::vector<EditSpec>& edits)
 {
-    const Request plain = withLayer(grabs, layer);
+    const Request plain = withLayer(grabs, layer, edits);
     PatchRuns runs;
     runs.a = engine.run(plain, inputA);
     runs.b = engine.run(plain, inputB);
@@ -37,11 +42,11 @@ PatchRuns patchActivation(Engine& engine, const std::vector<c10::IValue>& inputA
 }
 
 AblationRuns ablateChannels(Engine& engine, const std::vector<c10::IValue>& input, const std::string& layer,
-    const std::vector<int64_t>& channels, const std::vector<GrabSpec>& grabs)
+    const std::vector<int64_t>& channels, const std::vector<GrabSpec>& grabs, const std::vector<EditSpec>& edits)
 {
     if (channels.empty())
         throw Error("choose at least one channel of '" + layer + "' to ablate");
-    const Request plain = withLayer(grabs, layer);
+    const Request plain = withLayer(grabs, layer, edits);
     AblationRuns runs;
     runs.original = engine.run(plain, input);
     const at::Tensor map = runs.original.tensor(layer);

@@ -2,7 +2,7 @@
 
 #include "common/error.h"
 #include "common/strings.h"
-#include "export/atomic_file.h"
+#include "common/atomic_file.h"
 
 #include <ATen/ATen.h>
 #include <opencv2/imgcodecs.hpp>

@@ -2,7 +2,7 @@
 
 #include "common/error.h"
 #include "common/strings.h"
-#include "export/atomic_file.h"
+#include "common/atomic_file.h"
 #include "export/pt_export.h"
 #include "model/file_diagnosis.h"
 

@@ -1,7 +1,7 @@
 #include "record/recording_files.h"
 
 #include "common/strings.h"
-#include "export/atomic_file.h"
+#include "common/atomic_file.h"
 #include "export/pt_export.h"
 #include "export/tensor_formats.h"
 #include "export/write_tensors.h"

@@ -1455,6 +1455,186 @@ class CliFaceExpression(unittest.TestCase):
             self.assertEqual(int(probabilities[i].argmax()), int(tfjs.argmax()), photo.stem)
 
 
+def fashion_image(path):
+    """A probe fixture image as the model saw it in TorchScope ([1, 1, 28, 28]; its preprocessing has
+    tests of its own): the first layer's input, grabbed by `run`, so that the eager oracle starts from
+    the very same values."""
+    out = pathlib.Path(tempfile.mkdtemp()) / "input.pt"
+    result = cli("run", FASHION, "--input", path, "--grab", "features.0:in0", "--out", out)
+    assert result.returncode == 0, result.stderr
+    x = torch.load(out)["features.0:in0"]
+    out.unlink()
+    out.parent.rmdir()
+    return x
+
+
+def eager_grad_cam(x, layer, target=None):
+    """Grad-CAM and saliency of one image [1, 1, 28, 28] by a forward hook and autograd on the eager
+    demo model: the layer's output and the score's gradient, channel weights the gradient's mean over
+    positions, ReLU of the weighted sum, bilinear (align_corners=False) to the input's size."""
+    import torch.nn.functional as F
+    model, grabbed = demo_model(), {}
+    handle = dict(model.named_modules())[layer].register_forward_hook(lambda m, i, o: grabbed.__setitem__("a", o))
+    xi = x.clone().requires_grad_(True)
+    out = model(xi)
+    handle.remove()
+    t = int(out.argmax(1)) if target is None else target
+    grad_a, grad_x = torch.autograd.grad(out[0, t], [grabbed["a"], xi])
+    cam = torch.relu((grad_a.mean((2, 3), keepdim=True) * grabbed["a"]).sum(1, keepdim=True)).detach()
+    return {"gradcam_layer": cam[0, 0], "gradcam": F.interpolate(cam, size=x.shape[2:], mode="bilinear",
+            align_corners=False)[0, 0], "saliency": grad_x.abs().amax(1)[0], "target": t}
+
+
+def eager_scores(x, edit=None):
+    """The demo model's class scores for x, with `edit` = (layer, function of its output) applied by a
+    forward hook (nethook's edit_output), and what each layer of `keep` gave."""
+    model = demo_model()
+    handle = None
+    if edit:
+        handle = dict(model.named_modules())[edit[0]].register_forward_hook(lambda m, i, o: edit[1](o))
+    with torch.no_grad():
+        out = model(x)
+    if handle:
+        handle.remove()
+    return out[0]
+
+
+@unittest.skipIf(HEADLESS, "reads image files")
+class CliGradCam(unittest.TestCase):
+    """gradcam: the maps it writes against autograd and a forward hook on the eager demo model."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = pathlib.Path(self.tmp.name)
+        self.images = [FIXTURES / "probe" / "footwear" / "00.png", FIXTURES / "probe" / "rest" / "00.png",
+                       FIXTURES / "probe" / "rest" / "07.png"]
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def gradcam(self, *args):
+        inputs = [a for image in self.images for a in ("--input", image)]
+        return cli("gradcam", FASHION, *inputs, "--threads", THREADS, *args)
+
+    def test_each_image_explained_for_its_own_class_equals_autograd(self):
+        out = self.dir / "cam.pt"
+        result = self.gradcam("--layer", "features.2", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        got = torch.load(out)
+        self.assertEqual(got["gradcam"].shape, (3, 28, 28))
+        want = [eager_grad_cam(fashion_image(image), "features.2") for image in self.images]
+        self.assertEqual(got["target"].tolist(), [w["target"] for w in want])
+        self.assertGreater(len(set(got["target"].tolist())), 1, "the images must not all be of one class")
+        for key in ("gradcam", "gradcam_layer", "saliency"):
+            expected = torch.stack([w[key] for w in want])
+            self.assertGreater(expected.abs().max().item(), 0, key)
+            self.assertLessEqual(max_diff(got[key], expected), 1e-5 * expected.abs().max().item(), key)
+        for image, w in zip(self.images, want):
+            self.assertIn(f"{image}: class {w['target']}", result.stdout)
+
+    def test_a_given_class_to_safetensors(self):
+        out = self.dir / "cam.safetensors"
+        result = self.gradcam("--layer", "features.1", "--target", "9", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        got = read_safetensors(out)
+        self.assertEqual(got["target"].tolist(), [9, 9, 9])
+        expected = torch.stack([eager_grad_cam(fashion_image(image), "features.1", 9)["gradcam"]
+                                for image in self.images])
+        self.assertLessEqual(max_diff(got["gradcam"], expected), 1e-5 * expected.abs().max().item())
+
+    def test_a_layer_without_maps_and_an_unknown_layer_are_named(self):
+        result = self.gradcam("--layer", "classifier.2", "--out", self.dir / "x.pt")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("'classifier.2' gives [1, 10]", result.stderr)
+        result = self.gradcam("--layer", "features.9", "--out", self.dir / "x.pt")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("features.9", result.stderr)
+        self.assertFalse((self.dir / "x.pt").exists())
+
+
+@unittest.skipIf(HEADLESS, "reads image files")
+class CliPatch(unittest.TestCase):
+    """patch: patching, ablation and input differences against forward hooks on the eager demo model."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = pathlib.Path(self.tmp.name)
+        self.a = FIXTURES / "probe" / "rest" / "00.png"
+        self.b = FIXTURES / "probe" / "footwear" / "00.png"
+        self.xa, self.xb = fashion_image(self.a), fashion_image(self.b)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def patch(self, *args):
+        return cli("patch", FASHION, "--a", self.a, "--threads", THREADS, *args)
+
+    def test_bs_activation_in_as_run_equals_a_hooked_edit(self):
+        out = self.dir / "patched.pt"
+        result = self.patch("--b", self.b, "--layer", "features.1", "--compare", "features.2", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        got = torch.load(out)
+        from_b = demo_hooked(self.xb, ["features.1"], batch=1)["features.1"]
+        want = {"a": eager_scores(self.xa), "b": eager_scores(self.xb),
+                "patched": eager_scores(self.xa, ("features.1", lambda o: from_b))}
+        for column, scores in want.items():
+            self.assertEqual(max_diff(got[f"{column}/scores"], scores), 0.0, column)
+        self.assertGreater(max_diff(want["patched"], want["a"]), 0.0, "the patch must change the scores")
+        # The later layer's maps: A's, B's, and those of A with B's features.1.
+        hooked = demo_hooked(torch.cat([self.xa, self.xb]), ["features.2"], batch=1)["features.2"]
+        self.assertEqual(max_diff(got["a/features.2"], hooked[0]), 0.0)
+        self.assertEqual(max_diff(got["b/features.2"], hooked[1]), 0.0)
+        self.assertIn("A with B's features.1:", result.stdout)
+
+    def test_ablated_channels_equal_a_hook_that_zeroes_them(self):
+        out = self.dir / "ablated.npz"
+        result = self.patch("--mode", "ablate", "--layer", "features.2", "--channels", "0,5,17", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        got = np.load(out)
+
+        def zero(o):
+            o = o.clone()
+            o[:, [0, 5, 17]] = 0
+            return o
+        self.assertEqual(max_diff(torch.from_numpy(got["ablated/scores"]), eager_scores(self.xa, ("features.2", zero))), 0.0)
+        self.assertEqual(max_diff(torch.from_numpy(got["a/scores"]), eager_scores(self.xa)), 0.0)
+
+    def test_tree_edits_hold_in_every_run(self):
+        out = self.dir / "edited.pt"
+        result = self.patch("--mode", "ablate", "--layer", "features.2", "--channels", "1", "--edit",
+                            "features.1:scale:0,1,2:3", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+
+        def scale(o):
+            o = o.clone()
+            o[:, [0, 1, 2]] *= 3
+            return o
+        self.assertEqual(max_diff(torch.load(out)["a/scores"], eager_scores(self.xa, ("features.1", scale))), 0.0)
+
+    def test_difference_ranks_channels_by_mean_absolute_difference(self):
+        out = self.dir / "difference.pt"
+        result = self.patch("--mode", "difference", "--b", self.b, "--layer", "features.2", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        got = torch.load(out)
+        hooked = demo_hooked(torch.cat([self.xa, self.xb]), ["features.2"], batch=1)["features.2"]
+        self.assertEqual(max_diff(got["a"], hooked[0]), 0.0)
+        self.assertEqual(max_diff(got["b"], hooked[1]), 0.0)
+        self.assertEqual(max_diff(got["difference"], hooked[0] - hooked[1]), 0.0)
+        means = (hooked[0] - hooked[1]).abs().mean((1, 2)).double().numpy()
+        self.assertEqual(got["ranked_channels"].tolist(), np.argsort(-means, kind="stable").tolist())
+
+    def test_what_is_missing_is_named(self):
+        result = self.patch("--layer", "features.1")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("needs --b IMAGE", result.stderr)
+        result = self.patch("--mode", "ablate", "--layer", "features.1")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("needs --channels", result.stderr)
+        result = self.patch("--mode", "ablate", "--layer", "features.1", "--channels", "999")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("channel 999 does not exist", result.stderr)
+
+
 def eager_fashion_channel_means(x, layer):
     """Channel means at `layer` of the demo model in eager PyTorch (a forward hook), for [N, 1, 28, 28]
     images in [0, 1]."""

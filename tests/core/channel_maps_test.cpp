@@ -1,4 +1,11 @@
 #include "maps/channel_maps.h"
+#include "maps/colormap.h"
+#include "test_support.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -62,12 +69,35 @@ TEST(ChannelMaps, OverlayBlendsTheUpsampledMap)
     EXPECT_GT(out[1 * 3], out[0]); // bilinear ramp in between
 }
 
-TEST(ColorMaps, EndsAndClamping)
+TEST(ColorMaps, EqualMatplotlibsBytes)
 {
-    EXPECT_EQ(colorAt(ColorMap::Viridis, 0.f), (std::array<uint8_t, 3>{68, 1, 84}));
-    EXPECT_EQ(colorAt(ColorMap::Viridis, 1.f), (std::array<uint8_t, 3>{253, 231, 37}));
-    EXPECT_EQ(colorAt(ColorMap::Grey, 2.f), (std::array<uint8_t, 3>{255, 255, 255}));
-    EXPECT_EQ(colorAt(ColorMap::Grey, 0.5f), (std::array<uint8_t, 3>{128, 128, 128}));
+    // colormaps.json: matplotlib's `cmap(t, bytes=True)` at 1,001 even steps, at every table
+    // boundary k / 256 and just below it, and outside [0, 1].
+    std::ifstream in(test::fixture("colormaps.json"));
+    const auto maps = nlohmann::json::parse(in);
+    ASSERT_EQ(maps.size(), colorMapNames().size());
+    for (const auto& [map, name] : colorMapNames()) {
+        SCOPED_TRACE(name);
+        const auto& expected = maps.at(name);
+        const auto& t = expected.at("t");
+        ASSERT_GT(t.size(), 1000u);
+        int mismatches = 0;
+        for (size_t i = 0; i < t.size(); ++i) {
+            const auto rgb = colorAt(map, t[i].get<float>());
+            const std::array<uint8_t, 3> want{expected["rgb"][i][0].get<uint8_t>(),
+                expected["rgb"][i][1].get<uint8_t>(), expected["rgb"][i][2].get<uint8_t>()};
+            if (rgb != want && ++mismatches <= 3)
+                ADD_FAILURE() << "t = " << t[i].get<float>() << ": " << int(rgb[0]) << "," << int(rgb[1]) << ","
+                              << int(rgb[2]) << " where matplotlib gives " << int(want[0]) << "," << int(want[1])
+                              << "," << int(want[2]);
+        }
+        EXPECT_EQ(mismatches, 0);
+    }
+}
+
+TEST(ColorMaps, NotANumberIsTheLowEnd)
+{
+    EXPECT_EQ(colorAt(ColorMap::Viridis, std::nanf("")), colorAt(ColorMap::Viridis, 0.f));
 }
 
 } // namespace

@@ -1,9 +1,10 @@
 #include "test_support.h"
 
-#include "export/atomic_file.h"
+#include "common/atomic_file.h"
 #include "export/pt_export.h"
 
 #include <filesystem>
+#include <fstream>
 
 namespace torchscope::test {
 namespace {
@@ -46,6 +47,19 @@ TEST(AtomicFile, ReplacesAnExistingFileWhole)
     writeFileAtomically(path, "new");
     EXPECT_EQ(fs::file_size(path), 3u);
     EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
+    fs::remove_all(dir);
+}
+
+TEST(AtomicFile, GetsTheModeAPlainNewFileGets)
+{
+    // The oracle: a file made the ordinary way (open(2) with 0666 under the process's umask).
+    const fs::path dir = freshFolder("mode");
+    std::ofstream((dir / "plain").string()) << "x";
+    const auto plain = fs::status(dir / "plain").permissions();
+    writeFileAtomically((dir / "bytes").string(), "x");
+    replaceFileAtomically((dir / "written").string(), [](const std::string& temp) { std::ofstream(temp) << "x"; });
+    EXPECT_EQ(fs::status(dir / "bytes").permissions(), plain);
+    EXPECT_EQ(fs::status(dir / "written").permissions(), plain);
     fs::remove_all(dir);
 }
 

@@ -116,15 +116,17 @@ private Q_SLOTS:
         QSignalSpy finished(view, &AttributionView::finished);
         view->compute();
         QVERIFY(finished.wait(Timeout));
-        const AttributionSnapshotPtr result = view->lastResult();
+        const GradCamResultPtr result = view->lastResult();
 
         auto model = Model::load(test::demoModel().toStdString());
         Engine engine(model);
         const at::Tensor input = loadImageBatch({image.toStdString()}, window.document()->preprocessing());
         const Attribution expected = computeAttribution(engine, input, "features.2");
-        QCOMPARE(result->target, expected.targets.front());
-        const at::Tensor cam = normalizeMap(expected.gradCamUpsampled[0]);
-        const at::Tensor shown = at::from_blob(const_cast<float*>(result->gradCam.values.data()), {28, 28}, at::kFloat);
+        QCOMPARE(result->images.size(), size_t{1});
+        const GradCamImage& computed = result->images.front();
+        QCOMPARE(computed.target, expected.targets.front());
+        const at::Tensor cam = expected.gradCamUpsampled[0];
+        const at::Tensor shown = at::from_blob(const_cast<float*>(computed.gradCam.values.data()), {28, 28}, at::kFloat);
         QVERIFY2(at::allclose(shown, cam, 1e-5, 1e-6), "the window's Grad-CAM differs from the core's");
         QCOMPARE(view->image().size(), QSize(28, 28));
 
@@ -152,7 +154,7 @@ private Q_SLOTS:
         QSignalSpy finished(view, &PatchingView::finished);
         view->compute();
         QVERIFY(finished.wait(Timeout));
-        const PatchSnapshotPtr result = view->lastResult();
+        const PatchResultPtr result = view->lastResult();
         QCOMPARE(result->columns.size(), size_t{3});
         const auto& a = result->columns[0].predictions.front();
         const auto& b = result->columns[1].predictions.front();

@@ -262,10 +262,10 @@ private Q_SLOTS:
         QSignalSpy explained(window.attributionView(), &AttributionView::finished);
         window.attributionView()->compute();
         QVERIFY(explained.wait(Timeout));
-        QVERIFY(QString::fromStdString(window.attributionView()->lastResult()->targetDescription).contains("pixels"));
+        QVERIFY(QString::fromStdString(window.attributionView()->lastResult()->images.front().targetDescription).contains("pixels"));
         window.attributionView()->setRegion(QRect(10, 10, 100, 80));
         QVERIFY(explained.wait(Timeout));
-        QVERIFY(QString::fromStdString(window.attributionView()->lastResult()->targetDescription).contains("region"));
+        QVERIFY(QString::fromStdString(window.attributionView()->lastResult()->images.front().targetDescription).contains("region"));
     }
 
     void detectionsAreDrawnAsBoxes()

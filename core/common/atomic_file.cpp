@@ -1,4 +1,4 @@
-#include "export/atomic_file.h"
+#include "common/atomic_file.h"
 
 #include "common/error.h"
 
@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 namespace torchscope {
 
@@ -24,6 +25,21 @@ std::string temporaryPathBeside(const std::string& path)
     if (!fs::is_directory(dir, ec))
         throw Error("cannot write '" + path + "': the folder '" + dir.string() + "' does not exist");
     return (dir / ("." + target.filename().string() + ".XXXXXX")).string();
+}
+
+// What a new file gets from open(2): 0666 less the user's umask (read from /proc, because
+// umask(2) can only be read by changing it, which races with other threads creating files).
+mode_t normalFileMode()
+{
+    static const mode_t mode = [] {
+        mode_t mask = 022;
+        std::ifstream status("/proc/self/status");
+        for (std::string line; std::getline(status, line);)
+            if (line.rfind("Umask:", 0) == 0)
+                mask = static_cast<mode_t>(std::stoul(line.substr(6), nullptr, 8));
+        return static_cast<mode_t>(0666 & ~mask);
+    }();
+    return mode;
 }
 
 } // namespace
@@ -41,7 +57,7 @@ void replaceFileAtomically(const std::string& path, const std::function<void(con
         std::remove(temp.c_str());
         throw Error("cannot write '" + path + "': " + e.what());
     }
-    ::chmod(temp.c_str(), 0644);
+    ::chmod(temp.c_str(), normalFileMode()); // mkstemp made it 0600
     if (std::rename(temp.c_str(), path.c_str()) != 0) {
         const std::string why = std::strerror(errno);
         std::remove(temp.c_str());
@@ -67,7 +83,7 @@ void writeFileAtomically(const std::string& path, std::string_view bytes)
         written += static_cast<size_t>(n);
     }
     const bool synced = ::fsync(fd) == 0;
-    ::fchmod(fd, 0644);
+    ::fchmod(fd, normalFileMode()); // mkstemp made it 0600
     if (::close(fd) != 0 || !synced || std::rename(temp.c_str(), path.c_str()) != 0) {
         const std::string why = std::strerror(errno);
         std::remove(temp.c_str());
