@@ -188,8 +188,9 @@ void ActivationView::refresh()
         else if (document_->images().isEmpty())
             header_->setText(tr("Drop images or a folder on the window (or File > Open Images, Ctrl+I)."));
         else
-            header_->setText(document_->grabs().isEmpty() ? tr("Tick a layer in the module tree to see its activations.")
-                                                          : tr("No value for this image yet: it is being run."));
+            header_->setText(document_->grabs().isEmpty()
+                    ? tr("Tick a layer in the module tree to see its activations.")
+                    : tr("No value for this image yet: it is being run."));
         grid_->setMaps({}, Contrast::PerChannel, ColorMap::Viridis);
         colorBar_->clearScale();
         overlay_ = QImage();
@@ -200,13 +201,14 @@ void ActivationView::refresh()
     shownKey_ = key;
     shownShape_ = value.shape; // the worker already removed the batch dimension
     const auto [lo, hi] = std::minmax_element(value.values.begin(), value.values.end());
-    QString header = tr("<b>%1</b> for %2: shape %3, values %4 … %5")
-                         .arg(key.toHtmlEscaped(),
-                             QFileInfo(QString::fromStdString(result->path)).fileName().toHtmlEscaped(),
-                             QString::fromStdString(shapeToString(value.shape)))
-                         .arg(value.values.empty() ? 0.0 : *lo, 0, 'g', 4)
-                         .arg(value.values.empty() ? 0.0 : *hi, 0, 'g', 4);
-    if (const auto snapshot = document_->snapshot(); isGradientKey(key) && snapshot && !snapshot->gradientTarget.empty())
+    QString header
+        = tr("<b>%1</b> for %2: shape %3, values %4 … %5")
+              .arg(key.toHtmlEscaped(), QFileInfo(QString::fromStdString(result->path)).fileName().toHtmlEscaped(),
+                  QString::fromStdString(shapeToString(value.shape)))
+              .arg(value.values.empty() ? 0.0 : *lo, 0, 'g', 4)
+              .arg(value.values.empty() ? 0.0 : *hi, 0, 'g', 4);
+    if (const auto snapshot = document_->snapshot();
+        isGradientKey(key) && snapshot && !snapshot->gradientTarget.empty())
         header += tr("; the gradient of %1").arg(QString::fromStdString(snapshot->gradientTarget).toHtmlEscaped());
     const TokenLayout tokens = tokenLayout(value.shape);
     if (tokens.side > 0) {

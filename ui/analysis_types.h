@@ -2,9 +2,9 @@
 
 // What the probe tools send to the run worker and get back: plain values, no Torch, no Qt.
 
+#include "common/float_tensor.h"
 #include "imaging/grad_cam_images.h"
 #include "imaging/patch_images.h"
-#include "common/float_tensor.h"
 #include "model/model_setup.h"
 #include "run_types.h"
 

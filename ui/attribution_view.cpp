@@ -14,8 +14,8 @@
 #include <QLabel>
 #include <QMouseEvent>
 #include <QPainter>
-#include <QRubberBand>
 #include <QPushButton>
+#include <QRubberBand>
 #include <QSaveFile>
 #include <QSlider>
 #include <QSpinBox>
@@ -88,8 +88,7 @@ AttributionView::AttributionView(Document* document, RunController* controller, 
     connect(mode_, &QComboBox::currentIndexChanged, this, &AttributionView::redraw);
     connect(alpha_, &QSlider::valueChanged, this, &AttributionView::redraw);
     connect(exportButton, &QPushButton::clicked, this, [this] {
-        const QString path
-            = askSavePath(this, tr("Export Attribution"), "gradcam.png", tr("PNG image (*.png)"));
+        const QString path = askSavePath(this, tr("Export Attribution"), "gradcam.png", tr("PNG image (*.png)"));
         if (path.isEmpty())
             return;
         if (const QString error = savePng(path); !error.isEmpty())
@@ -224,7 +223,8 @@ void AttributionView::redraw()
     if (!region_.empty()) {
         QPainter painter(&image_);
         painter.setPen(QPen(Qt::white, 1, Qt::DashLine));
-        painter.drawRect(QRect(QPoint(int(region_[0]), int(region_[1])), QPoint(int(region_[2]) - 1, int(region_[3]) - 1)));
+        painter.drawRect(
+            QRect(QPoint(int(region_[0]), int(region_[1])), QPoint(int(region_[2]) - 1, int(region_[3]) - 1)));
     }
     const QSize room = picture_->size().expandedTo(QSize(200, 200));
     picture_->setPixmap(QPixmap::fromImage(image_.scaled(room, Qt::KeepAspectRatio, Qt::SmoothTransformation)));
@@ -242,8 +242,9 @@ void AttributionView::setRegion(const QRect& box)
 
 QRect AttributionView::region() const
 {
-    return region_.empty() ? QRect()
-                           : QRect(QPoint(int(region_[0]), int(region_[1])), QPoint(int(region_[2]) - 1, int(region_[3]) - 1));
+    return region_.empty()
+        ? QRect()
+        : QRect(QPoint(int(region_[0]), int(region_[1])), QPoint(int(region_[2]) - 1, int(region_[3]) - 1));
 }
 
 QPoint AttributionView::toImage(const QPoint& position) const
@@ -287,7 +288,8 @@ QString AttributionView::savePng(const QString& path) const
     if (image_.isNull())
         return tr("nothing to export: compute Grad-CAM or saliency first");
     // Pixels enlarged whole (a 28 × 28 input stays readable), with the colour bar beside them.
-    const int scale = std::max(1, (256 + std::min(image_.width(), image_.height()) - 1) / std::min(image_.width(), image_.height()));
+    const int scale = std::max(
+        1, (256 + std::min(image_.width(), image_.height()) - 1) / std::min(image_.width(), image_.height()));
     const QImage picture = image_.scaled(image_.size() * scale, Qt::IgnoreAspectRatio, Qt::FastTransformation);
     const QImage bar = colorBar_->image(std::max(picture.height(), 160));
     QImage exported(picture.width() + 8 + bar.width(), bar.height(), QImage::Format_RGB32);

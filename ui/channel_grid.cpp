@@ -3,8 +3,8 @@
 #include <QContextMenuEvent>
 #include <QMenu>
 
-#include <QMouseEvent>
 #include <QHelpEvent>
+#include <QMouseEvent>
 #include <QPainter>
 #include <QToolTip>
 
@@ -151,7 +151,8 @@ QString ChannelGrid::describeAt(const QPoint& position) const
         return {};
     const size_t index = (static_cast<size_t>(channel) * layout_.height + y) * layout_.width + x;
     const ChannelRange range = channelRange(channel);
-    QString text = tr("channel %1 at (%2, %3): %4").arg(numberOf(channel)).arg(y).arg(x).arg(maps_.values[index], 0, 'g', 5);
+    QString text
+        = tr("channel %1 at (%2, %3): %4").arg(numberOf(channel)).arg(y).arg(x).arg(maps_.values[index], 0, 'g', 5);
     text += range.constant ? tr(" (constant channel)")
                            : tr(" (scale %1 … %2)").arg(range.low, 0, 'g', 4).arg(range.high, 0, 'g', 4);
     return text;
@@ -179,7 +180,8 @@ void ChannelGrid::paintEvent(QPaintEvent*)
         return;
     const int cols = columns();
     const int tw = static_cast<int>(layout_.width) * zoom_, th = static_cast<int>(layout_.height) * zoom_;
-    const auto tile = [&](int channel) { return QRect((channel % cols) * (tw + Gap), (channel / cols) * (th + Gap), tw, th); };
+    const auto tile
+        = [&](int channel) { return QRect((channel % cols) * (tw + Gap), (channel / cols) * (th + Gap), tw, th); };
     // Constant channels: crossed out, so "no contrast" does not read as "uniform activation".
     painter.setPen(QPen(QColor(255, 255, 255, 150), 1, Qt::DashLine));
     for (int c = 0; c < layout_.channels; ++c) {

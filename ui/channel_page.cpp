@@ -34,8 +34,8 @@ std::map<std::string, VisualizeOutcome>& cache()
 
 QPixmap enlarged(const QImage& image, int side)
 {
-    return QPixmap::fromImage(image.scaled(side, side, Qt::KeepAspectRatio,
-        image.width() < side / 2 ? Qt::FastTransformation : Qt::SmoothTransformation));
+    return QPixmap::fromImage(image.scaled(
+        side, side, Qt::KeepAspectRatio, image.width() < side / 2 ? Qt::FastTransformation : Qt::SmoothTransformation));
 }
 
 } // namespace
@@ -106,7 +106,8 @@ ChannelPage::ChannelPage(
     optimisedLayout->addWidget(notes_);
     optimisedLayout->addStretch();
 
-    auto* topBox = new QGroupBox(tr("Top images of the last recording, the channel's map over them (one scale, lowest to highest)"));
+    auto* topBox = new QGroupBox(
+        tr("Top images of the last recording, the channel's map over them (one scale, lowest to highest)"));
     auto* topLayout = new QVBoxLayout(topBox);
     topLayout->addLayout(topGrid_);
     topLayout->addStretch();
@@ -122,10 +123,10 @@ ChannelPage::ChannelPage(
     columns->addWidget(optimisedBox);
     columns->addWidget(topBox, 1);
     auto* layout = new QVBoxLayout(this);
-    auto* title = new QLabel(tr("<b>%1</b> · %2 · channel %3")
-                                 .arg(QFileInfo(document_->modelPath()).fileName().toHtmlEscaped(),
-                                     layer_.toHtmlEscaped())
-                                 .arg(channel_));
+    auto* title
+        = new QLabel(tr("<b>%1</b> · %2 · channel %3")
+                         .arg(QFileInfo(document_->modelPath()).fileName().toHtmlEscaped(), layer_.toHtmlEscaped())
+                         .arg(channel_));
     layout->addWidget(title);
     layout->addLayout(columns, 1);
     layout->addLayout(bottom);

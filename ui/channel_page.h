@@ -27,8 +27,8 @@ class ChannelPage : public QDialog {
     Q_OBJECT
 public:
     // recording: the Recorders panel's last run (may be null: no top images, no statistics).
-    ChannelPage(Document* document, RecordSnapshotPtr recording, const QString& layer, int channel,
-        QWidget* parent = nullptr);
+    ChannelPage(
+        Document* document, RecordSnapshotPtr recording, const QString& layer, int channel, QWidget* parent = nullptr);
     ~ChannelPage() override;
 
     void optimise(); // from the cache when these settings ran before

@@ -78,13 +78,14 @@ void ColorBar::paint(QPainter& painter, const QSize& size, const QColor& text) c
     const int textX = bar.right() + 4;
     auto label = [&](double value, int y) {
         painter.drawLine(bar.right(), y, bar.right() + 2, y);
-        painter.drawText(QRect(textX, y - line / 2, width - textX, line), Qt::AlignLeft | Qt::AlignVCenter,
-            scaleNumber(value));
+        painter.drawText(
+            QRect(textX, y - line / 2, width - textX, line), Qt::AlignLeft | Qt::AlignVCenter, scaleNumber(value));
     };
     label(high_, bar.top());
     label(low_, bar.bottom());
     if (high_ > low_) {
-        const auto at = [&](double value) { return bar.bottom() - int((value - low_) / (high_ - low_) * bar.height()); };
+        const auto at
+            = [&](double value) { return bar.bottom() - int((value - low_) / (high_ - low_) * bar.height()); };
         if (low_ < 0 && high_ > 0 && at(0) - bar.top() > line && bar.bottom() - at(0) > line)
             label(0.0, at(0));
         const double middle = (low_ + high_) / 2;

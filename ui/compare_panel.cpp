@@ -66,8 +66,8 @@ ComparePanel::ComparePanel(Document* document, QWidget* parent)
     mode_->addItem(tr("Two models (CKA)"));
     mode_->addItem(tr("Two checkpoints"));
     mode_->addItem(tr("Precision / device"));
-    mode_->setItemData(CkaIndex, tr("Linear CKA for every pair of A's and B's layers (any two architectures)"),
-        Qt::ToolTipRole);
+    mode_->setItemData(
+        CkaIndex, tr("Linear CKA for every pair of A's and B's layers (any two architectures)"), Qt::ToolTipRole);
     mode_->setItemData(CheckpointsIndex,
         tr("Two checkpoints of one architecture on the same inputs: CKA, cosine and relative L2 per layer"),
         Qt::ToolTipRole);
@@ -221,8 +221,9 @@ void ComparePanel::updateMode()
     form_->setRowVisible(layersB_, mode == CkaIndex);
     form_->setRowVisible(features_, mode != PrecisionIndex);
     form_->setRowVisible(precisions_.front()->parentWidget(), mode == PrecisionIndex);
-    modelB_->setPlaceholderText(mode == CheckpointsIndex ? tr("the second checkpoint (.pt), same architecture")
-                                                         : tr("the second model (.pt); empty: the model against itself"));
+    modelB_->setPlaceholderText(mode == CheckpointsIndex
+            ? tr("the second checkpoint (.pt), same architecture")
+            : tr("the second model (.pt); empty: the model against itself"));
     threshold_->setValue(mode == PrecisionIndex ? 1e-3 : 0.99);
     heatMap_->setVisible(mode != PrecisionIndex);
 }
@@ -246,8 +247,8 @@ CompareRequest ComparePanel::request(QString* error) const
     r.modelA = document_->modelPath().toStdString();
     r.modelB = modelB_->text().trimmed().isEmpty() ? r.modelA : modelB_->text().trimmed().toStdString();
     r.config.mode = mode_->currentIndex() == PrecisionIndex ? CompareMode::Precision
-        : mode_->currentIndex() == CheckpointsIndex        ? CompareMode::Checkpoints
-                                                           : CompareMode::Cka;
+        : mode_->currentIndex() == CheckpointsIndex         ? CompareMode::Checkpoints
+                                                            : CompareMode::Cka;
     QString layers = layers_->text().trimmed();
     if (layers.isEmpty()) // the ticked outputs
         for (const QString& grab : document_->grabs())
@@ -324,7 +325,8 @@ void ComparePanel::showResult(const CompareResultPtr& result)
     if (precision)
         lines << tr("%n image(s), every precision against float64 on the CPU.", nullptr, int(result->samples));
     else
-        lines << tr("Minibatch linear CKA over %1 images in %2 batches.").arg(result->ckaSamples).arg(result->ckaBatches);
+        lines
+            << tr("Minibatch linear CKA over %1 images in %2 batches.").arg(result->ckaSamples).arg(result->ckaBatches);
     for (const auto& c : result->comparisons) {
         if (!c.unavailable.empty())
             lines << tr("%1: not run: %2").arg(QString::fromStdString(c.name), QString::fromStdString(c.unavailable));
@@ -335,7 +337,8 @@ void ComparePanel::showResult(const CompareResultPtr& result)
                              QString::fromStdString(c.layers[*c.firstOver].layer));
         else
             lines << tr("%1: no layer %2 the threshold.")
-                         .arg(precision ? QString::fromStdString(c.name) : tr("B"), precision ? tr("over") : tr("below"));
+                         .arg(precision ? QString::fromStdString(c.name) : tr("B"),
+                             precision ? tr("over") : tr("below"));
     }
     if (result->cancelled)
         lines << tr("Cancelled: the numbers are those of the images compared so far.");
@@ -354,8 +357,8 @@ void ComparePanel::showPair(const QString& layerA, const QString& layerB)
     const QStringList images = document_->images();
     const int selected = document_->selectedImage();
     if (images.isEmpty() || selected < 0 || selected >= images.size()) {
-        summary_->setText(tr("Add an image to the window (drop it on the strip) to see %1 and %2 for it.")
-                              .arg(layerA, layerB));
+        summary_->setText(
+            tr("Add an image to the window (drop it on the strip) to see %1 and %2 for it.").arg(layerA, layerB));
         return;
     }
     worker_->layerMaps(shownRequest_, images[selected], layerA, layerB);

@@ -100,7 +100,8 @@ void CkaHeatMap::show(const CompareResult& result)
     map_->data()->setSize(columns, rows);
     map_->data()->setRange(QCPRange(0, std::max(1, columns - 1)), QCPRange(0, std::max(1, rows - 1)));
     if (columns == 1 || rows == 1) // QCustomPlot needs a range of non-zero width
-        map_->data()->setRange(QCPRange(0, columns == 1 ? 1e-9 : columns - 1), QCPRange(0, rows == 1 ? 1e-9 : rows - 1));
+        map_->data()->setRange(
+            QCPRange(0, columns == 1 ? 1e-9 : columns - 1), QCPRange(0, rows == 1 ? 1e-9 : rows - 1));
     for (int i = 0; i < rows; ++i)
         for (int j = 0; j < columns; ++j) {
             const double value = result.ckaAt(static_cast<size_t>(i), static_cast<size_t>(j));
@@ -121,10 +122,12 @@ void CkaHeatMap::show(const CompareResult& result)
     plot_->xAxis->setRange(-0.5, columns - 0.5);
     plot_->yAxis->setRange(-0.5, rows - 0.5);
     const bool twoModels = result.modelA != result.modelB;
-    plot_->xAxis->setLabel(twoModels ? tr("model B: %1").arg(QFileInfo(QString::fromStdString(result.modelB)).fileName())
-                                     : tr("the model's layers"));
-    plot_->yAxis->setLabel(twoModels ? tr("model A: %1").arg(QFileInfo(QString::fromStdString(result.modelA)).fileName())
-                                     : tr("the model's layers"));
+    plot_->xAxis->setLabel(twoModels
+            ? tr("model B: %1").arg(QFileInfo(QString::fromStdString(result.modelB)).fileName())
+            : tr("the model's layers"));
+    plot_->yAxis->setLabel(twoModels
+            ? tr("model A: %1").arg(QFileInfo(QString::fromStdString(result.modelA)).fileName())
+            : tr("the model's layers"));
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -134,7 +137,8 @@ bool CkaHeatMap::cellAt(const QPointF& position, int* row, int* column) const
         return false;
     const int j = static_cast<int>(std::lround(plot_->xAxis->pixelToCoord(position.x())));
     const int i = static_cast<int>(std::lround(plot_->yAxis->pixelToCoord(position.y())));
-    if (i < 0 || j < 0 || i >= static_cast<int>(result_.layersA.size()) || j >= static_cast<int>(result_.layersB.size()))
+    if (i < 0 || j < 0 || i >= static_cast<int>(result_.layersA.size())
+        || j >= static_cast<int>(result_.layersB.size()))
         return false;
     *row = i;
     *column = j;
@@ -253,7 +257,8 @@ void DriftPlot::show(const CompareResult& result)
         plot_->rescaleAxes(true);
         plot_->yAxis->rescale(true);
         const QCPRange range = plot_->yAxis->range();
-        plot_->yAxis->setRange(std::min(range.lower, result.threshold) / 3, std::max(range.upper, result.threshold) * 3);
+        plot_->yAxis->setRange(
+            std::min(range.lower, result.threshold) / 3, std::max(range.upper, result.threshold) * 3);
     } else {
         plot_->yAxis->setScaleType(QCPAxis::stLinear);
         plot_->yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());

@@ -64,13 +64,15 @@ CompareWorker::~CompareWorker()
 void CompareWorker::compare(const CompareRequest& request)
 {
     cancelled_ = false;
-    QMetaObject::invokeMethod(inThread_, [this, request] { run(request); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        inThread_, [this, request] { run(request); }, Qt::QueuedConnection);
 }
 
 void CompareWorker::layerMaps(
     const CompareRequest& request, const QString& image, const QString& layerA, const QString& layerB)
 {
-    QMetaObject::invokeMethod(inThread_,
+    QMetaObject::invokeMethod(
+        inThread_,
         [this, request, image = image.toStdString(), a = layerA.toStdString(), b = layerB.toStdString()] {
             runMaps(request, image, a, b);
         },
@@ -124,7 +126,8 @@ void CompareWorker::runMaps(
             Request grab;
             grab.grabOutput(layer);
             const at::Tensor input = dtype.empty() ? batch : batch.to(scalarTypeNamed(dtype));
-            const RunResult result = engine.run(grab, forwardInputsFromBatch(*model, input.to(c10::Device(model->device()))));
+            const RunResult result
+                = engine.run(grab, forwardInputsFromBatch(*model, input.to(c10::Device(model->device()))));
             return toFloatTensor(result.tensor(layer)[0]);
         };
         if (request.config.mode == CompareMode::Precision) {

@@ -54,8 +54,8 @@ Q_SIGNALS:
 
 private:
     void run(const CompareRequest& request);
-    void runMaps(const CompareRequest& request, const std::string& image, const std::string& layerA,
-        const std::string& layerB);
+    void runMaps(
+        const CompareRequest& request, const std::string& image, const std::string& layerA, const std::string& layerB);
 
     QThread thread_;
     QObject* inThread_; // lives on thread_: queued calls run there

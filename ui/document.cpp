@@ -125,7 +125,8 @@ void Document::removeImages(const QStringList& paths)
     if (images_.size() == before)
         return;
     const qsizetype kept = images_.indexOf(selected);
-    selectedImage_ = static_cast<int>(kept >= 0 ? kept : std::min<qsizetype>(selectedImage_, std::max<qsizetype>(0, images_.size() - 1)));
+    selectedImage_ = static_cast<int>(
+        kept >= 0 ? kept : std::min<qsizetype>(selectedImage_, std::max<qsizetype>(0, images_.size() - 1)));
     if (snapshot_) {
         // Results of the removed images go at once; the next run brings the statistics up to date.
         auto filtered = std::make_shared<RunSnapshot>(*snapshot_);
@@ -293,7 +294,8 @@ void Document::applySession(const SessionFile& session)
     images_.clear();
     for (const auto& image : session.images)
         images_ << QString::fromStdString(image);
-    selectedImage_ = static_cast<int>(std::min<int64_t>(session.selectedImage, std::max<qsizetype>(0, images_.size() - 1)));
+    selectedImage_
+        = static_cast<int>(std::min<int64_t>(session.selectedImage, std::max<qsizetype>(0, images_.size() - 1)));
     snapshot_.reset();
     Q_EMIT setupChanged();
     Q_EMIT imagesChanged();

@@ -4,9 +4,9 @@
 
 #include <QDirIterator>
 #include <QFile>
-#include <QObject>
 #include <QFileInfo>
 #include <QMimeData>
+#include <QObject>
 #include <QUrl>
 
 namespace torchscope {
@@ -57,7 +57,8 @@ QString whyRefused(const QString& path)
     QFile file(path);
     const std::string start = file.open(QIODevice::ReadOnly) ? file.read(64).toStdString() : std::string();
     if (const std::string image = describeImageStart(start); !image.empty())
-        return QObject::tr("this is %1, which TorchScope cannot read; convert it to PNG").arg(QString::fromStdString(image));
+        return QObject::tr("this is %1, which TorchScope cannot read; convert it to PNG")
+            .arg(QString::fromStdString(image));
     return QObject::tr("this is %1, not a model (.pt), an image, a folder of images or a session (.torchscope.json)")
         .arg(QString::fromStdString(describeFileStart(start)));
 }

@@ -1,8 +1,8 @@
 #include "main_window.h"
 
 #include "activation_view.h"
-#include "channel_page.h"
 #include "attribution_view.h"
+#include "channel_page.h"
 #include "compare_panel.h"
 #include "document.h"
 #include "export_actions.h"
@@ -287,8 +287,8 @@ void MainWindow::createMenus()
     for (QDockWidget* dock : findChildren<QDockWidget*>())
         view->addAction(dock->toggleViewAction());
     view->addSeparator();
-    const QStringList tabs{tr("&Activations"), tr("&Grad-CAM / Saliency"), tr("&Patching / Ablation"),
-        tr("&Recorders"), tr("Pro&bes")};
+    const QStringList tabs{
+        tr("&Activations"), tr("&Grad-CAM / Saliency"), tr("&Patching / Ablation"), tr("&Recorders"), tr("Pro&bes")};
     for (int i = 0; i < tabs.size(); ++i) {
         QAction* show = view->addAction(tabs[i], this, [this, i] { central_->setCurrentIndex(i); });
         show->setShortcut(QKeySequence(Qt::ALT | Qt::Key(Qt::Key_1 + i)));
@@ -297,9 +297,8 @@ void MainWindow::createMenus()
     view->addAction(tr("Reset &Layout"), this, &MainWindow::resetLayout);
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
-    QAction* shortcuts = help->addAction(tr("&Keyboard Shortcuts"), this, [this] {
-        QMessageBox::information(this, tr("Keyboard Shortcuts"), shortcutsText());
-    });
+    QAction* shortcuts = help->addAction(tr("&Keyboard Shortcuts"), this,
+        [this] { QMessageBox::information(this, tr("Keyboard Shortcuts"), shortcutsText()); });
     shortcuts->setShortcut(QKeySequence::HelpContents);
     help->addAction(tr("&Core Ideas"), this, [this] {
         QMessageBox box(QMessageBox::NoIcon, tr("Core Ideas"), coreIdeasText(), QMessageBox::Close, this);

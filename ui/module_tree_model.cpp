@@ -166,12 +166,13 @@ QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const
                           .arg(module->totalParameters)
                           .arg(module->ownParameters);
         if (isCutAway(*module))
-            tip += "<br><i>" + tr("Cut away: it runs after the truncation point %1, so it does not run now")
-                                   .arg(document_->truncation().toHtmlEscaped())
+            tip += "<br><i>"
+                + tr("Cut away: it runs after the truncation point %1, so it does not run now")
+                      .arg(document_->truncation().toHtmlEscaped())
                 + "</i>";
         if (!module->called)
-            tip += "<br><i>" + tr("Never called: %1").arg(QString::fromStdString(module->notCalledReason).toHtmlEscaped())
-                + "</i>";
+            tip += "<br><i>"
+                + tr("Never called: %1").arg(QString::fromStdString(module->notCalledReason).toHtmlEscaped()) + "</i>";
         for (const auto& site : module->callSites)
             tip += QString("<br>called from %1%2%3")
                        .arg(QString::fromStdString(site.method))

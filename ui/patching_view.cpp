@@ -238,10 +238,10 @@ void PatchingView::showResult(const PatchResultPtr& snapshot)
         header_->setText(tr("A and B at %1").arg(QString::fromStdString(snapshot->layer)) + edits);
     else
         header_->setText(snapshot->compareLayer.empty()
-            ? tr("Edited: %1").arg(QString::fromStdString(snapshot->layer))
-            : tr("Edited: %1; maps of %2 (mean over channels, one scale for all)")
-                  .arg(QString::fromStdString(snapshot->layer), QString::fromStdString(snapshot->compareLayer))
-            + edits);
+                ? tr("Edited: %1").arg(QString::fromStdString(snapshot->layer))
+                : tr("Edited: %1; maps of %2 (mean over channels, one scale for all)")
+                        .arg(QString::fromStdString(snapshot->layer), QString::fromStdString(snapshot->compareLayer))
+                    + edits);
     Q_EMIT finished(snapshot);
 }
 

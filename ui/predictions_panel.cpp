@@ -55,7 +55,8 @@ void PredictionsPanel::refresh()
         return;
     }
     const QString file = QFileInfo(QString::fromStdString(result->path)).fileName();
-    const QString from = p.element.empty() ? QString() : tr(" (output element '%1')").arg(QString::fromStdString(p.element));
+    const QString from
+        = p.element.empty() ? QString() : tr(" (output element '%1')").arg(QString::fromStdString(p.element));
     QString column = tr("Probability");
     switch (p.kind) {
     case OutputKind::Classes:
@@ -67,8 +68,9 @@ void PredictionsPanel::refresh()
         image_ = classMapPicture(result->inputPicture, p.classMap);
         break;
     case OutputKind::Detection:
-        caption_->setText(p.detections.empty() ? tr("%1: nothing detected%2").arg(file, from)
-                                               : tr("%1: %n detection(s)%2", nullptr, int(p.detections.size())).arg(file, from));
+        caption_->setText(p.detections.empty()
+                ? tr("%1: nothing detected%2").arg(file, from)
+                : tr("%1: %n detection(s)%2", nullptr, int(p.detections.size())).arg(file, from));
         column = tr("Score");
         image_ = detectionPicture(result->inputPicture, p.detections, 2.0);
         break;

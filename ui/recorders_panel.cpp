@@ -10,8 +10,8 @@
 
 #include <QComboBox>
 #include <QDesktopServices>
-#include <QFileDialog>
 #include <QDir>
+#include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -102,8 +102,9 @@ RecordersPanel::RecordersPanel(Document* document, RunController* controller, QW
     connect(layer_, &QComboBox::currentTextChanged, channelPage, [channelPage](const QString& key) {
         const bool output = CaptureKey::parse(key.toStdString()).kind == CaptureKind::Output;
         channelPage->setEnabled(output);
-        channelPage->setToolTip(output ? tr("The channel's page: an image optimised to excite it beside these top images")
-                                       : tr("Channel pages are for a layer's outputs, not its inputs or gradients"));
+        channelPage->setToolTip(output
+                ? tr("The channel's page: an image optimised to excite it beside these top images")
+                : tr("Channel pages are for a layer's outputs, not its inputs or gradients"));
     });
     auto* resultsColumn = new QWidget;
     auto* resultsLayout = new QVBoxLayout(resultsColumn);
@@ -210,8 +211,8 @@ void RecordersPanel::start()
 
 void RecordersPanel::exportRecording()
 {
-    const QString path = askSavePath(this, tr("Export Recording"), QString(),
-        tr("PyTorch (*.pt);;NumPy (*.npz);;safetensors (*.safetensors)"));
+    const QString path = askSavePath(
+        this, tr("Export Recording"), QString(), tr("PyTorch (*.pt);;NumPy (*.npz);;safetensors (*.safetensors)"));
     if (!path.isEmpty())
         controller_->exportRecording(path);
 }

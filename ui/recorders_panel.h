@@ -39,7 +39,6 @@ public:
 Q_SIGNALS:
     void channelPageRequested(const QString& layer, int channel);
 
-
 public Q_SLOTS:
     void start();
     void exportRecording();

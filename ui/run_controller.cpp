@@ -46,14 +46,13 @@ RunController::RunController(Document* document, QObject* parent)
             Q_EMIT progress(done, total);
     });
     connect(worker, &RunWorker::runFinished, this, &RunController::finishRun);
-    connect(worker, &RunWorker::failed, this,
-        [this](WorkerTask task, const QString& title, const QString& message) {
-            if (task == WorkerTask::OpenModel) {
-                openingModel_ = false;
-                setBusy(false);
-            }
-            Q_EMIT failed(task, title, message);
-        });
+    connect(worker, &RunWorker::failed, this, [this](WorkerTask task, const QString& title, const QString& message) {
+        if (task == WorkerTask::OpenModel) {
+            openingModel_ = false;
+            setBusy(false);
+        }
+        Q_EMIT failed(task, title, message);
+    });
     connect(worker, &RunWorker::exported, this, &RunController::exported);
     connect(worker, &RunWorker::recordProgress, this, &RunController::recordProgress);
     connect(worker, &RunWorker::recordFinished, this, &RunController::recordFinished);
@@ -80,11 +79,11 @@ QStringList RunController::availableDevices()
     return RunWorker::availableDevices();
 }
 
-template <typename Call>
-void RunController::onWorker(Call call)
+template <typename Call> void RunController::onWorker(Call call)
 {
     RunWorker* worker = worker_.get();
-    QMetaObject::invokeMethod(worker, [worker, call] { call(*worker); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        worker, [worker, call] { call(*worker); }, Qt::QueuedConnection);
 }
 
 void RunController::openModel(const QString& path, const QStringList& operatorLibraries)
@@ -93,9 +92,8 @@ void RunController::openModel(const QString& path, const QStringList& operatorLi
     worker_->cancel();
     openingModel_ = true;
     setBusy(true);
-    onWorker([path, device = document_->device(), operatorLibraries](RunWorker& w) {
-        w.openModel(path, device, operatorLibraries);
-    });
+    onWorker([path, device = document_->device(), operatorLibraries](
+                 RunWorker& w) { w.openModel(path, device, operatorLibraries); });
 }
 
 void RunController::cancel()

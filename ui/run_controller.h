@@ -75,8 +75,7 @@ private:
     void startRun();
     void setBusy(bool busy);
     void finishRun(const RunSnapshotPtr& snapshot);
-    template <typename Call>
-    void onWorker(Call call); // runs call(worker) on the worker thread
+    template <typename Call> void onWorker(Call call); // runs call(worker) on the worker thread
 
     Document* document_;
     QThread thread_;

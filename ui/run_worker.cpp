@@ -118,8 +118,8 @@ void RunWorker::record(const RecordRequest& request)
         FolderRunOptions options;
         options.batchSize = request.batchSize;
         options.decodeThreads = 2;
-        const FolderRunSummary summary = recordFolder(
-            *state_->engine, *recorder, folder, request.setup.preprocessing, options, [this](const FolderRunProgress& p) {
+        const FolderRunSummary summary = recordFolder(*state_->engine, *recorder, folder, request.setup.preprocessing,
+            options, [this](const FolderRunProgress& p) {
                 Q_EMIT recordProgress(p.imagesDone, p.imagesTotal);
                 return !recordingCancelled_;
             });

@@ -40,9 +40,8 @@ SetupActions::SetupActions(Document* document, RunController* controller, QWidge
     connect(controller_, &RunController::modelOpened, this, &SetupActions::modelOpened);
     connect(controller_, &RunController::setupProblemFound, this, &SetupActions::setupProblem);
     connect(dialog_, &QDialog::accepted, this, &SetupActions::applyDialog);
-    connect(dialog_, &ModelSetupDialog::resetRequested, this, [this] {
-        dialog_->setSetup(document_->model().setup, QFileInfo(document_->modelPath()).fileName());
-    });
+    connect(dialog_, &ModelSetupDialog::resetRequested, this,
+        [this] { dialog_->setSetup(document_->model().setup, QFileInfo(document_->modelPath()).fileName()); });
     connect(controller_, &RunController::setupAdvised, dialog_, &ModelSetupDialog::setAdvice);
     connect(controller_, &RunController::setupSaved, this, [this](const QString& path) {
         Q_EMIT message(tr("Saved %1 with the input setup as its torchscope.json: it opens with this setup").arg(path));
@@ -140,8 +139,8 @@ void SetupActions::setupProblem(const QString& text)
         Q_EMIT message(tr("The model failed on the current input setup: %1").arg(text.section("\n\n", 0, 0)));
         return;
     }
-    QMessageBox box(QMessageBox::Critical, tr("Error Running Model"), text.section("\n\n", 0, 0), QMessageBox::Close,
-        window_);
+    QMessageBox box(
+        QMessageBox::Critical, tr("Error Running Model"), text.section("\n\n", 0, 0), QMessageBox::Close, window_);
     box.setInformativeText(text.section("\n\n", 1));
     QPushButton* fix = box.addButton(tr("Input Setup…"), QMessageBox::AcceptRole);
     box.setDefaultButton(fix);

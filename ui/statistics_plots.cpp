@@ -176,7 +176,8 @@ void StatisticsPlots::show(const LayerStatistics& s)
     order.resize(s.channelMean.size());
     for (size_t i = 0; i < order.size(); ++i)
         order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s.channelMean[a] > s.channelMean[b]; });
+    std::stable_sort(
+        order.begin(), order.end(), [&](size_t a, size_t b) { return s.channelMean[a] > s.channelMean[b]; });
     QVector<double> rank, ranked;
     QVector<QString> names;
     for (size_t i = 0; i < order.size(); ++i) {

@@ -54,8 +54,8 @@ std::vector<QImage> mapsOverImages(Engine& engine, const VisualizeRequest& reque
     for (size_t i = 0; i < maps.size(); ++i) {
         const at::Tensor scaled = ((maps[i] - low) / span).clamp(0, 1).contiguous();
         const FloatTensor picture = toFloatTensor(pictureOfInput(inputs[i], request.preprocessing));
-        out.push_back(overlayImage(
-            picture, scaled.data_ptr<float>(), scaled.size(1), scaled.size(0), ColorMap::Magma, 0.55f));
+        out.push_back(
+            overlayImage(picture, scaled.data_ptr<float>(), scaled.size(1), scaled.size(0), ColorMap::Magma, 0.55f));
     }
     return out;
 }
@@ -88,7 +88,8 @@ VisualizeWorker::~VisualizeWorker()
 void VisualizeWorker::start(const VisualizeRequest& request)
 {
     cancelled_ = false;
-    QMetaObject::invokeMethod(inThread_, [this, request] { run(request); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        inThread_, [this, request] { run(request); }, Qt::QueuedConnection);
 }
 
 void VisualizeWorker::run(const VisualizeRequest& request)
@@ -102,11 +103,11 @@ void VisualizeWorker::run(const VisualizeRequest& request)
         outcome.key = request.cacheKey();
         outcome.mapsOnly = request.mapsOnly;
         if (!request.mapsOnly) {
-            const Visualization result = visualize(engine, request.preprocessing, request.config,
-                [this](const VisualizeProgress& p) {
-                    Q_EMIT progress(p.step, p.steps, p.objectives.front());
-                    return !cancelled_ && !QThread::currentThread()->isInterruptionRequested();
-                });
+            const Visualization result
+                = visualize(engine, request.preprocessing, request.config, [this](const VisualizeProgress& p) {
+                      Q_EMIT progress(p.step, p.steps, p.objectives.front());
+                      return !cancelled_ && !QThread::currentThread()->isInterruptionRequested();
+                  });
             outcome.image = pictureOf(result.images[0]);
             outcome.value = result.objectives.front();
             outcome.cancelled = result.cancelled;

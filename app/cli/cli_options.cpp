@@ -11,7 +11,8 @@
 namespace torchscope::cli {
 namespace {
 
-constexpr const char* Overview = R"(TorchScope's command line: look inside a TorchScript model (.pt from torch.jit.script or
+constexpr const char* Overview
+    = R"(TorchScope's command line: look inside a TorchScript model (.pt from torch.jit.script or
 torch.jit.trace) without Python hooks. Without MODEL, the bundled demo model (face-api.js's
 face-expression network) is used. Run 'torchscope-cli COMMAND --help' for a command's options.
 )";
@@ -42,8 +43,7 @@ const CLI::Validator OpenFraction(
             const double x = std::stod(value, &used);
             if (used == value.size() && x > 0.0 && x < 1.0)
                 return "";
-        } catch (const std::exception&) {
-        }
+        } catch (const std::exception&) { }
         return "expected a fraction between 0 and 1 (exclusive), got '" + value + "'";
     },
     "(0 - 1)");
@@ -55,8 +55,7 @@ double finiteNumber(const std::string& flag, const std::string& text)
         const double x = std::stod(text, &used);
         if (used == text.size() && std::isfinite(x))
             return x;
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) { }
     throw UsageError(flag + ": expected a finite number, got '" + text + "'");
 }
 
@@ -67,8 +66,7 @@ int64_t integer(const std::string& flag, const std::string& text)
         const long long n = std::stoll(text, &used);
         if (used == text.size())
             return n;
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) { }
     throw UsageError(flag + ": expected an integer, got '" + text + "'");
 }
 
@@ -111,8 +109,8 @@ std::array<int64_t, 4> toBox(const std::string& flag, const std::string& text)
 }
 
 // One value per occurrence: "--input a --input b", never "--input a b" (which would swallow MODEL).
-CLI::Option* repeatable(CLI::App* command, const std::string& name, std::vector<std::string>& values,
-    const std::string& description)
+CLI::Option* repeatable(
+    CLI::App* command, const std::string& name, std::vector<std::string>& values, const std::string& description)
 {
     return command->add_option(name, values, description)->allow_extra_args(false);
 }
@@ -138,17 +136,19 @@ void addModelOptions(CLI::App* command, CliOptions& o, const std::string& about 
 
 void addTarget(CLI::App* command, CliOptions& o, std::string& box)
 {
-    command->add_option("--target", o.target,
-        "class whose score (summed over the batch) gradients are taken of; segmentation: summed over "
-        "its pixels; detection: the detection's number (0: highest score); -1: the predicted class")
+    command
+        ->add_option("--target", o.target,
+            "class whose score (summed over the batch) gradients are taken of; segmentation: summed over "
+            "its pixels; detection: the detection's number (0: highest score); -1: the predicted class")
         ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()));
     command->add_option("--target-box", box, "X0,Y0,X1,Y1: segmentation: sum the class's score over this box");
 }
 
 void addJobTimeout(CLI::App* command, CliOptions& o)
 {
-    command->add_option("--job-timeout", o.jobTimeout,
-        "under torchrun: seconds a rank waits for the others (to start, and at each step) before the job fails")
+    command
+        ->add_option("--job-timeout", o.jobTimeout,
+            "under torchrun: seconds a rank waits for the others (to start, and at each step) before the job fails")
         ->check(CLI::Range(1, 86400))
         ->capture_default_str();
 }
@@ -184,12 +184,14 @@ CliOptions parseCommandLine(int argc, char** argv)
     inspect->add_flag("--json", o.json, "print JSON");
 
     CLI::App* setup = app.add_subcommand("setup", "print the input setup and what the model says about its input");
-    addModelOptions(setup, o, "What the model says: the first convolution's channels, the last layer's outputs, "
-                              "input sizes that run.\n--out writes a copy of the model with the setup stored in it.\n");
+    addModelOptions(setup, o,
+        "What the model says: the first convolution's channels, the last layer's outputs, "
+        "input sizes that run.\n--out writes a copy of the model with the setup stored in it.\n");
     setup->add_option("--out,-o", o.out, "COPY.pt: the model with the setup as its torchscope.json");
 
     CLI::App* run = app.add_subcommand("run", "run the model on inputs and write what it grabbed");
-    addModelOptions(run, o, "Writes FILE.pt (one dictionary for torch.load), FILE.npz (numpy.load) or FILE.safetensors.\n");
+    addModelOptions(
+        run, o, "Writes FILE.pt (one dictionary for torch.load), FILE.npz (numpy.load) or FILE.safetensors.\n");
     repeatable(run, "--input", o.inputs,
         "an image, a folder of images, or a tensor .pt saved by torch.save (the batch as it is; one .pt "
         "per argument for several-input models)")
@@ -217,7 +219,8 @@ CliOptions parseCommandLine(int argc, char** argv)
     addTarget(gradcam, o, box);
     gradcam->add_option("--out,-o", o.out, "FILE.pt, FILE.npz or FILE.safetensors")->required();
 
-    CLI::App* patch = app.add_subcommand("patch", "activation patching, channel ablation or the difference of two inputs");
+    CLI::App* patch
+        = app.add_subcommand("patch", "activation patching, channel ablation or the difference of two inputs");
     addModelOptions(patch, o,
         "Modes:\n"
         "  patch       run A, B, and A with --layer's output replaced by B's (nethook's edit_output)\n"
@@ -236,7 +239,8 @@ CliOptions parseCommandLine(int argc, char** argv)
     repeatable(patch, "--edit", o.edits, "zero or scale channels in every run (PATH:zero:C,.. PATH:scale:C,..:F)");
     patch->add_option("--out,-o", o.out, "FILE.pt, FILE.npz or FILE.safetensors");
 
-    CLI::App* record = app.add_subcommand("record", "stream many images through the model and fold what the grabs take");
+    CLI::App* record
+        = app.add_subcommand("record", "stream many images through the model and fold what the grabs take");
     addModelOptions(record, o,
         "Streams image folders (one subfolder per class gives true labels) or a tensor file through the model.\n"
         "Writes FILE.pt/.npz/.safetensors, or DIR with one .pt per layer, a CSV of per-channel statistics\n"
@@ -251,9 +255,12 @@ CliOptions parseCommandLine(int argc, char** argv)
     record->add_option("--reduce", o.reduce, "how samples are folded")
         ->check(CLI::IsMember({"none", "sum", "mean", "max", "min", "stats"}))
         ->capture_default_str();
-    record->add_option("--condition", o.condition, "which samples count: all, true:L,.., predicted:L,.., correct, wrong")
+    record
+        ->add_option("--condition", o.condition, "which samples count: all, true:L,.., predicted:L,.., correct, wrong")
         ->capture_default_str();
-    record->add_option("--batch", o.batch, "samples per forward pass")->check(CLI::Range(1, 65536))->capture_default_str();
+    record->add_option("--batch", o.batch, "samples per forward pass")
+        ->check(CLI::Range(1, 65536))
+        ->capture_default_str();
     record->add_option("--memory-cap", o.memoryCapMiB, "MiB kept by --reduce none")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
         ->capture_default_str();
@@ -289,9 +296,11 @@ CliOptions parseCommandLine(int argc, char** argv)
         command->add_option("--validation", o.validation, "the share of samples held out")
             ->check(OpenFraction)
             ->capture_default_str();
-        command->add_option("--cache", o.cache,
-            "DIR for cached activations, or none; default: $XDG_CACHE_HOME/torchscope/activations");
-        command->add_option("--batch", o.batch, "samples per forward pass")->check(CLI::Range(1, 65536))->capture_default_str();
+        command->add_option(
+            "--cache", o.cache, "DIR for cached activations, or none; default: $XDG_CACHE_HOME/torchscope/activations");
+        command->add_option("--batch", o.batch, "samples per forward pass")
+            ->check(CLI::Range(1, 65536))
+            ->capture_default_str();
         command->add_flag("--json", o.json, "print JSON");
         addJobTimeout(command, o);
     }
@@ -299,7 +308,8 @@ CliOptions parseCommandLine(int argc, char** argv)
     train->add_option("--state-dict", o.stateDict, "FILE.pt: the probe's tensors as well");
     sweep->add_option("--csv", o.csv, "FILE.csv: the sweep's table");
 
-    CLI::App* compare = app.add_subcommand("compare", "compare two models, two checkpoints or two precisions layer by layer");
+    CLI::App* compare
+        = app.add_subcommand("compare", "compare two models, two checkpoints or two precisions layer by layer");
     addModelOptions(compare, o,
         "Modes:\n"
         "  cka          linear CKA for every pair of A's and B's layers (any architectures; without MODEL_B, A\n"
@@ -314,7 +324,8 @@ CliOptions parseCommandLine(int argc, char** argv)
     compare->add_option("--mode", o.mode, "cka, checkpoints or precision (default: cka with MODEL_B, else precision)")
         ->check(CLI::IsMember({"cka", "checkpoints", "precision"}));
     repeatable(compare, "--input", o.inputs, "image folders and images, or one tensor .pt ([N, ...])")->required();
-    repeatable(compare, "--layer", o.layers, "layers of MODEL to compare (paths, globs, type:X; repeatable)")->required();
+    repeatable(compare, "--layer", o.layers, "layers of MODEL to compare (paths, globs, type:X; repeatable)")
+        ->required();
     repeatable(compare, "--layer-b", o.layersB, "cka: layers of MODEL_B (default: the --layer specs)");
     repeatable(compare, "--precision", o.precisions, "precision: [DEVICE:]DTYPE to compare with float64 (repeatable)");
     compare->add_option("--threshold", o.threshold, "where two runs part (see the modes)");
@@ -327,7 +338,8 @@ CliOptions parseCommandLine(int argc, char** argv)
         ->check(CLI::Range(0, 1024))
         ->capture_default_str();
 
-    CLI::App* visualize = app.add_subcommand("visualize", "optimise images that excite a layer's channels (feature visualisation)");
+    CLI::App* visualize
+        = app.add_subcommand("visualize", "optimise images that excite a layer's channels (feature visualisation)");
     addModelOptions(visualize, o,
         "Activation maximisation (Olah et al., Distill 2017): an image parameterised as a 1/f-scaled\n"
         "spectrum (--param fft) or as pixels, colours decorrelated, jittered, scaled and rotated at random\n"
@@ -340,14 +352,19 @@ CliOptions parseCommandLine(int argc, char** argv)
     visualize->add_option("--channels,--channel", o.channels, "C, FIRST-LAST, C1,C2,... or all (probe: its class)")
         ->capture_default_str();
     visualize->add_option("--neuron", o.neuron, "Y,X or centre: one position instead of the channel's mean");
-    visualize->add_option("--probe", o.probeFile, "a probe .pt (probe train): maximise its score for --channel's class");
+    visualize->add_option(
+        "--probe", o.probeFile, "a probe .pt (probe train): maximise its score for --channel's class");
     visualize->add_option("--direction", o.direction, "a .pt tensor [C]: maximise the dot product with it");
     visualize->add_flag("--negative", o.negative, "minimise instead");
-    visualize->add_option("--steps", o.steps, "optimisation steps")->check(CLI::Range(1, 100000))->capture_default_str();
+    visualize->add_option("--steps", o.steps, "optimisation steps")
+        ->check(CLI::Range(1, 100000))
+        ->capture_default_str();
     visualize->add_option("--size", o.size, "the image's side; 0: the model's input size")
         ->check(CLI::Range(0, 2048))
         ->capture_default_str();
-    visualize->add_option("--param", o.param, "fft or pixel")->check(CLI::IsMember({"fft", "pixel"}))->capture_default_str();
+    visualize->add_option("--param", o.param, "fft or pixel")
+        ->check(CLI::IsMember({"fft", "pixel"}))
+        ->capture_default_str();
     visualize->add_option("--seed", o.seed, "random seed")->capture_default_str();
     visualize->add_option("--lr", o.learningRate, "Adam's learning rate")
         ->check(CLI::Range(1e-6, 10.0))
@@ -360,8 +377,12 @@ CliOptions parseCommandLine(int argc, char** argv)
         ->capture_default_str();
     visualize->add_flag("--no-transforms", o.noTransforms, "no jitter, scaling or rotation");
     visualize->add_option("--data", o.data, "an image folder: show each channel's top images from it");
-    visualize->add_option("--top", o.topK, "top images per channel with --data")->check(CLI::Range(1, 64))->capture_default_str();
-    visualize->add_option("--batch", o.batch, "images optimised together")->check(CLI::Range(1, 256))->capture_default_str();
+    visualize->add_option("--top", o.topK, "top images per channel with --data")
+        ->check(CLI::Range(1, 64))
+        ->capture_default_str();
+    visualize->add_option("--batch", o.batch, "images optimised together")
+        ->check(CLI::Range(1, 256))
+        ->capture_default_str();
     visualize->add_option("--out,-o", o.out, "FILE.png, FILE.pt or a FOLDER")->required();
 
     CLI::App* help = app.add_subcommand("help", "Print this help");
@@ -395,8 +416,10 @@ CliOptions parseCommandLine(int argc, char** argv)
                              "for the subcommands.");
         if (failed == &app && dynamic_cast<const CLI::ExtrasError*>(&e))
             throw UsageError("unknown command '" + std::string(argv[1])
-                + "'; expected inspect, setup, run, gradcam, patch, record, probe, compare or visualize\nRun 'torchscope-cli --help' for the commands.");
-        const std::string name = failed == &app ? "" : (failed->get_parent() == probe ? "probe " : "") + failed->get_name();
+                + "'; expected inspect, setup, run, gradcam, patch, record, probe, compare or visualize\nRun "
+                  "'torchscope-cli --help' for the commands.");
+        const std::string name
+            = failed == &app ? "" : (failed->get_parent() == probe ? "probe " : "") + failed->get_name();
         throw UsageError((name.empty() ? "" : name + ": ") + e.what() + "\nRun 'torchscope-cli "
             + (name.empty() ? "" : name + " ") + "--help' for the options.");
     }

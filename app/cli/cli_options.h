@@ -15,7 +15,8 @@ struct UsageError : std::runtime_error {
 };
 
 struct CliOptions {
-    std::string command; // "inspect", "setup", "run", "gradcam", "patch", "record", "probe", "compare", "visualize", "help"
+    std::string
+        command; // "inspect", "setup", "run", "gradcam", "patch", "record", "probe", "compare", "visualize", "help"
     std::string helpText; // for "help": the help of the command asked about
     std::string subcommand; // probe: "train", "sweep"
     std::string model;

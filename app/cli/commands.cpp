@@ -10,9 +10,9 @@
 #include "model/model.h"
 #include "open_model.h"
 #include "prediction_text.h"
-#include "run_request.h"
 #include "probe/linear_probe.h"
 #include "probe/model_extender.h"
+#include "run_request.h"
 
 #include <nlohmann/json.hpp>
 
@@ -48,7 +48,8 @@ std::string callText(const ModuleInfo& m)
 
 // Per sample: the top-3 classes, the classes covering most pixels, or the detections. Throws for a
 // --scores element the output does not have (before anything is written).
-std::string describePredictions(const c10::IValue& output, const ModelSetup& setup, const std::vector<std::string>& names)
+std::string describePredictions(
+    const c10::IValue& output, const ModelSetup& setup, const std::vector<std::string>& names)
 {
     const ScoreOutput scores = findScores(output, setup.scores);
     int64_t samples = 0;
@@ -62,8 +63,8 @@ std::string describePredictions(const c10::IValue& output, const ModelSetup& set
     const std::string from = scores.element.empty() ? "" : " (output element '" + scores.element + "')";
     out << "\n" << predictionHeading(scores.kind) << from << ":\n";
     for (int64_t i = 0; i < samples; ++i)
-        out << predictionText(static_cast<size_t>(i) < names.size() ? names[static_cast<size_t>(i)]
-                                                                    : "sample " + std::to_string(i),
+        out << predictionText(
+            static_cast<size_t>(i) < names.size() ? names[static_cast<size_t>(i)] : "sample " + std::to_string(i),
             predictImage(scores, i, setup.labels, 3));
     return out.str();
 }

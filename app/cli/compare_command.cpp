@@ -96,7 +96,9 @@ void printComparison(const CompareResult& result, const Comparison& comparison)
                   << padded(scientific(d.relativeL2), 11) << padded(scientific(d.maxAbsError), 11)
                   << padded(scientific(d.maxRelativeError), 11)
                   << (comparison.firstOver == i ? (checkpoints ? "<- first below " : "<- first over ") : "")
-                  << (comparison.firstOver == i ? (checkpoints ? fixed(result.threshold, 3) : scientific(result.threshold)) : "")
+                  << (comparison.firstOver == i
+                             ? (checkpoints ? fixed(result.threshold, 3) : scientific(result.threshold))
+                             : "")
                   << '\n';
     }
     if (!comparison.firstOver)
@@ -145,7 +147,8 @@ int runCompare(const CliOptions& options)
         throw UsageError("compare: --precision belongs to --mode precision");
     if (config.mode != CompareMode::Cka && !options.layersB.empty())
         throw UsageError("compare: --layer-b belongs to --mode cka (checkpoints compare the same layers)");
-    if (!options.out.empty() && !(endsWith(options.out, ".pt") || endsWith(options.out, ".json") || endsWith(options.out, ".csv")))
+    if (!options.out.empty()
+        && !(endsWith(options.out, ".pt") || endsWith(options.out, ".json") || endsWith(options.out, ".csv")))
         throw UsageError("compare: --out must be FILE.pt, FILE.json or FILE.csv, got '" + options.out + "'");
 
     const bool tensorInput = options.inputs.size() == 1 && isTensorFile(options.inputs[0]);

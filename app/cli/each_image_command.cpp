@@ -56,7 +56,8 @@ int runEachImage(const CliOptions& options)
     for (const auto& [path, why] : result.failures)
         std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
     if (result.images.empty())
-        throw Error("none of the " + std::to_string(config.images.size()) + " images could be run; nothing was written");
+        throw Error(
+            "none of the " + std::to_string(config.images.size()) + " images could be run; nothing was written");
     for (const auto& warning : result.warnings)
         std::cerr << "torchscope-cli: warning: " << warning << '\n';
     for (const auto& leftOut : runner.writeRecorded(options.out))

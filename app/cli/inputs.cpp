@@ -56,13 +56,14 @@ ForwardInputs loadForwardInputs(
                 && values[i].toGenericDict().at("samples").isTensor()) {
                 values[i] = values[i].toGenericDict().at("samples");
                 std::cerr << "torchscope-cli: note: '" << inputs[i] << "' is a {\"samples\", ...} dict; run takes its "
-                          << "samples " << shapeToString(values[i].toTensor().sizes().vec()) << " (labels are for record "
+                          << "samples " << shapeToString(values[i].toTensor().sizes().vec())
+                          << " (labels are for record "
                           << "and probe)\n";
                 continue;
             }
             throw Error("--input '" + inputs[i] + "' holds " + describeSaved(values[i])
-                + ", not a tensor; the model's forward takes " + (wanted.empty() ? "no argument there" : wanted)
-                + " (" + model.forwardSignature() + "). Save the input batch with torch.save(tensor, path)");
+                + ", not a tensor; the model's forward takes " + (wanted.empty() ? "no argument there" : wanted) + " ("
+                + model.forwardSignature() + "). Save the input batch with torch.save(tensor, path)");
         }
         if (values.size() == 1 && values[0].isTensor())
             return {forwardInputsFromBatch(model, values[0].toTensor()), {}};

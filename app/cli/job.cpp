@@ -47,8 +47,8 @@ void Job::prepareTogether(const std::function<int64_t()>& prepare, const std::st
     for (size_t r = 1; r < all.size(); ++r)
         if (all[r].images != all[0].images)
             lockstep_->fail("rank " + std::to_string(r) + " sees " + std::to_string(all[r].images)
-                + " samples and rank 0 sees " + std::to_string(all[0].images) + ": every rank needs the same "
-                + inputs + " (the same folder on every node)");
+                + " samples and rank 0 sees " + std::to_string(all[0].images) + ": every rank needs the same " + inputs
+                + " (the same folder on every node)");
 }
 
 CliOptions Job::rankOptions(const CliOptions& options) const

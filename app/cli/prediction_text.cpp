@@ -7,7 +7,7 @@ namespace torchscope::cli {
 
 std::string predictionHeading(OutputKind kind)
 {
-    return kind == OutputKind::Classes ? "top-3 predictions"
+    return kind == OutputKind::Classes     ? "top-3 predictions"
         : kind == OutputKind::Segmentation ? "segmentation: classes by share of the pixels"
                                            : "detections (label, score, box x0,y0,x1,y1)";
 }

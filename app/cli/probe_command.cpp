@@ -1,9 +1,9 @@
 #include "probe_command.h"
 
+#include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/strings.h"
 #include "distributed/job_probe_data.h"
-#include "common/atomic_file.h"
 #include "graph/engine.h"
 #include "graph/selector.h"
 #include "image_inputs.h"
@@ -103,10 +103,12 @@ int runProbe(const CliOptions& given)
     const CliOptions options = job ? job->rankOptions(given) : given;
     Prepared p;
     if (job)
-        job->prepareTogether([&] {
-            p = prepare(options, job->shard());
-            return static_cast<int64_t>(p.samples.labels.size());
-        }, "--data");
+        job->prepareTogether(
+            [&] {
+                p = prepare(options, job->shard());
+                return static_cast<int64_t>(p.samples.labels.size());
+            },
+            "--data");
     else
         p = prepare(options, {});
     const std::vector<std::string>& layers = p.layers;

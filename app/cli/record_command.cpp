@@ -90,10 +90,12 @@ int runRecord(const CliOptions& given)
     const CliOptions options = job ? job->rankOptions(given) : given;
     Prepared p;
     if (job)
-        job->prepareTogether([&] {
-            p = prepare(options, job->shard());
-            return p.stream.total;
-        }, "inputs");
+        job->prepareTogether(
+            [&] {
+                p = prepare(options, job->shard());
+                return p.stream.total;
+            },
+            "inputs");
     else
         p = prepare(options, {});
 

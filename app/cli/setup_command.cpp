@@ -14,9 +14,10 @@ int runSetup(const CliOptions& options)
     const ModelSetup setup = chooseSetup(*model, options);
     const bool stored = storedSetup(*model).has_value();
     std::cout << model->path() << ": " << model->forwardSignature() << "\n\n";
-    std::cout << "setup (" << (options.preprocess || options.labels || options.scores ? "as given"
-                                  : stored                                        ? "the model's torchscope.json"
-                                                                                  : "none stored: ImageNet's default")
+    std::cout << "setup ("
+              << (options.preprocess || options.labels || options.scores ? "as given"
+                         : stored                                        ? "the model's torchscope.json"
+                                                                         : "none stored: ImageNet's default")
               << "): " << setup.describe() << '\n';
     const SetupAdvice advice = adviseSetup(*model, setup);
     std::cout << "\nwhat the model says:\n";
@@ -24,7 +25,8 @@ int runSetup(const CliOptions& options)
         std::cout << "  " << note << '\n';
     if (!options.out.empty()) {
         writeModelWithSetup(model->path(), options.out, setup);
-        std::cout << "\nwrote " << options.out << " with this setup as its torchscope.json:\n" << setup.toJson() << '\n';
+        std::cout << "\nwrote " << options.out << " with this setup as its torchscope.json:\n"
+                  << setup.toJson() << '\n';
     } else if (!stored) {
         std::cout << "\nstore a setup in a copy of the model with: torchscope-cli setup " << model->path()
                   << " --preprocess SETUP.json [--labels LABELS.txt] --out COPY.pt\n";

@@ -1,8 +1,8 @@
 #include "visualize_command.h"
 
+#include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/strings.h"
-#include "common/atomic_file.h"
 #include "export/pt_export.h"
 #include "graph/engine.h"
 #include "image_inputs.h"
@@ -40,8 +40,7 @@ int64_t wholeNumber(const std::string& option, const std::string& text)
         const long long value = std::stoll(text, &used);
         if (used == text.size() && value >= 0)
             return value;
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) { }
     throw UsageError("visualize: " + option + ": '" + text + "' is not a whole number (0 or more)");
 }
 
@@ -139,10 +138,13 @@ std::map<int64_t, std::vector<TopImage>> topImages(
     Recorder recorder(config);
     RecordingSource source;
     const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    recordImageInputs(engine, recorder, {o.data}, setup, 16, threads, [](const FolderRunProgress& p) {
-        std::cerr << "\rtop images: " << p.imagesDone << " / " << p.imagesTotal << std::flush;
-        return !interrupted;
-    }, source);
+    recordImageInputs(
+        engine, recorder, {o.data}, setup, 16, threads,
+        [](const FolderRunProgress& p) {
+            std::cerr << "\rtop images: " << p.imagesDone << " / " << p.imagesTotal << std::flush;
+            return !interrupted;
+        },
+        source);
     std::cerr << '\n';
     std::map<int64_t, std::vector<TopImage>> tiles;
     const auto top = recorder.topSamples();
@@ -227,8 +229,8 @@ int runVisualize(const CliOptions& o)
             // Every step on a terminal; a tenth of the run at a time into a log.
             if (!terminal && p.step % std::max(1, p.steps / 10) != 0 && p.step != p.steps)
                 return !interrupted.load();
-            std::cerr << (terminal ? "\r" : "") << "images " << first + 1 << "-" << first + config.objectives.size() << " of "
-                      << objectives.size() << ": step " << p.step << " / " << p.steps << "  objective "
+            std::cerr << (terminal ? "\r" : "") << "images " << first + 1 << "-" << first + config.objectives.size()
+                      << " of " << objectives.size() << ": step " << p.step << " / " << p.steps << "  objective "
                       << fixed(p.objectives.front(), 3) << "   " << (terminal ? "" : "\n") << std::flush;
             return !interrupted;
         });
@@ -259,8 +261,8 @@ int runVisualize(const CliOptions& o)
         if (!o.data.empty() && !probe && o.direction.empty() && !cancelled)
             top = topImages(engine, o, setup, channels);
         std::vector<SheetRow> rows;
-        nlohmann::json summary = {{"model", model->path()}, {"layer", o.layer}, {"steps", o.steps},
-            {"param", o.param}, {"seed", o.seed}, {"cancelled", cancelled}, {"images", nlohmann::json::array()}};
+        nlohmann::json summary = {{"model", model->path()}, {"layer", o.layer}, {"steps", o.steps}, {"param", o.param},
+            {"seed", o.seed}, {"cancelled", cancelled}, {"images", nlohmann::json::array()}};
         std::string html = "<!doctype html><meta charset=\"utf-8\"><title>" + htmlEscaped(o.layer)
             + "</title><style>body{font-family:sans-serif}td{text-align:center;font-size:12px}"
               "img{width:128px;height:128px;image-rendering:pixelated;object-fit:contain}</style>\n<h1>"
@@ -275,8 +277,8 @@ int runVisualize(const CliOptions& o)
             if (auto t = top.find(channel); t != top.end() && i % o.images == 0)
                 for (const auto& image : t->second) {
                     row.tiles.push_back(image.tile);
-                    html += "<td><img src=\"file://" + htmlEscaped(image.path) + "\"><br>" + htmlEscaped(image.tile.caption)
-                        + "</td>";
+                    html += "<td><img src=\"file://" + htmlEscaped(image.path) + "\"><br>"
+                        + htmlEscaped(image.tile.caption) + "</td>";
                 }
             html += "</tr>\n";
             rows.push_back(row);
@@ -284,7 +286,8 @@ int runVisualize(const CliOptions& o)
                 {{"file", name}, {"objective", descriptions[index]}, {"value", values[index]}, {"channel", channel}});
         }
         writeContactSheet((out / "sheet.png").string(), rows);
-        writeFileAtomically((out / "index.html").string(), html + "</table>\n<p><img src=\"sheet.png\" style=\"width:auto;height:auto\"></p>\n");
+        writeFileAtomically((out / "index.html").string(),
+            html + "</table>\n<p><img src=\"sheet.png\" style=\"width:auto;height:auto\"></p>\n");
         writeFileAtomically((out / "visualization.json").string(), summary.dump(1) + "\n");
     }
     std::signal(SIGINT, SIG_DFL);

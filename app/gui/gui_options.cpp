@@ -17,30 +17,35 @@ GuiOptions parseGuiOptions(const QStringList& arguments)
     const QCommandLineOption screenshot("screenshot",
         "Wait for the first run (and the sweep or Grad-CAM asked for), write the window to FILE.png and exit.",
         "FILE.png");
-    const QCommandLineOption probeData("probe-data", "The Probes tab's labelled folder (one subfolder per class).", "DIR");
-    const QCommandLineOption sweep("sweep", "Tick these layers and train a probe on each (needs --probe-data).",
-        "LAYER,LAYER,...");
-    const QCommandLineOption sweepPlot("sweep-plot", "Write the sweep's accuracy-by-layer plot when it ends.", "FILE.png");
-    const QCommandLineOption gradCam("gradcam", "Show Grad-CAM of LAYER for the selected image after the first run.",
-        "LAYER");
-    const QCommandLineOption setup("setup", "An input setup (as torchscope-cli --preprocess) for the model.", "SETUP.json");
-    const QCommandLineOption labels("labels", "Class names for the model's outputs (one per line, or JSON).",
-        "LABELS.txt");
-    const QCommandLineOption compareData("compare-data", "Run the Compare tab on this image folder once the model is open.", "DIR");
+    const QCommandLineOption probeData(
+        "probe-data", "The Probes tab's labelled folder (one subfolder per class).", "DIR");
+    const QCommandLineOption sweep(
+        "sweep", "Tick these layers and train a probe on each (needs --probe-data).", "LAYER,LAYER,...");
+    const QCommandLineOption sweepPlot(
+        "sweep-plot", "Write the sweep's accuracy-by-layer plot when it ends.", "FILE.png");
+    const QCommandLineOption gradCam(
+        "gradcam", "Show Grad-CAM of LAYER for the selected image after the first run.", "LAYER");
+    const QCommandLineOption setup(
+        "setup", "An input setup (as torchscope-cli --preprocess) for the model.", "SETUP.json");
+    const QCommandLineOption labels(
+        "labels", "Class names for the model's outputs (one per line, or JSON).", "LABELS.txt");
+    const QCommandLineOption compareData(
+        "compare-data", "Run the Compare tab on this image folder once the model is open.", "DIR");
     const QCommandLineOption compareWith("compare-with", "The Compare tab's model B.", "B.pt");
     const QCommandLineOption compareMode("compare-mode",
         "cka, checkpoints or precision (default: checkpoints with --compare-with, else precision).", "MODE");
-    const QCommandLineOption compareLayers("compare-layers", "The layers to compare (specs, comma-separated).", "SPECS");
-    const QCommandLineOption record("record", "Record the ticked layers over this image folder (Recorders tab, stats).",
-        "DIR");
+    const QCommandLineOption compareLayers(
+        "compare-layers", "The layers to compare (specs, comma-separated).", "SPECS");
+    const QCommandLineOption record(
+        "record", "Record the ticked layers over this image folder (Recorders tab, stats).", "DIR");
     const QCommandLineOption channelPage("channel-page",
         "Open the page of this channel (feature visualisation, top images of --record); with --screenshot, "
         "write the page.",
         "LAYER:CHANNEL");
     parser.addOptions({help, version, select, screenshot, probeData, sweep, sweepPlot, gradCam, setup, labels,
         compareData, compareWith, compareMode, compareLayers, record, channelPage});
-    parser.addPositionalArgument(
-        "files", "A model (.pt), images, image folders or a session (.torchscope.json).", "[MODEL] [IMAGES|FOLDERS...]");
+    parser.addPositionalArgument("files", "A model (.pt), images, image folders or a session (.torchscope.json).",
+        "[MODEL] [IMAGES|FOLDERS...]");
 
     GuiOptions options;
     if (!parser.parse(arguments)) {
@@ -52,7 +57,8 @@ GuiOptions parseGuiOptions(const QStringList& arguments)
         return options;
     }
     if (parser.isSet(version)) {
-        options.versionText = QString("torchscope %1 (Qt %2)\n").arg(QCoreApplication::applicationVersion(), qVersion());
+        options.versionText
+            = QString("torchscope %1 (Qt %2)\n").arg(QCoreApplication::applicationVersion(), qVersion());
         return options;
     }
     options.files = parser.positionalArguments();
@@ -71,7 +77,8 @@ GuiOptions parseGuiOptions(const QStringList& arguments)
                                                     : (options.compareWith.isEmpty() ? "precision" : "checkpoints");
     if (!QStringList{"cka", "checkpoints", "precision"}.contains(options.compareMode))
         options.error = "--compare-mode: expected cka, checkpoints or precision, got '" + options.compareMode + "'";
-    if (options.compareData.isEmpty() && (parser.isSet(compareWith) || parser.isSet(compareMode) || parser.isSet(compareLayers)))
+    if (options.compareData.isEmpty()
+        && (parser.isSet(compareWith) || parser.isSet(compareMode) || parser.isSet(compareLayers)))
         options.error = "--compare-with, --compare-mode and --compare-layers need --compare-data DIR";
     options.record = parser.value(record);
     if (parser.isSet(channelPage)) {

@@ -63,8 +63,7 @@ Attribution computeAttribution(Engine& engine, const at::Tensor& images, const s
         out.descriptions.push_back(result.target);
         std::string note;
         if (!gradient.ne(0).any().item<bool>())
-            note = "the score's gradient is zero at every position of '" + layer
-                + "', so its Grad-CAM is zero"
+            note = "the score's gradient is zero at every position of '" + layer + "', so its Grad-CAM is zero"
                 + (result.tensor(layer + ":grad").ne(0).any().item<bool>()
                         ? " (only the class token reaches the score from here, as after a vision transformer's "
                           "last block): take an earlier block, or a norm inside the last one"

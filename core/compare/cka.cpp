@@ -119,8 +119,7 @@ MinibatchCka::MinibatchCka(size_t rows, size_t columns)
     , crossSums_(rows * columns, 0.0)
     , selfSumsA_(rows, 0.0)
     , selfSumsB_(columns, 0.0)
-{
-}
+{ }
 
 void MinibatchCka::add(const std::vector<at::Tensor>& gramsA, const std::vector<at::Tensor>& gramsB)
 {
@@ -160,7 +159,8 @@ void MinibatchCka::add(const std::vector<at::Tensor>& gramsA, const std::vector<
     const auto* ones = crossOnes.data_ptr<double>();
     for (size_t i = 0; i < rows_; ++i)
         for (size_t j = 0; j < columns_; ++j)
-            crossSums_[i * columns_ + j] += hsicFromTerms(trace[i * columns_ + j], ones[i * columns_ + j], a[i], b[j], size);
+            crossSums_[i * columns_ + j]
+                += hsicFromTerms(trace[i * columns_ + j], ones[i * columns_ + j], a[i], b[j], size);
     for (size_t i = 0; i < rows_; ++i)
         selfSumsA_[i] += hsicFromTerms(selfTracesA[static_cast<int64_t>(i)].item<double>(),
             selfOnesA[static_cast<int64_t>(i)].item<double>(), a[i], a[i], size);

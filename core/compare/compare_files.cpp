@@ -1,8 +1,8 @@
 #include "compare/compare_files.h"
 
+#include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/strings.h"
-#include "common/atomic_file.h"
 #include "export/pt_export.h"
 
 #include <ATen/ATen.h>
@@ -122,10 +122,10 @@ std::string comparisonCsv(const CompareResult& result)
 std::string comparisonJson(const CompareResult& result)
 {
     nlohmann::json json{{"mode", modeName(result.mode)}, {"model_a", result.modelA}, {"model_b", result.modelB},
-        {"features", result.features == CkaFeatures::Pooled ? "pooled" : "flattened"},
-        {"layers_a", result.layersA}, {"layers_b", result.layersB}, {"samples", result.samples},
-        {"cka_samples", result.ckaSamples}, {"cka_batches", result.ckaBatches}, {"threshold", result.threshold},
-        {"cancelled", result.cancelled}, {"warnings", result.warnings}};
+        {"features", result.features == CkaFeatures::Pooled ? "pooled" : "flattened"}, {"layers_a", result.layersA},
+        {"layers_b", result.layersB}, {"samples", result.samples}, {"cka_samples", result.ckaSamples},
+        {"cka_batches", result.ckaBatches}, {"threshold", result.threshold}, {"cancelled", result.cancelled},
+        {"warnings", result.warnings}};
     nlohmann::json matrix = nlohmann::json::array();
     for (size_t i = 0; i < result.layersA.size() && !result.cka.empty(); ++i) {
         nlohmann::json row = nlohmann::json::array();
@@ -144,7 +144,9 @@ std::string comparisonJson(const CompareResult& result)
             layers.push_back(entry);
         }
         comparisons.push_back({{"name", comparison.name}, {"layers", layers},
-            {"first_over", comparison.firstOver ? nlohmann::json(comparison.layers[*comparison.firstOver].layer) : nlohmann::json(nullptr)},
+            {"first_over",
+                comparison.firstOver ? nlohmann::json(comparison.layers[*comparison.firstOver].layer)
+                                     : nlohmann::json(nullptr)},
             {"unavailable", comparison.unavailable}});
     }
     json["comparisons"] = comparisons;

@@ -145,7 +145,8 @@ CompareResult compareModels(const std::shared_ptr<Model>& a, const std::shared_p
             requireCalledModule(*b, layer, "compare (model B, the second checkpoint)");
         layersB = sideA.layers;
     } else {
-        layersB = resolveLayers(*b, config.layersB.empty() ? config.layers : config.layersB, "model B", result.warnings);
+        layersB
+            = resolveLayers(*b, config.layersB.empty() ? config.layers : config.layersB, "model B", result.warnings);
     }
     Side sideB = makeSide("model B", b, layersB);
     result.layersA = sideA.layers;
@@ -208,9 +209,8 @@ CompareResult comparePrecisions(const std::string& path, const LoadOptions& opti
     reference.dtype = at::kDouble;
     result.layersA = result.layersB = reference.layers;
 
-    const std::vector<Precision> precisions = config.precisions.empty()
-        ? defaultPrecisions(resolveDevice("auto") != "cpu")
-        : config.precisions;
+    const std::vector<Precision> precisions
+        = config.precisions.empty() ? defaultPrecisions(resolveDevice("auto") != "cpu") : config.precisions;
     std::vector<Side> variants;
     std::vector<std::vector<DifferenceAccumulator>> differences;
     for (const auto& precision : precisions) {

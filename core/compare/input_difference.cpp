@@ -45,7 +45,8 @@ InputDifference compareInputs(const at::Tensor& a, const at::Tensor& b)
     std::iota(out.ranked.begin(), out.ranked.end(), 0);
     // NaN first (the channels most worth a look), then by size; a strict weak order either way.
     std::stable_sort(out.ranked.begin(), out.ranked.end(), [&](int64_t i, int64_t j) {
-        const double x = out.channelDifference[static_cast<size_t>(i)], y = out.channelDifference[static_cast<size_t>(j)];
+        const double x = out.channelDifference[static_cast<size_t>(i)],
+                     y = out.channelDifference[static_cast<size_t>(j)];
         if (std::isnan(x) || std::isnan(y))
             return std::isnan(x) && !std::isnan(y);
         return x > y;

@@ -33,15 +33,15 @@ void DifferenceAccumulator::add(const at::Tensor& reference, const at::Tensor& o
     squaredReference_ += (a * a).sum().item<double>();
     squaredDifference_ += (diff * diff).sum().item<double>();
     // NaN wins (std::max would drop it): a run that produced NaN must not look close.
-    auto largest = [](double kept, double value) { return std::isnan(kept) || std::isnan(value) ? NAN : std::max(kept, value); };
+    auto largest
+        = [](double kept, double value) { return std::isnan(kept) || std::isnan(value) ? NAN : std::max(kept, value); };
     difference_.maxAbsError = largest(difference_.maxAbsError, diff.abs().max().item<double>());
     maxAbsReference_ = largest(maxAbsReference_, a.abs().max().item<double>());
     // Per sample: cos(a_i, b_i); two zero vectors are the same (1), one zero vector is not (0).
     const at::Tensor normA = a.norm(2, 1), normB = b.norm(2, 1);
     const at::Tensor dots = (a * b).sum(1);
     const at::Tensor bothZero = (normA == 0) & (normB == 0);
-    const at::Tensor cosine
-        = at::where(bothZero, at::ones_like(dots), dots / (normA * normB).clamp_min(1e-300));
+    const at::Tensor cosine = at::where(bothZero, at::ones_like(dots), dots / (normA * normB).clamp_min(1e-300));
     cosineSum_ += cosine.sum().item<double>();
     samples_ += a.size(0);
 }

@@ -66,7 +66,8 @@ Cluster::Cluster(const ClusterEnvironment& environment, std::chrono::millisecond
         state_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(
             prefixed, environment.rank, environment.worldSize, glooOptions);
     } catch (const c10::Error& e) {
-        throw Error(environment.describe() + ": could not join the job: " + torchErrorMessage(e.what_without_backtrace()));
+        throw Error(
+            environment.describe() + ": could not join the job: " + torchErrorMessage(e.what_without_backtrace()));
     } catch (const std::exception& e) {
         throw Error(environment.describe() + ": could not join the job: " + e.what());
     }

@@ -12,8 +12,9 @@ long wholeNumber(const EnvironmentLookup& lookup, const char* name, long low, lo
 {
     const char* text = lookup(name);
     if (!text || !*text)
-        throw Error(std::string(name) + " is not set, but WORLD_SIZE is: start the ranks with torchrun (or set RANK, "
-            "WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT for every rank)");
+        throw Error(std::string(name)
+            + " is not set, but WORLD_SIZE is: start the ranks with torchrun (or set RANK, "
+              "WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT for every rank)");
     char* end = nullptr;
     errno = 0;
     const long value = std::strtol(text, &end, 10);

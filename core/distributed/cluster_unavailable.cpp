@@ -9,9 +9,10 @@ struct Cluster::State { };
 
 Cluster::Cluster(const ClusterEnvironment& environment, std::chrono::milliseconds)
 {
-    throw Error(environment.describe() + ": this build of TorchScope has no c10d Gloo (the gloo headers, Debian's "
-        "libgloo-dev, were missing when it was built), so it cannot run as one of several ranks; rebuild with "
-        "them, or run without WORLD_SIZE");
+    throw Error(environment.describe()
+        + ": this build of TorchScope has no c10d Gloo (the gloo headers, Debian's "
+          "libgloo-dev, were missing when it was built), so it cannot run as one of several ranks; rebuild with "
+          "them, or run without WORLD_SIZE");
 }
 
 Cluster::~Cluster() = default;

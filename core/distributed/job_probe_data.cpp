@@ -1,10 +1,10 @@
 #include "distributed/job_probe_data.h"
 
 #include "common/error.h"
-#include "graph/engine.h"
 #include "common/strings.h"
 #include "distributed/cluster.h"
 #include "distributed/lockstep.h"
+#include "graph/engine.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -97,7 +97,8 @@ ProbeDataset collectProbeDatasetTogether(Lockstep& lockstep, Engine& engine, con
     std::vector<at::Tensor> ids;
     std::map<std::string, std::vector<at::Tensor>> features;
     for (size_t r = 0; r < shares.size(); ++r) {
-        const auto list = torch::jit::pickle_load(std::vector<char>(shares[r].begin(), shares[r].end())).toTensorVector();
+        const auto list
+            = torch::jit::pickle_load(std::vector<char>(shares[r].begin(), shares[r].end())).toTensorVector();
         if (list.front().numel() == 0)
             continue;
         ids.push_back(list.front());

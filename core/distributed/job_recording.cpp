@@ -61,22 +61,24 @@ FolderRunSummary recordShareTogether(
         std::optional<RunResult> result;
         at::Tensor mask;
         if (!stopAsked)
-            lockstep.orFail([&] {
-                batch = share.next();
-                if (!batch)
-                    return;
-                mine.hadBatch = true;
-                mine.images = static_cast<int64_t>(batch->indices.size() + batch->failures.size());
-                mine.failures = batch->failures;
-                if (!batch->images.defined() || batch->images.size(0) == 0)
-                    return;
-                result = engine.run(request, forwardInputsFromBatch(engine.model(), batch->images));
-                mask = conditionMask(recorder.config().condition, result->values.front().second,
-                    recorder.config().scores, batch->labels);
-                mine.samples = batch->images.size(0);
-                mine.selected = mask.sum().item<int64_t>();
-                mine.agreement = rangesText(recorder.histogramRangeCandidates(*result, mask));
-            }, share.stop);
+            lockstep.orFail(
+                [&] {
+                    batch = share.next();
+                    if (!batch)
+                        return;
+                    mine.hadBatch = true;
+                    mine.images = static_cast<int64_t>(batch->indices.size() + batch->failures.size());
+                    mine.failures = batch->failures;
+                    if (!batch->images.defined() || batch->images.size(0) == 0)
+                        return;
+                    result = engine.run(request, forwardInputsFromBatch(engine.model(), batch->images));
+                    mask = conditionMask(recorder.config().condition, result->values.front().second,
+                        recorder.config().scores, batch->labels);
+                    mine.samples = batch->images.size(0);
+                    mine.selected = mask.sum().item<int64_t>();
+                    mine.agreement = rangesText(recorder.histogramRangeCandidates(*result, mask));
+                },
+                share.stop);
         const std::vector<StepReport> all = lockstep.exchange(mine);
         bool anyBatch = false, anyStop = false;
         for (const auto& report : all) {
@@ -96,11 +98,13 @@ FolderRunSummary recordShareTogether(
             break;
         agreeOnRanges(recorder, all);
         if (result)
-            lockstep.orFail([&] {
-                recorder.add(*result, batch->indices, mask);
-                for (const auto& w : result->warnings)
-                    appendUnique(summary.warnings, w);
-            }, share.stop);
+            lockstep.orFail(
+                [&] {
+                    recorder.add(*result, batch->indices, mask);
+                    for (const auto& w : result->warnings)
+                        appendUnique(summary.warnings, w);
+                },
+                share.stop);
         for (const auto& report : all) {
             state.imagesDone += report.images;
             summary.images += report.samples;

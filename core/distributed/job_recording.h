@@ -18,8 +18,8 @@ class Recorder;
 // rank's images, samples and skipped files, in batch order); a stop asked on any rank (`progress`
 // returning false) ends every rank after the same step, keeping only whole steps. Throws
 // torchscope::Error on every rank when one fails, with its message.
-FolderRunSummary recordShareTogether(
-    Lockstep& lockstep, Engine& engine, Recorder& recorder, const BatchStream& share, const BatchProgress& progress = {});
+FolderRunSummary recordShareTogether(Lockstep& lockstep, Engine& engine, Recorder& recorder, const BatchStream& share,
+    const BatchProgress& progress = {});
 
 // What merging cost on rank 0: the other ranks' serialised recordings and the time to receive and
 // fold them in.

@@ -55,8 +55,9 @@ std::vector<StepReport> Lockstep::exchange(const StepReport& mine)
         all.push_back(decoded(text));
     for (size_t r = 0; r < all.size(); ++r)
         if (!all[r].error.empty())
-            throw JobError(static_cast<int>(r) == cluster_.rank() ? all[r].error
-                                                                : "rank " + std::to_string(r) + " failed: " + all[r].error);
+            throw JobError(static_cast<int>(r) == cluster_.rank()
+                    ? all[r].error
+                    : "rank " + std::to_string(r) + " failed: " + all[r].error);
     return all;
 }
 

@@ -1,7 +1,7 @@
 #include "export/array_files.h"
 
-#include "common/error.h"
 #include "common/atomic_file.h"
+#include "common/error.h"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 #include "export/pt_export.h"
 
-#include "common/error.h"
 #include "common/atomic_file.h"
+#include "common/error.h"
 #include "model/file_diagnosis.h"
 
 #include <caffe2/serialize/inline_container.h>
@@ -48,8 +48,8 @@ c10::IValue copyToCpu(const c10::IValue& value, Containers containers)
     }
     if (value.isGenericDict()) {
         const auto dict = value.toGenericDict();
-        c10::impl::GenericDict copy(asPython ? c10::AnyType::get() : dict.keyType(),
-            asPython ? c10::AnyType::get() : dict.valueType());
+        c10::impl::GenericDict copy(
+            asPython ? c10::AnyType::get() : dict.keyType(), asPython ? c10::AnyType::get() : dict.valueType());
         for (const auto& entry : dict)
             copy.insert(entry.key(), copyToCpu(entry.value(), containers));
         return copy;
@@ -63,8 +63,8 @@ std::vector<char> pickleForTorchLoad(const c10::IValue& value)
 {
     std::vector<char> pickled;
     torch::jit::Pickler pickler(
-        [&](const char* bytes, size_t size) { pickled.insert(pickled.end(), bytes, bytes + size); }, nullptr,
-        nullptr, nullptr, nullptr, /*tag_aggregates=*/false);
+        [&](const char* bytes, size_t size) { pickled.insert(pickled.end(), bytes, bytes + size); }, nullptr, nullptr,
+        nullptr, nullptr, /*tag_aggregates=*/false);
     pickler.protocol();
     pickler.pushIValue(value);
     pickler.stop();
@@ -113,9 +113,10 @@ c10::IValue readTorchSaveFile(const std::string& path)
         if (message.find("constants.pkl") != std::string::npos || message.find("code/") != std::string::npos)
             throw Error("cannot read tensor file '" + path + "': it looks like a TorchScript model, not a tensor");
         if (message.find("Unknown opcode for unpickling at 0x73") != std::string::npos) // SETITEM
-            throw Error("cannot read tensor file '" + path + "': LibTorch " TORCH_VERSION " cannot read a dict with a "
-                "single entry saved by torch.save (Python pickles it with an opcode LibTorch lacks); save the tensor "
-                "itself, or a dict of two or more entries");
+            throw Error("cannot read tensor file '" + path
+                + "': LibTorch " TORCH_VERSION " cannot read a dict with a "
+                  "single entry saved by torch.save (Python pickles it with an opcode LibTorch lacks); save the tensor "
+                  "itself, or a dict of two or more entries");
         throw Error("cannot read tensor file '" + path + "': " + message.substr(0, message.find('\n')));
     }
 }

@@ -112,8 +112,9 @@ ResolvedRequest Engine::resolve(const Request& request) const
     }
     if (resolved.truncateAt && (resolved.needsGradients() || request.inputGradient))
         throw Error("gradients are taken of a score in the model's output, but the run is truncated at '"
-            + *resolved.truncateAt + "', so that output is never computed: remove the truncation point or the "
-                                     "gradient grabs");
+            + *resolved.truncateAt
+            + "', so that output is never computed: remove the truncation point or the "
+              "gradient grabs");
     return resolved;
 }
 
@@ -227,7 +228,8 @@ RunResult Engine::execute(const Request& request, const std::vector<c10::IValue>
         }
         if (gradients) {
             const ScoreOutput scores = findScores(elements[0], request.scores);
-            const TargetScore target = targetScore(scores, {*request.targetClass, request.targetRegion}, request.labels);
+            const TargetScore target
+                = targetScore(scores, {*request.targetClass, request.targetRegion}, request.labels);
             result.target = target.description;
             result.targetIndex = target.index;
             if (request.inputGradient) {
@@ -285,7 +287,8 @@ RunResult grabEveryModule(
 
 } // namespace
 
-std::vector<std::string> modulesCutAway(Model& model, const std::vector<c10::IValue>& inputs, const std::string& truncateAt)
+std::vector<std::string> modulesCutAway(
+    Model& model, const std::vector<c10::IValue>& inputs, const std::string& truncateAt)
 {
     std::set<std::string> reached;
     for (const auto& [key, value] : grabEveryModule(model, inputs, truncateAt).values)
@@ -306,7 +309,8 @@ void dryRun(Model& model, const std::vector<c10::IValue>& inputs)
     for (const auto& [key, value] : result.values) {
         if (key == "output")
             continue;
-        shapes[CaptureKey::parse(key).path].push_back(value.isTensor() ? value.toTensor().sizes().vec() : std::vector<int64_t>{});
+        shapes[CaptureKey::parse(key).path].push_back(
+            value.isTensor() ? value.toTensor().sizes().vec() : std::vector<int64_t>{});
     }
     for (auto& [path, list] : shapes)
         model.setOutputShapes(path, std::move(list));

@@ -76,7 +76,8 @@ void dryRun(Model& model, const std::vector<c10::IValue>& inputs);
 // The modules a truncation at `truncateAt` cuts away: those that run in the whole forward (after a
 // dry run) but not in the truncated one, the truncation point's ancestors (cut short, not away)
 // left out. Runs the truncated forward once on `inputs`.
-std::vector<std::string> modulesCutAway(Model& model, const std::vector<c10::IValue>& inputs, const std::string& truncateAt);
+std::vector<std::string> modulesCutAway(
+    Model& model, const std::vector<c10::IValue>& inputs, const std::string& truncateAt);
 
 // The short message of an error raised inside TorchScript code, without its traceback.
 std::string torchErrorMessage(const std::string& what);

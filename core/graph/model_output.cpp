@@ -79,7 +79,8 @@ ScoreOutput fromValue(const c10::IValue& value, const std::string& element, cons
 }
 
 // Candidates in order: name and value. The first [N, C] tensor, else detections, else [N, C, H, W].
-ScoreOutput firstScores(const std::vector<std::pair<std::string, c10::IValue>>& candidates, const std::string& described)
+ScoreOutput firstScores(
+    const std::vector<std::pair<std::string, c10::IValue>>& candidates, const std::string& described)
 {
     for (const auto& [name, value] : candidates)
         if (value.isTensor() && value.toTensor().dim() == 2)
@@ -163,7 +164,7 @@ std::string outputKindName(OutputKind kind)
 std::string labelOf(const std::vector<std::string>& labels, int64_t index)
 {
     return index >= 0 && static_cast<size_t>(index) < labels.size() ? labels[static_cast<size_t>(index)]
-                                                                      : "class " + std::to_string(index);
+                                                                    : "class " + std::to_string(index);
 }
 
 ScoreOutput findScores(const c10::IValue& output, const std::string& element)
@@ -195,8 +196,8 @@ ScoreOutput findScores(const c10::IValue& output, const std::string& element)
             return fromValue(value, name, described);
         names.push_back(name);
     }
-    throw Error("the model's output has no element '" + element + "': it is " + described + " (elements: "
-        + join(names, ", ") + ")");
+    throw Error("the model's output has no element '" + element + "': it is " + described
+        + " (elements: " + join(names, ", ") + ")");
 }
 
 TargetScore targetScore(const ScoreOutput& output, const GradientTarget& target, const std::vector<std::string>& labels)
@@ -237,8 +238,8 @@ TargetScore targetScore(const ScoreOutput& output, const GradientTarget& target,
                     + std::to_string(height) + " output (x0,y0,x1,y1 with x0 < x1, y0 < y1)");
             mask = at::zeros_like(predicted, scores.options());
             mask.slice(1, y0, y1).slice(2, x0, x1).fill_(1);
-            where = "over the region " + std::to_string(x0) + "," + std::to_string(y0) + "-" + std::to_string(x1)
-                + "," + std::to_string(y1);
+            where = "over the region " + std::to_string(x0) + "," + std::to_string(y0) + "-" + std::to_string(x1) + ","
+                + std::to_string(y1);
         } else {
             mask = (predicted == result.index).to(scores.scalar_type());
             const auto pixels = mask.sum().item<int64_t>();
@@ -295,8 +296,8 @@ ImagePrediction predictImage(const ScoreOutput& output, int64_t image, const std
         const auto [values, indices] = share.topk(std::min<int64_t>(k, share.size(0)));
         for (int64_t i = 0; i < values.size(0); ++i)
             if (values[i].item<double>() > 0)
-                prediction.top.push_back(
-                    {indices[i].item<int64_t>(), labelOf(labels, indices[i].item<int64_t>()), values[i].item<double>()});
+                prediction.top.push_back({indices[i].item<int64_t>(), labelOf(labels, indices[i].item<int64_t>()),
+                    values[i].item<double>()});
     } else if (output.kind == OutputKind::Detection) {
         const auto list = output.detections.toList();
         if (image < static_cast<int64_t>(list.size())) {

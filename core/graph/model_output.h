@@ -47,8 +47,8 @@ struct TargetScore {
 // Segmentation: output[:, c] summed over the class's pixels (or the region); the predicted class is
 // the one covering most pixels other than class 0 (background in VOC and COCO label sets).
 // Detection: the score of the first image's detection `index`.
-TargetScore targetScore(const ScoreOutput& output, const GradientTarget& target,
-    const std::vector<std::string>& labels = {});
+TargetScore targetScore(
+    const ScoreOutput& output, const GradientTarget& target, const std::vector<std::string>& labels = {});
 
 // One image of the batch: top-k classes (softmax), the class map with the classes by pixel share,
 // or the detections (at most `k` * 4, those the model returned).

@@ -12,7 +12,8 @@ Request withLayer(const std::vector<GrabSpec>& grabs, const std::string& layer, 
 {
     for (const auto& edit : edits)
         if (edit.kind == EditKind::Add || edit.kind == EditKind::Replace)
-            throw Error("patching keeps zero and scale edits only; '" + edit.toString() + "' needs a tensor of its own");
+            throw Error(
+                "patching keeps zero and scale edits only; '" + edit.toString() + "' needs a tensor of its own");
     Request request;
     request.edits = edits;
     request.grabs = grabs;

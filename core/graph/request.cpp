@@ -5,9 +5,9 @@
 
 #include <cerrno>
 #include <charconv>
-#include <iterator>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 #include <sstream>
 
 namespace torchscope {

@@ -45,10 +45,12 @@ void requireCalledModule(const Model& model, const std::string& path, const std:
     requireModulePath(model, path, what);
     const ModuleInfo* module = model.find(path);
     if (!module->called)
-        throw Error(what + ": module '" + path + "' is never called by the model's forward: " + module->notCalledReason);
+        throw Error(
+            what + ": module '" + path + "' is never called by the model's forward: " + module->notCalledReason);
 }
 
-std::vector<std::string> resolveSelector(const Model& model, const std::string& selector, std::vector<std::string>* notes)
+std::vector<std::string> resolveSelector(
+    const Model& model, const std::string& selector, std::vector<std::string>* notes)
 {
     std::vector<std::string> paths;
     if (startsWith(selector, "type:")) {

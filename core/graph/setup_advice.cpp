@@ -18,8 +18,8 @@ bool isConvolution(const ModuleInfo& m)
     return m.shortType == "Conv2d" || m.shortType == "Conv1d" || m.shortType == "Conv3d";
 }
 
-const torch::jit::Module* findModule(const std::vector<torch::jit::Module>& modules, const std::vector<std::string>& paths,
-    const std::string& path)
+const torch::jit::Module* findModule(
+    const std::vector<torch::jit::Module>& modules, const std::vector<std::string>& paths, const std::string& path)
 {
     for (size_t i = 0; i < paths.size(); ++i)
         if (paths[i] == path)
@@ -58,7 +58,9 @@ SetupAdvice adviseSetup(const Model& model, const ModelSetup& current, double bu
         advice.firstLayer = m.path;
         advice.notes.push_back("the first convolution, " + m.path + " (" + m.shortType + "), takes "
             + std::to_string(advice.inputChannels) + " channel(s)"
-            + (advice.inputChannels == 1 ? ": grey images" : advice.inputChannels == 3 ? ": colour images" : ""));
+            + (advice.inputChannels == 1        ? ": grey images"
+                    : advice.inputChannels == 3 ? ": colour images"
+                                                : ""));
         break;
     }
     for (auto it = model.modules().rbegin(); it != model.modules().rend(); ++it) {
@@ -83,7 +85,8 @@ SetupAdvice adviseSetup(const Model& model, const ModelSetup& current, double bu
         advice.notes.push_back("the model is frozen (torch.jit.freeze): its layers cannot be read");
 
     const int channels = current.preprocessing.grayscale ? 1 : 3;
-    const int64_t wanted = advice.inputChannels > 0 && advice.inputChannels != channels ? advice.inputChannels : channels;
+    const int64_t wanted
+        = advice.inputChannels > 0 && advice.inputChannels != channels ? advice.inputChannels : channels;
     if (wanted != channels)
         advice.notes.push_back("the input setup gives " + std::to_string(channels) + " channel(s) ("
             + (channels == 1 ? "grey" : "colour") + "), but the model takes " + std::to_string(wanted) + ": choose "
@@ -150,7 +153,8 @@ std::string inputMismatchAdvice(
         R"(Output size is too small|input image is smaller|Expected \d+D|expected input\[|non-singleton dimension)");
     if (!std::regex_search(message, shapeError))
         return {};
-    return "the model got input " + shapeToString(inputShape) + " from the input setup (" + setup.preprocessing.describe()
+    return "the model got input " + shapeToString(inputShape) + " from the input setup ("
+        + setup.preprocessing.describe()
         + "), and this error usually means that the input size or number of channels does not fit the model";
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 
+#include "imaging/image_folder.h"
 #include "preprocess/preprocessing.h"
 #include "record/batch_run.h"
-#include "imaging/image_folder.h"
 
 #include <ATen/core/Tensor.h>
 

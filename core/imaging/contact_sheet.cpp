@@ -1,8 +1,8 @@
 #include "imaging/contact_sheet.h"
 
+#include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/strings.h"
-#include "common/atomic_file.h"
 
 #include <ATen/ATen.h>
 #include <opencv2/imgcodecs.hpp>
@@ -22,8 +22,7 @@ cv::Mat toMat(const at::Tensor& image)
         throw Error("a picture must be [channels, height, width] with 1 or 3 channels, got "
             + shapeToString(image.sizes().vec()));
     const at::Tensor rgb = image.detach().to(at::kCPU, at::kFloat).expand({3, image.size(1), image.size(2)});
-    const at::Tensor bytes
-        = (rgb.flip({0}).permute({1, 2, 0}).clamp(0, 1) * 255.0).round().to(at::kByte).contiguous();
+    const at::Tensor bytes = (rgb.flip({0}).permute({1, 2, 0}).clamp(0, 1) * 255.0).round().to(at::kByte).contiguous();
     const cv::Mat view(static_cast<int>(bytes.size(0)), static_cast<int>(bytes.size(1)), CV_8UC3, bytes.data_ptr());
     return view.clone();
 }
@@ -94,7 +93,8 @@ void writeContactSheet(const std::string& path, const std::vector<SheetRow>& row
     const auto font = cv::FONT_HERSHEY_SIMPLEX;
     for (size_t r = 0; r < rows.size(); ++r) {
         const int top = Gap + static_cast<int>(r) * rowHeight;
-        cv::putText(sheet, drawable(rows[r].title), {Gap, top + tileSide / 2}, font, 0.5, cv::Scalar(0, 0, 0), 1, cv::LINE_AA);
+        cv::putText(
+            sheet, drawable(rows[r].title), {Gap, top + tileSide / 2}, font, 0.5, cv::Scalar(0, 0, 0), 1, cv::LINE_AA);
         for (size_t t = 0; t < rows[r].tiles.size(); ++t) {
             const int left = TitleWidth + static_cast<int>(t) * (tileSide + Gap);
             fitted(toMat(rows[r].tiles[t].image), tileSide).copyTo(sheet(cv::Rect(left, top, tileSide, tileSide)));

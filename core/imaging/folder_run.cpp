@@ -13,7 +13,8 @@ FolderRunSummary recordFolder(Engine& engine, Recorder& recorder, const ImageFol
     return recordBatches(engine, recorder, folderBatches(folder, preprocessing, options), progress);
 }
 
-BatchStream folderBatches(const ImageFolder& folder, const Preprocessing& preprocessing, const FolderRunOptions& options)
+BatchStream folderBatches(
+    const ImageFolder& folder, const Preprocessing& preprocessing, const FolderRunOptions& options)
 {
     auto reader = std::make_shared<BatchReader>(
         folder, preprocessing, options.batchSize, options.decodeThreads, 3, options.shard);

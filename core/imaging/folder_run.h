@@ -1,9 +1,9 @@
 #pragma once
 
+#include "imaging/image_folder.h"
 #include "preprocess/preprocessing.h"
 #include "record/batch_run.h"
 #include "record/recording_files.h"
-#include "imaging/image_folder.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -29,7 +29,8 @@ FolderRunSummary recordFolder(Engine& engine, Recorder& recorder, const ImageFol
 
 // The folder's images, decoded and preprocessed ahead on `options.decodeThreads` threads, as a
 // stream (recordings and comparisons read it alike).
-BatchStream folderBatches(const ImageFolder& folder, const Preprocessing& preprocessing, const FolderRunOptions& options);
+BatchStream folderBatches(
+    const ImageFolder& folder, const Preprocessing& preprocessing, const FolderRunOptions& options);
 
 // What a recording of `folder` says of its samples: the image files in sample order, the class
 // folders and their labels. The caller adds the model and the condition.

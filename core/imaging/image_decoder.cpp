@@ -118,8 +118,9 @@ std::string unsupportedFormat(const std::string& kind)
     static const char* unsupported[] = {"a GIF image", "a HEIC image", "an AVIF image", "a Photoshop image (PSD)",
         "an icon (ICO)", "a JPEG XL or JPEG 2000 image"};
     if (std::find(std::begin(unsupported), std::end(unsupported), kind) != std::end(unsupported))
-        return "this is " + kind + ", which TorchScope cannot read; convert it to PNG (for example with "
-               "ImageMagick: convert IN OUT.png)";
+        return "this is " + kind
+            + ", which TorchScope cannot read; convert it to PNG (for example with "
+              "ImageMagick: convert IN OUT.png)";
     if (kind == "an SVG drawing")
         return "this is an SVG drawing (vector graphics), which TorchScope cannot read; render it to PNG "
                "(for example: rsvg-convert -o OUT.png IN.svg)";
@@ -212,7 +213,7 @@ Thumbnail makeThumbnail(const DecodedImage& image, int maxSide)
     cv::Mat small, rgb, bytes;
     // Area averaging to shrink; small images (28x28 Fashion-MNIST) grow with their pixels kept sharp.
     cv::resize(source, small, cv::Size(thumbnail.width, thumbnail.height), 0, 0,
-               scale < 1.0 ? cv::INTER_AREA : cv::INTER_NEAREST);
+        scale < 1.0 ? cv::INTER_AREA : cv::INTER_NEAREST);
     if (image.channels == 1)
         cv::cvtColor(small, rgb, cv::COLOR_GRAY2RGB);
     else

@@ -177,7 +177,7 @@ ImageRunResult ImageRunner::run(const ImageRunConfig& config, const ImageRunCall
     for (const auto& [key, values] : cache_->recorded)
         if (const c10::IValue all = concatenated(values); all.isTensor())
             result.statistics[key] = computeLayerStatistics(all.toTensor());
-        // else: shapes differ between images, or not tensors: no pooled statistics
+    // else: shapes differ between images, or not tensors: no pooled statistics
     if (result.images.empty() && !modelFailures.empty() && modelFailures.size() == result.failures.size())
         result.error = modelFailures.front();
     else

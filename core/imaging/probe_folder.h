@@ -1,9 +1,9 @@
 #pragma once
 
+#include "imaging/image_folder.h"
 #include "preprocess/preprocessing.h"
 #include "probe/probe_dataset.h"
 #include "record/batch_run.h"
-#include "imaging/image_folder.h"
 
 namespace torchscope {
 

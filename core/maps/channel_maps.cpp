@@ -31,7 +31,8 @@ TokenLayout tokenLayout(const std::vector<int64_t>& shape)
         return {};
     for (int64_t extra : {1, 0}) {
         const int64_t patches = shape[0] - extra;
-        const auto side = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(std::max<int64_t>(patches, 0)))));
+        const auto side
+            = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(std::max<int64_t>(patches, 0)))));
         if (side >= 2 && side * side == patches)
             return {extra, side, shape[1]};
     }
@@ -116,7 +117,11 @@ NormalizedMaps normalizeChannelMaps(const FloatTensor& maps, Contrast contrast)
 NormalizedMaps normalizeChannelMaps(const FloatTensor& maps, float low, float high)
 {
     return scaleChannels(
-        maps, [&](float ownLo, float ownHi) { return ChannelRange{low, high, ownLo == ownHi}; }, 0.5f);
+        maps,
+        [&](float ownLo, float ownHi) {
+            return ChannelRange{low, high, ownLo == ownHi};
+        },
+        0.5f);
 }
 
 std::vector<float> normalizeChannels(const FloatTensor& maps, Contrast contrast)

@@ -3,19 +3,19 @@
 #include "common/strings.h"
 
 #include <caffe2/serialize/inline_container.h>
-#include <zip.h>
 #include <caffe2/serialize/versions.h>
 #include <torch/version.h>
+#include <zip.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstring>
-#include <string_view>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <memory>
+#include <regex>
 #include <sstream>
+#include <string_view>
 
 namespace torchscope {
 namespace {
@@ -105,8 +105,9 @@ std::optional<std::string> describeArchive(zip_t* archive)
     if (!version)
         version = zipRecord(archive, prefix + "version", 64);
     if (!version)
-        return "this zip archive has no version record (" + prefix + "version): it was not written by "
-               "torch.jit.save or torch.save, or it is damaged";
+        return "this zip archive has no version record (" + prefix
+            + "version): it was not written by "
+              "torch.jit.save or torch.save, or it is damaged";
     char* end = nullptr;
     const long long number = std::strtoll(version->c_str(), &end, 10);
     if (end == version->c_str())
@@ -117,8 +118,9 @@ std::optional<std::string> describeArchive(zip_t* archive)
             + std::to_string(caffe2::serialize::kMaxSupportedFileFormatVersion) + ": it was saved by a newer PyTorch; "
             + buildAgainstNewerLibTorch;
     if (number < static_cast<long long>(caffe2::serialize::kMinSupportedFileFormatVersion))
-        return "this archive has file format version " + std::to_string(number) + ", older than LibTorch "
-            TORCH_VERSION " reads (" + std::to_string(caffe2::serialize::kMinSupportedFileFormatVersion)
+        return "this archive has file format version " + std::to_string(number)
+            + ", older than LibTorch " TORCH_VERSION " reads ("
+            + std::to_string(caffe2::serialize::kMinSupportedFileFormatVersion)
             + " and later): save it again with a recent PyTorch";
     if (!hasCode && !hasConstants)
         return describeTorchSave(zipRecord(archive, prefix + "data.pkl", zip_uint64_t{64} << 20).value_or(""));
@@ -149,7 +151,8 @@ std::string describeImageStart(const std::string& bytes)
         return "a HEIC image";
     if (at(4, "ftypavif"sv))
         return "an AVIF image";
-    if (bytes.size() >= 3 && bytes[0] == 'P' && bytes[1] >= '1' && bytes[1] <= '7' && std::isspace(static_cast<unsigned char>(bytes[2])))
+    if (bytes.size() >= 3 && bytes[0] == 'P' && bytes[1] >= '1' && bytes[1] <= '7'
+        && std::isspace(static_cast<unsigned char>(bytes[2])))
         return "a PNM image (PBM, PGM or PPM)";
     if (at(0, "\x76\x2f\x31\x01"sv))
         return "an OpenEXR image";
@@ -171,15 +174,15 @@ std::string describeImageStart(const std::string& bytes)
 
 std::string newerPyTorchAdvice(const std::string& path, const std::string& message)
 {
-    static const std::regex unknown(R"(Unknown builtin op: aten::([A-Za-z0-9_]+)|Unknown type name|Arguments for call are not valid|Expected at most \d+ argument|Unknown keyword argument)");
+    static const std::regex unknown(
+        R"(Unknown builtin op: aten::([A-Za-z0-9_]+)|Unknown type name|Arguments for call are not valid|Expected at most \d+ argument|Unknown keyword argument)");
     std::smatch match;
     if (!std::regex_search(message, match, unknown))
         return {};
     std::string version = "?";
     try {
         version = std::to_string(caffe2::serialize::PyTorchStreamReader(path).version());
-    } catch (const c10::Error&) {
-    }
+    } catch (const c10::Error&) { }
     const std::string what = match[1].matched ? "the operator aten::" + match[1].str() + ", which" : "code that";
     return "the model uses " + what + " LibTorch " TORCH_VERSION " does not know (file format version " + version
         + "; this LibTorch reads up to " + std::to_string(caffe2::serialize::kMaxSupportedFileFormatVersion)

@@ -52,7 +52,8 @@ std::string describeFreezing(const torch::jit::Module& module, size_t moduleCoun
     if (tensors == 0)
         return {};
     return "this model was frozen with torch.jit.freeze: its submodules and weights were folded into the "
-           "forward graph as " + std::to_string(tensors) + " constant tensors" + (example.empty() ? "" : " (such as " + example + ")")
+           "forward graph as "
+        + std::to_string(tensors) + " constant tensors" + (example.empty() ? "" : " (such as " + example + ")")
         + ", so it has no layers to grab, edit or truncate at. Running it, its predictions and the input "
           "gradient (saliency) still work. To look inside, open the scripted model from before freezing "
           "(torch.jit.save(torch.jit.script(model), path) without torch.jit.freeze): it keeps its modules";
@@ -79,9 +80,10 @@ std::string resolveDevice(const std::string& requested)
         // libtorch_cuda registers CUDA's device guard when it loads: there is none in a CPU build.
         const bool builtWithCuda = c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA);
         throw Error("device '" + requested + "' was asked for, but "
-            + (builtWithCuda ? std::string("no CUDA GPU is visible to this process (LibTorch " TORCH_VERSION
-                                   " is built with CUDA; check the driver, nvidia-smi and CUDA_VISIBLE_DEVICES)")
-                             : std::string("this LibTorch " TORCH_VERSION " is built for the CPU only"))
+            + (builtWithCuda
+                    ? std::string("no CUDA GPU is visible to this process (LibTorch " TORCH_VERSION
+                                  " is built with CUDA; check the driver, nvidia-smi and CUDA_VISIBLE_DEVICES)")
+                    : std::string("this LibTorch " TORCH_VERSION " is built for the CPU only"))
             + "; use --device cpu or auto");
     }
     try {

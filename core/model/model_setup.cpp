@@ -1,8 +1,8 @@
 #include "model/model_setup.h"
 
+#include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/strings.h"
-#include "common/atomic_file.h"
 #include "model/file_diagnosis.h"
 #include "model/model.h"
 #include "preprocess/preprocessing_json.h"

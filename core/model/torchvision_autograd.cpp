@@ -45,9 +45,10 @@ public:
     {
         const auto rois = ctx->get_saved_variables()[0];
         const auto shape = ctx->saved_data["input_shape"].toIntVector();
-        static const auto op = torchvisionOp("torchvision::_roi_align_backward")
-                                   .typed<at::Tensor(const at::Tensor&, const at::Tensor&, double, c10::SymInt,
-                                       c10::SymInt, c10::SymInt, c10::SymInt, c10::SymInt, c10::SymInt, int64_t, bool)>();
+        static const auto op
+            = torchvisionOp("torchvision::_roi_align_backward")
+                  .typed<at::Tensor(const at::Tensor&, const at::Tensor&, double, c10::SymInt, c10::SymInt, c10::SymInt,
+                      c10::SymInt, c10::SymInt, c10::SymInt, int64_t, bool)>();
         const auto gradInput = op.call(gradOutput[0], rois, ctx->saved_data["scale"].toDouble(),
             c10::SymInt(ctx->saved_data["height"].toInt()), c10::SymInt(ctx->saved_data["width"].toInt()),
             c10::SymInt(shape[0]), c10::SymInt(shape[1]), c10::SymInt(shape[2]), c10::SymInt(shape[3]),

@@ -7,9 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <tuple>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 namespace torchscope {
 namespace {
@@ -37,8 +37,8 @@ std::pair<int, int> size(const json& value, const char* field)
 {
     auto number = [&](const json& v) {
         if (!v.is_number_integer() || v.get<int>() < 0)
-            throw Error(std::string("preprocessing field '") + field
-                + "' must be a non-negative integer or [height, width]");
+            throw Error(
+                std::string("preprocessing field '") + field + "' must be a non-negative integer or [height, width]");
         return v.get<int>();
     };
     if (value.is_array()) {

@@ -1,8 +1,8 @@
 #include "probe/linear_probe.h"
 
+#include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/strings.h"
-#include "common/atomic_file.h"
 #include "export/pt_export.h"
 #include "model/file_diagnosis.h"
 

@@ -29,7 +29,8 @@ at::Tensor lastCallOutput(const RunResult& result, const std::string& path)
 {
     const c10::IValue* last = nullptr;
     for (const auto& [key, value] : result.values)
-        if (const CaptureKey capture = CaptureKey::parse(key); capture.path == path && capture.kind == CaptureKind::Output)
+        if (const CaptureKey capture = CaptureKey::parse(key);
+            capture.path == path && capture.kind == CaptureKind::Output)
             last = &value;
     if (!last)
         throw Error("'" + path + "' was not reached in this run, so its extensions have nothing to read");

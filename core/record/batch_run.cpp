@@ -76,10 +76,12 @@ BatchLoop forEachBatch(
     return loop;
 }
 
-BatchStream tensorBatches(const at::Tensor& samples, const std::vector<int64_t>& labels, int batchSize, const Shard& shard)
+BatchStream tensorBatches(
+    const at::Tensor& samples, const std::vector<int64_t>& labels, int batchSize, const Shard& shard)
 {
     if (samples.dim() < 1 || samples.size(0) == 0)
-        throw Error("a tensor to record or compare needs rows: shape [N, ...], got " + shapeToString(samples.sizes().vec()));
+        throw Error(
+            "a tensor to record or compare needs rows: shape [N, ...], got " + shapeToString(samples.sizes().vec()));
     if (!labels.empty() && static_cast<int64_t>(labels.size()) != samples.size(0))
         throw Error(std::to_string(labels.size()) + " labels for " + std::to_string(samples.size(0)) + " samples");
     const int64_t step = std::max(1, batchSize);
@@ -118,7 +120,8 @@ Request recordingRequest(Engine& engine, const RecorderConfig& config)
     return request;
 }
 
-FolderRunSummary recordBatches(Engine& engine, Recorder& recorder, const BatchStream& stream, const BatchProgress& progress)
+FolderRunSummary recordBatches(
+    Engine& engine, Recorder& recorder, const BatchStream& stream, const BatchProgress& progress)
 {
     const Request request = recordingRequest(engine, recorder.config());
     FolderRunSummary summary;

@@ -21,8 +21,8 @@ LabelledSamples readLabelledSamples(const std::string& path)
             + saved.type()->annotation_str());
     const auto dict = saved.toGenericDict();
     const auto field = [&](const char* name, const char* wanted) {
-        return Error("'" + path + "': \"" + name + "\" must be " + wanted + ", not "
-            + dict.at(name).type()->annotation_str());
+        return Error(
+            "'" + path + "': \"" + name + "\" must be " + wanted + ", not " + dict.at(name).type()->annotation_str());
     };
     if (!dict.at("samples").isTensor())
         throw field("samples", "a tensor [N, ...]");

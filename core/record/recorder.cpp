@@ -404,8 +404,8 @@ void Recorder::mergeLayer(const std::string& key, Layer& into, Layer&& other)
                 + std::to_string(other.high) + "] in the recording to merge: the counts cannot be added");
         const c10::Device device = into.totals.count.device();
         ChannelPass moved = other.totals;
-        for (at::Tensor* t : {&moved.count, &moved.mean, &moved.m2, &moved.minimum, &moved.maximum, &moved.zeros,
-                 &moved.histogram})
+        for (at::Tensor* t :
+            {&moved.count, &moved.mean, &moved.m2, &moved.minimum, &moved.maximum, &moved.zeros, &moved.histogram})
             if (t->defined())
                 *t = t->to(device);
         mergeInto(into.totals, moved);

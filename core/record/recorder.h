@@ -8,8 +8,8 @@
 
 #include <map>
 #include <memory>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace torchscope {

@@ -1,7 +1,7 @@
 #include "record/recording_files.h"
 
-#include "common/strings.h"
 #include "common/atomic_file.h"
+#include "common/strings.h"
 #include "export/pt_export.h"
 #include "export/tensor_formats.h"
 #include "export/write_tensors.h"
@@ -39,17 +39,19 @@ std::string recordingSummary(const Recorder& recorder, const FolderRunSummary& r
         {"condition", source.condition}, {"images", run.images}, {"selected", run.selected}, {"samples", samples},
         {"seconds", run.seconds}, {"images_per_second", run.imagesPerSecond}, {"cancelled", run.cancelled},
         {"classes", source.classes}, {"class_labels", source.classLabels}, {"labels_from", source.labelSource},
-        {"edits", [&] {
-             nlohmann::json edits = nlohmann::json::array();
-             for (const auto& edit : recorder.config().edits)
-                 edits.push_back(edit.toString());
-             return edits;
-         }()},
+        {"edits",
+            [&] {
+                nlohmann::json edits = nlohmann::json::array();
+                for (const auto& edit : recorder.config().edits)
+                    edits.push_back(edit.toString());
+                return edits;
+            }()},
         {"image_files", source.imageFiles}, {"failures", failures}, {"warnings", run.warnings}};
     return summary.dump(2) + "\n";
 }
 
-std::vector<std::string> writeRecording(const std::string& out, const Recorder& recorder, const std::string& summaryJson)
+std::vector<std::string> writeRecording(
+    const std::string& out, const Recorder& recorder, const std::string& summaryJson)
 {
     const NamedValues results = recorder.results();
     const bool stats = recorder.config().reduction == Reduction::Stats;

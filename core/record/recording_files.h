@@ -28,6 +28,7 @@ std::string recordingSummary(const Recorder& recorder, const FolderRunSummary& r
 // torchfunc saves one file per layer), statistics.csv and summary.json. Every file is written
 // atomically. Returns the keys left out because they are not tensors (as writeTensors). Throws
 // torchscope::Error.
-std::vector<std::string> writeRecording(const std::string& out, const Recorder& recorder, const std::string& summaryJson);
+std::vector<std::string> writeRecording(
+    const std::string& out, const Recorder& recorder, const std::string& summaryJson);
 
 } // namespace torchscope

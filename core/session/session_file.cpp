@@ -23,7 +23,8 @@ std::string stringField(const json& session, const char* name)
     if (!session.contains(name) || session[name].is_null())
         return {};
     if (!session[name].is_string())
-        throw Error(std::string("the session's \"") + name + "\" must be a string, not " + describeValue(session[name]));
+        throw Error(
+            std::string("the session's \"") + name + "\" must be a string, not " + describeValue(session[name]));
     return session[name].get<std::string>();
 }
 
@@ -34,7 +35,8 @@ std::vector<std::string> stringsField(const json& session, const char* name)
         return values;
     const json& list = session[name];
     if (!list.is_array())
-        throw Error(std::string("the session's \"") + name + "\" must be a list of strings, not " + describeValue(list));
+        throw Error(
+            std::string("the session's \"") + name + "\" must be a list of strings, not " + describeValue(list));
     for (const auto& item : list) {
         if (!item.is_string())
             throw Error(std::string("the session's \"") + name + "\" must be a list of strings, but holds "
@@ -51,8 +53,8 @@ int64_t integerField(const json& session, const char* name, int64_t fallback, in
     const json& value = session[name];
     if (!value.is_number_integer() || (value.is_number_unsigned() && value.get<uint64_t>() > INT64_MAX)
         || value.get<int64_t>() < lowest)
-        throw Error(std::string("the session's \"") + name + "\" must be an integer of at least " + std::to_string(lowest)
-            + ", not " + describeValue(value));
+        throw Error(std::string("the session's \"") + name + "\" must be an integer of at least "
+            + std::to_string(lowest) + ", not " + describeValue(value));
     return value.get<int64_t>();
 }
 

@@ -77,7 +77,8 @@ public:
         if (!value)
             throw Error("'" + layer_ + "' was not reached for the image: it does not run in this model's forward");
         if (!value->isTensor())
-            throw Error("'" + layer_ + "' returns " + value->tagKind() + ", not a tensor: pick a layer with a tensor output");
+            throw Error(
+                "'" + layer_ + "' returns " + value->tagKind() + ", not a tensor: pick a layer with a tensor output");
         return value->toTensor();
     }
 
@@ -99,7 +100,8 @@ void warnAboutStuckObjectives(Visualization& out, const std::string& layer)
         for (const auto& step : out.trajectory)
             moved = moved || step[i] != first;
         if (!std::isfinite(out.trajectory.back()[i]))
-            out.warnings.push_back(out.descriptions[i] + ": the objective is not finite (the model gives NaN or infinity)");
+            out.warnings.push_back(
+                out.descriptions[i] + ": the objective is not finite (the model gives NaN or infinity)");
         else if (!moved)
             out.warnings.push_back(out.descriptions[i] + " stayed at " + std::to_string(first) + " for "
                 + std::to_string(out.trajectory.size()) + " steps: no gradient reaches it (a unit after a ReLU "
@@ -110,8 +112,8 @@ void warnAboutStuckObjectives(Visualization& out, const std::string& layer)
 
 } // namespace
 
-Visualization visualize(
-    Engine& engine, const Preprocessing& preprocessing, const VisualizeConfig& config, const VisualizeProgressFn& progress)
+Visualization visualize(Engine& engine, const Preprocessing& preprocessing, const VisualizeConfig& config,
+    const VisualizeProgressFn& progress)
 {
     config.check();
     const auto [height, width] = imageSize(config, preprocessing);
@@ -143,7 +145,8 @@ Visualization visualize(
             if (config.diversity > 0.0)
                 for (const auto& group : groups) {
                     const at::Tensor rows = at::tensor(group, at::kLong).to(activation.device());
-                    total = total + config.diversity * diversityTerm(unitMaps(activation, config.layer).index_select(0, rows));
+                    total = total
+                        + config.diversity * diversityTerm(unitMaps(activation, config.layer).index_select(0, rows));
                 }
             // Gradients for the image only: backward() would also leave them on the model's weights.
             image.parameters().mutable_grad() = torch::autograd::grad({-total}, {image.parameters()}).at(0);

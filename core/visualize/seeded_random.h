@@ -11,7 +11,9 @@ namespace torchscope {
 // standard library's distributions (whose algorithms are the implementation's choice).
 class SeededRandom {
 public:
-    explicit SeededRandom(int64_t seed) : words_(static_cast<uint32_t>(seed)) {}
+    explicit SeededRandom(int64_t seed)
+        : words_(static_cast<uint32_t>(seed))
+    { }
 
     double uniform() { return (static_cast<double>(words_()) + 0.5) / 4294967296.0; } // (0, 1)
     double normal() // Box-Muller, one value from two words

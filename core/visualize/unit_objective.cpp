@@ -33,8 +33,8 @@ UnitObjectives::UnitObjectives(const std::vector<Objective>& objectives, const s
         if (objective.kind == ObjectiveKind::Probe) {
             const ProbeExtension extension = loadProbeExtension(objective.probePath);
             if (!extension.layer.empty() && extension.layer != layer)
-                throw Error("the probe '" + objective.probePath + "' reads layer '" + extension.layer
-                    + "', not '" + layer + "': visualise it at its own layer");
+                throw Error("the probe '" + objective.probePath + "' reads layer '" + extension.layer + "', not '"
+                    + layer + "': visualise it at its own layer");
             probe = extension.module;
             probe->eval();
             probe->to(device);

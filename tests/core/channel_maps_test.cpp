@@ -88,8 +88,8 @@ TEST(ColorMaps, EqualMatplotlibsBytes)
                 expected["rgb"][i][1].get<uint8_t>(), expected["rgb"][i][2].get<uint8_t>()};
             if (rgb != want && ++mismatches <= 3)
                 ADD_FAILURE() << "t = " << t[i].get<float>() << ": " << int(rgb[0]) << "," << int(rgb[1]) << ","
-                              << int(rgb[2]) << " where matplotlib gives " << int(want[0]) << "," << int(want[1])
-                              << "," << int(want[2]);
+                              << int(rgb[2]) << " where matplotlib gives " << int(want[0]) << "," << int(want[1]) << ","
+                              << int(want[2]);
         }
         EXPECT_EQ(mismatches, 0);
     }

@@ -85,8 +85,8 @@ TEST(Cka, InvariantToARotationAndScalingOfTheChannels)
         config.layers = {"features.1", "features.0"};
         config.layersB = {"rotate"};
         config.features = features;
-        const CompareResult result
-            = compareModels(loadModel("compare_a.pt"), loadModel("compare_rotated.pt"), config, tensorBatches(samples(), {}, Batch));
+        const CompareResult result = compareModels(
+            loadModel("compare_a.pt"), loadModel("compare_rotated.pt"), config, tensorBatches(samples(), {}, Batch));
         ASSERT_EQ(result.layersA, (std::vector<std::string>{"features.0", "features.1"}));
         EXPECT_TRUE(near("CKA(features.1, rotate)", result.ckaAt(1, 0), 1.0, 1e-6));
         EXPECT_LT(result.ckaAt(0, 0), 0.99); // an earlier layer is not the same representation
@@ -186,7 +186,8 @@ TEST(Compare, PrecisionDriftEqualsPyTorchsDoubleAgainstFloat)
             const LayerDifference& d = comparison.layers[i];
             const std::string key = "drift/" + dtype + "/" + layers[i] + "/";
             EXPECT_GT(d.maxAbsError, 0.0) << key; // float64 and lower precisions differ somewhere
-            EXPECT_TRUE(near(key + "max_abs_error", d.maxAbsError, expected.at(key + "max_abs_error").item<double>(), 1e-6));
+            EXPECT_TRUE(
+                near(key + "max_abs_error", d.maxAbsError, expected.at(key + "max_abs_error").item<double>(), 1e-6));
             EXPECT_TRUE(near(key + "max_relative_error", d.maxRelativeError,
                 expected.at(key + "max_relative_error").item<double>(), 1e-6));
             EXPECT_TRUE(near(key + "relative_l2", d.relativeL2, expected.at(key + "relative_l2").item<double>(), 1e-6));
@@ -217,7 +218,8 @@ TEST(Compare, SaysWhatItCannotCompare)
     CompareConfig config;
     config.mode = CompareMode::Checkpoints;
     config.layers = {"classifier.2"};
-    const std::string missing = errorOf([&] { compareModels(a, rotated, config, tensorBatches(samples(), {}, Batch)); });
+    const std::string missing
+        = errorOf([&] { compareModels(a, rotated, config, tensorBatches(samples(), {}, Batch)); });
     EXPECT_NE(missing.find("classifier.2"), std::string::npos) << missing;
     EXPECT_NE(missing.find("second checkpoint"), std::string::npos) << missing;
 
@@ -226,7 +228,8 @@ TEST(Compare, SaysWhatItCannotCompare)
     EXPECT_NE(errorOf([&] { compareModels(a, a, config, tensorBatches(samples(), {}, Batch)); }).find("nothing.*"),
         std::string::npos);
     config.layers = {};
-    EXPECT_NE(errorOf([&] { compareModels(a, a, config, tensorBatches(samples(), {}, Batch)); }).find("choose the layers"),
+    EXPECT_NE(
+        errorOf([&] { compareModels(a, a, config, tensorBatches(samples(), {}, Batch)); }).find("choose the layers"),
         std::string::npos);
 
     // 36 samples in batches of 8: the last 4 count, a batch of 3 would not.
@@ -266,8 +269,8 @@ TEST(Device, CompareOnCudaMatchesTheCpu)
     CompareConfig config;
     config.mode = CompareMode::Checkpoints;
     config.layers = loadNames("compare_layers.json");
-    const CompareResult onCpu
-        = compareModels(loadModel("compare_a.pt"), loadModel("compare_b.pt"), config, tensorBatches(samples(), {}, Batch));
+    const CompareResult onCpu = compareModels(
+        loadModel("compare_a.pt"), loadModel("compare_b.pt"), config, tensorBatches(samples(), {}, Batch));
     const CompareResult onGpu = compareModels(Model::load(fixture("compare_a.pt"), cuda),
         Model::load(fixture("compare_b.pt"), cuda), config, tensorBatches(samples(), {}, Batch));
     EXPECT_TRUE(tensorsClose("CKA on CUDA", matrixOf(onGpu), matrixOf(onCpu), 1e-5));

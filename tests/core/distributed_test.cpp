@@ -167,7 +167,8 @@ TEST(RecorderMerge, ARangeFromTheEarliestBatchIsTheOneProcessesRange)
     std::vector<std::unique_ptr<Recorder>> shards;
     for (int r = 0; r < 2; ++r) {
         auto recorder = std::make_unique<Recorder>(config);
-        recorder->fixHistogramRange("features.2", candidates.at("features.2").first, candidates.at("features.2").second);
+        recorder->fixHistogramRange(
+            "features.2", candidates.at("features.2").first, candidates.at("features.2").second);
         recordBatches(engine, *recorder, tensorBatches(samples.rows, samples.labels, 4, {r, 2}));
         shards.push_back(std::move(recorder));
     }

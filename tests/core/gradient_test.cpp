@@ -60,7 +60,8 @@ TEST_P(GradientOfPyTorch2Model, MatchesPythonAutograd)
     const auto expected = loadExpected("pt2_" + name + "_expected.pt");
     ASSERT_FALSE(layers.empty());
     for (const auto& layer : layers)
-        EXPECT_TRUE(tensorsCloseRelative(layer + ":grad", result.tensor(layer + ":grad"), expected.at(layer + ":grad"), 1e-5));
+        EXPECT_TRUE(
+            tensorsCloseRelative(layer + ":grad", result.tensor(layer + ":grad"), expected.at(layer + ":grad"), 1e-5));
     EXPECT_TRUE(tensorsClose("output", result.tensor("output"), expected.at("output"), 1e-5));
 }
 

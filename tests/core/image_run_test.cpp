@@ -63,7 +63,8 @@ TEST(ImageRun, EveryImageMatchesForwardHooks)
         const at::Tensor probabilities = logits[n].softmax(0);
         const double fifth = std::get<0>(probabilities.topk(5))[4].item<double>();
         for (const Prediction& p : item.prediction.top) {
-            EXPECT_NEAR(p.probability, probabilities[p.index].item<double>(), 1e-5) << item.path << " class " << p.index;
+            EXPECT_NEAR(p.probability, probabilities[p.index].item<double>(), 1e-5)
+                << item.path << " class " << p.index;
             EXPECT_GE(p.probability, fifth - 1e-5) << item.path << " class " << p.index;
         }
         EXPECT_EQ(item.modelInput.shape, (std::vector<int64_t>{1, 28, 28}));
@@ -74,7 +75,8 @@ TEST(ImageRun, EveryImageMatchesForwardHooks)
     const LayerStatistics& stats = result.statistics.at("features.1");
     const at::Tensor mean = expected.at("all/features.1/stats:mean");
     const at::Tensor variance = expected.at("all/features.1/stats:var");
-    const at::Tensor minimum = expected.at("all/features.1/stats:min"), maximum = expected.at("all/features.1/stats:max");
+    const at::Tensor minimum = expected.at("all/features.1/stats:min"),
+                     maximum = expected.at("all/features.1/stats:max");
     const at::Tensor zeros = expected.at("all/features.1/stats:zero_fraction");
     ASSERT_EQ(stats.channelMean.size(), static_cast<size_t>(mean.size(0)));
     ASSERT_EQ(stats.channelStd.size(), static_cast<size_t>(mean.size(0)));

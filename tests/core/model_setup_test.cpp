@@ -65,16 +65,17 @@ TEST(ModelSetup, OtherFieldsOfACardAreKept)
 
 TEST(ModelSetup, BadFieldsAreNamed)
 {
-    EXPECT_NE(errorOf([] { ModelSetup::fromJson(R"({"preprocess": {"chanel_order": "BGR"}})"); })
-                  .find("unknown field 'chanel_order'"),
+    EXPECT_NE(errorOf([] {
+        ModelSetup::fromJson(R"({"preprocess": {"chanel_order": "BGR"}})");
+    }).find("unknown field 'chanel_order'"),
         std::string::npos);
-    EXPECT_NE(errorOf([] { ModelSetup::fromJson(R"({"preprocess": {"channel_order": "GRB"}})"); })
-                  .find("\"RGB\" or \"BGR\""),
+    EXPECT_NE(
+        errorOf([] { ModelSetup::fromJson(R"({"preprocess": {"channel_order": "GRB"}})"); }).find("\"RGB\" or \"BGR\""),
         std::string::npos);
-    EXPECT_NE(errorOf([] { ModelSetup::fromJson(R"({"preprocess": {"scale": 0}})"); }).find("'scale'"),
-        std::string::npos);
-    EXPECT_NE(errorOf([] { ModelSetup::fromJson(R"({"labels": [1, 2]})"); }).find("list of strings"),
-        std::string::npos);
+    EXPECT_NE(
+        errorOf([] { ModelSetup::fromJson(R"({"preprocess": {"scale": 0}})"); }).find("'scale'"), std::string::npos);
+    EXPECT_NE(
+        errorOf([] { ModelSetup::fromJson(R"({"labels": [1, 2]})"); }).find("list of strings"), std::string::npos);
     EXPECT_NE(errorOf([] { ModelSetup::fromJson("[1]"); }).find("JSON object"), std::string::npos);
 }
 
@@ -90,8 +91,8 @@ TEST(ModelSetup, LabelsFromTextAndJson)
 
 TEST(ModelSetup, DescribesItselfForTheStatusBar)
 {
-    EXPECT_EQ(ModelSetup().describe(),
-        "224×224 (shorter side 256, centre crop) · RGB · 0..1, ImageNet mean/std · no labels");
+    EXPECT_EQ(
+        ModelSetup().describe(), "224×224 (shorter side 256, centre crop) · RGB · 0..1, ImageNet mean/std · no labels");
     EXPECT_EQ(faceLikeSetup().describe(),
         "112×112 (stretched) · BGR · 0..255, mean [1, 2, 3] std [4, 5, 6] · 3 labels · scores: logits");
 }
@@ -99,7 +100,8 @@ TEST(ModelSetup, DescribesItselfForTheStatusBar)
 TEST(ModelSetup, ValuePresetsAreRecognised)
 {
     Preprocessing p;
-    for (auto preset : {ValuePreset::ImageNet, ValuePreset::ZeroToOne, ValuePreset::ZeroTo255, ValuePreset::MinusOneToOne}) {
+    for (auto preset :
+        {ValuePreset::ImageNet, ValuePreset::ZeroToOne, ValuePreset::ZeroTo255, ValuePreset::MinusOneToOne}) {
         applyValuePreset(p, preset);
         EXPECT_EQ(valuePresetOf(p), preset);
     }
@@ -114,7 +116,8 @@ TEST_P(ScaledBgrLikeTorchvision, StretchScaleFlipNormalize)
     const auto expected = loadExpected("images_expected.pt");
     const std::string name = GetParam();
     const Preprocessing p = ModelSetup::fromJson(R"({"resize": [40, 50], "scale": 255, "channel_order": "BGR",
-        "mean": [100, 110, 120], "std": [50, 60, 70]})").preprocessing;
+        "mean": [100, 110, 120], "std": [50, 60, 70]})")
+                                .preprocessing;
     const at::Tensor actual = preprocessImage(expected.at(name + ":decoded"), p);
     // The same float32 operations as torchvision's in the same order: equal, not merely close.
     EXPECT_TRUE(tensorsClose(name, actual, expected.at(name + ":bgr255")));

@@ -120,7 +120,8 @@ TEST(Frozen, IsNamedWithWhatStillWorks)
     EXPECT_NE(error.find("frozen with torch.jit.freeze"), std::string::npos) << error;
     // Running it still works and gives the eager model's output.
     const RunResult result = engine.run({}, {loadTensor("small_input.pt")});
-    EXPECT_TRUE(tensorsClose("output", result.tensor("output"), loadExpected("relu_twice_expected.pt").at("output"), 1e-5));
+    EXPECT_TRUE(
+        tensorsClose("output", result.tensor("output"), loadExpected("relu_twice_expected.pt").at("output"), 1e-5));
     EXPECT_TRUE(loadModel("relu_twice.pt")->frozenNote().empty());
 }
 

@@ -38,8 +38,8 @@ TEST_P(NamedTupleOutputs, ScoresGradientsAndGradCamMatchTheEagerLogits)
     EXPECT_EQ(result.target, "class 3");
 
     for (const std::string target : {"predicted", "3"}) {
-        const Attribution a = computeAttribution(
-            engine, x, layer, GradientTarget{target == "predicted" ? -1 : TargetClass});
+        const Attribution a
+            = computeAttribution(engine, x, layer, GradientTarget{target == "predicted" ? -1 : TargetClass});
         const std::string prefix = "gradcam/" + target + "/";
         EXPECT_EQ(a.targets.front(), expected.at(prefix + "targets")[0].item<int64_t>());
         EXPECT_TRUE(tensorsClose(prefix + "cam", a.gradCam, expected.at(prefix + "cam")));
@@ -88,7 +88,9 @@ TEST(Segmentation, GradCamOfAClassSummedOverItsPixelsMatchesAutograd)
                 << a.descriptions.front();
         }
         for (const std::string what : {"cam", "upsampled", "saliency"}) {
-            const at::Tensor& actual = what == "cam" ? a.gradCam : what == "upsampled" ? a.gradCamUpsampled : a.saliency;
+            const at::Tensor& actual = what == "cam" ? a.gradCam
+                : what == "upsampled"                ? a.gradCamUpsampled
+                                                     : a.saliency;
             const at::Tensor& wanted = expected.at(key + "/" + what);
             EXPECT_TRUE(tensorsClose(key + "/" + what, actual, wanted));
         }
@@ -127,7 +129,8 @@ TEST(Detection, ADetectionsScoreGradientMatchesEagerAutograd)
         const at::Tensor& wanted = expected.at(prefix + layer + ":grad");
         // The detector's backward is not repeatable to the last bit: under load one run differed by
         // 2.6e-26 where the gradient reaches 7.6e-5. A millionth of its range, not exact.
-        EXPECT_TRUE(tensorsClose(prefix + "grad", result.tensor(layer + ":grad"), wanted, scaledTolerance(wanted, 1e-6)));
+        EXPECT_TRUE(
+            tensorsClose(prefix + "grad", result.tensor(layer + ":grad"), wanted, scaledTolerance(wanted, 1e-6)));
         EXPECT_EQ(result.targetIndex, detection);
         EXPECT_NE(result.target.find("detection " + std::to_string(detection)), std::string::npos) << result.target;
 
@@ -157,8 +160,8 @@ TEST(Detection, ADetectionsScoreGradientMatchesEagerAutograd)
     const at::Tensor activation = expected.at("3/" + layer), gradient = expected.at("3/" + layer + ":grad");
     const at::Tensor cam = at::relu((gradient.mean({2, 3}, true) * activation).sum(1));
     EXPECT_TRUE(tensorsClose("detection cam", a.gradCam, cam, scaledTolerance(cam, 1e-6))); // its gradient, above
-    EXPECT_TRUE(tensorsClose("detection saliency", a.saliency, expected.at("3/saliency"),
-        scaledTolerance(expected.at("3/saliency"), 1e-6)));
+    EXPECT_TRUE(tensorsClose(
+        "detection saliency", a.saliency, expected.at("3/saliency"), scaledTolerance(expected.at("3/saliency"), 1e-6)));
 }
 
 TEST(Tokens, ViTBlocksGiveTokenMapsAndGradCamLikeHooks)

@@ -56,8 +56,8 @@ TEST(Recording, HistogramMatchesNumPy)
     const auto expected = loadExpected("labelled_expected.pt");
     for (const std::string key : {"features.1", "classifier.2"}) {
         const at::Tensor range = expected.at("histogram/" + key + "/range");
-        const Recording r = record("stats", "all", 7, {}, int64_t{1} << 30,
-            std::make_pair(range[0].item<double>(), range[1].item<double>()));
+        const Recording r = record(
+            "stats", "all", 7, {}, int64_t{1} << 30, std::make_pair(range[0].item<double>(), range[1].item<double>()));
         const at::Tensor counts = result(*r.recorder, key + ":histogram").to(at::kLong);
         const at::Tensor want = expected.at("histogram/" + key + "/counts").to(at::kLong);
         ASSERT_EQ(counts.numel(), 64) << key;
@@ -116,8 +116,7 @@ INSTANTIATE_TEST_SUITE_P(Folder, Reductions,
 TEST(Record, FolderLabelsComeFromTheModelsLabels)
 {
     auto model = demoModel();
-    const auto folder
-        = ImageFolder::scan(fixture("labelled"), defaultSetup(*model).labels);
+    const auto folder = ImageFolder::scan(fixture("labelled"), defaultSetup(*model).labels);
     EXPECT_EQ(folder.labelSource, "model labels");
     EXPECT_EQ(folder.classLabels, (std::vector<int64_t>{9, 7, 0})); // ankle_boot, sneaker, t-shirt_top
     EXPECT_EQ(ImageFolder::scan(fixture("labelled")).labelSource, "folder order");

@@ -56,7 +56,8 @@ TEST(SessionFile, WrongFieldsAreNamed)
     EXPECT_NE(error(R"("edits": ["x:zero:9-2"])").find("the channel range 9-2 is empty"), std::string::npos);
     EXPECT_NE(error(R"("edits": ["x:zero:0-99999999999"])").find("more than 1048576 channels"), std::string::npos);
     EXPECT_NE(error(R"("grabs": ["a:in-1"])").find("is not an input index"), std::string::npos);
-    EXPECT_NE(error(R"("setup": {"preprocess": {"crop": "big"}})").find("the session's input setup"), std::string::npos);
+    EXPECT_NE(
+        error(R"("setup": {"preprocess": {"crop": "big"}})").find("the session's input setup"), std::string::npos);
     EXPECT_NE(error(R"("preprocess": "/dev/zero")").find("not a regular file"), std::string::npos);
     EXPECT_NE(error(R"("view": {"color_map": "jet"})").find("unknown \"color_map\" 'jet' (known: viridis, magma"),
         std::string::npos);
@@ -64,11 +65,12 @@ TEST(SessionFile, WrongFieldsAreNamed)
     EXPECT_NE(error(R"("view": {"zoom": 33})").find("at most 32"), std::string::npos);
     EXPECT_NE(error(R"("view": {"overlay_opacity": 101})").find("at most 100"), std::string::npos);
     EXPECT_NE(error(R"("view": [1])").find("\"view\" must be an object"), std::string::npos);
-    EXPECT_NE(errorOf([] { SessionFile::parse(R"({"format": "torchscope-session", "version": 9, "model": "m"})", {}); })
-                  .find("newer TorchScope (session version 9"),
+    EXPECT_NE(errorOf([] {
+        SessionFile::parse(R"({"format": "torchscope-session", "version": 9, "model": "m"})", {});
+    }).find("newer TorchScope (session version 9"),
         std::string::npos);
-    EXPECT_NE(errorOf([] { SessionFile::parse("[1, 2]", {}); }).find("not a TorchScope session file"),
-        std::string::npos);
+    EXPECT_NE(
+        errorOf([] { SessionFile::parse("[1, 2]", {}); }).find("not a TorchScope session file"), std::string::npos);
     EXPECT_NE(errorOf([] { SessionFile::parse("{", {}); }).find("not valid JSON"), std::string::npos);
     EXPECT_NE(errorOf([] { SessionFile::parse(R"({"format": "torchscope-session"})", {}); }).find("names no model"),
         std::string::npos);

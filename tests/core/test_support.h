@@ -20,11 +20,11 @@ bool inContinuousIntegration();
 
 // Skips a test whose capability this build or machine lacks, except under CI=true, where the
 // loss of a feature must fail the run rather than pass unseen. (CUDA tests skip with GTEST_SKIP.)
-#define TORCHSCOPE_MISSING_CAPABILITY(what)                                                                   \
-    do {                                                                                                      \
-        if (::torchscope::test::inContinuousIntegration())                                                    \
-            FAIL() << "missing under CI=true: " << (what);                                                    \
-        GTEST_SKIP() << "missing: " << (what);                                                                \
+#define TORCHSCOPE_MISSING_CAPABILITY(what)                                                                            \
+    do {                                                                                                               \
+        if (::torchscope::test::inContinuousIntegration())                                                             \
+            FAIL() << "missing under CI=true: " << (what);                                                             \
+        GTEST_SKIP() << "missing: " << (what);                                                                         \
     } while (false)
 
 // A dictionary written by Python's torch.save in the fixture script.

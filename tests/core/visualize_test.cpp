@@ -201,8 +201,9 @@ TEST(Visualize, RefusesWhatDoesNotFit)
     const auto model = demoModel();
     Engine engine(model);
     const Preprocessing preprocessing = defaultSetup(*model).preprocessing;
-    EXPECT_NE(errorOf([&] { visualize(engine, preprocessing, demoChannels({128}, 2)); })
-                  .find("channel 128 is not in 'features.2.bn', which has 128 channels"),
+    EXPECT_NE(errorOf([&] {
+        visualize(engine, preprocessing, demoChannels({128}, 2));
+    }).find("channel 128 is not in 'features.2.bn', which has 128 channels"),
         std::string::npos);
     VisualizeConfig config = demoChannels({0}, 2);
     config.layer = "features.9";
@@ -213,14 +214,16 @@ TEST(Visualize, RefusesWhatDoesNotFit)
     config = demoChannels({0}, 2);
     config.objectives[0] = {ObjectiveKind::Direction, 0};
     config.objectives[0].direction = {1.0, 2.0};
-    EXPECT_NE(errorOf([&] { visualize(engine, preprocessing, config); })
-                  .find("the direction has 2 values, but 'features.2.bn' has 128 channels"),
+    EXPECT_NE(errorOf([&] {
+        visualize(engine, preprocessing, config);
+    }).find("the direction has 2 values, but 'features.2.bn' has 128 channels"),
         std::string::npos);
     config = demoChannels({0}, 2);
     config.objectives[0] = {ObjectiveKind::Neuron, 0, 7, 0};
     EXPECT_NE(errorOf([&] { visualize(engine, preprocessing, config); }).find("outside"), std::string::npos);
-    EXPECT_NE(errorOf([&] { visualize(engine, Preprocessing::none(), demoChannels({0}, 2)); })
-                  .find("does not fix its input size"),
+    EXPECT_NE(errorOf([&] {
+        visualize(engine, Preprocessing::none(), demoChannels({0}, 2));
+    }).find("does not fix its input size"),
         std::string::npos);
 }
 

@@ -15,7 +15,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         if (image.width <= 0 || image.height <= 0 || (image.channels != 1 && image.channels != 3)
             || image.pixels.size() != expected)
             std::abort(); // a decoded image must be what it says it is
-    } catch (const torchscope::Error&) {
-    }
+    } catch (const torchscope::Error&) { }
     return 0;
 }

@@ -106,8 +106,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         const torchscope::ProbeExtension probe = torchscope::loadProbeExtension(path);
         expect(probe.module != nullptr, "a probe without a module");
     });
-    refusedOrDone("writeModelWithSetup", [&] {
-        torchscope::writeModelWithSetup(path, copy.write(nullptr, 0), torchscope::ModelSetup());
-    });
+    refusedOrDone("writeModelWithSetup",
+        [&] { torchscope::writeModelWithSetup(path, copy.write(nullptr, 0), torchscope::ModelSetup()); });
     return 0;
 }

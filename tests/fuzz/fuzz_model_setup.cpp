@@ -16,7 +16,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         if (ModelSetup::fromJson(setup.toJson()) != setup)
             std::abort();
         (void)setup.describe();
-    } catch (const torchscope::Error&) {
-    }
+    } catch (const torchscope::Error&) { }
     return 0;
 }

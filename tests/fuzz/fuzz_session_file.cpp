@@ -16,7 +16,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         const std::string written = session.toJson();
         if (SessionFile::parse(written, torchscope::ModelSetup()).toJson() != written)
             std::abort(); // a round trip must not change the session
-    } catch (const torchscope::Error&) {
-    }
+    } catch (const torchscope::Error&) { }
     return 0;
 }

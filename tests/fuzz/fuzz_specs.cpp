@@ -17,35 +17,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         const GrabSpec grab = GrabSpec::parse(text);
         if (GrabSpec::parse(grab.selector + grab.suffix()).suffix() != grab.suffix())
             std::abort();
-    } catch (const Error&) {
-    }
+    } catch (const Error&) { }
     try {
         const EditSpec edit = EditSpec::parse(text);
         const EditSpec again = EditSpec::parse(edit.toString());
-        if (again.channels != edit.channels || again.factor != edit.factor
-            || again.path != edit.path || again.kind != edit.kind)
+        if (again.channels != edit.channels || again.factor != edit.factor || again.path != edit.path
+            || again.kind != edit.kind)
             std::abort();
-    } catch (const Error&) {
-    }
+    } catch (const Error&) { }
     try {
         (void)Condition::parse(text);
-    } catch (const Error&) {
-    }
+    } catch (const Error&) { }
     try {
         (void)parseReduction(text);
-    } catch (const Error&) {
-    }
+    } catch (const Error&) { }
     try {
         // A precision that parses names itself again: "cuda:1:float16" -> "cuda:1 float16".
         const Precision precision = Precision::parse(text);
         const Precision again = Precision::parse(precision.device + ":" + precision.dtype);
         if (again.name() != precision.name())
             std::abort();
-    } catch (const Error&) {
-    }
+    } catch (const Error&) { }
     try {
         (void)parseCompareMode(text);
-    } catch (const Error&) {
-    }
+    } catch (const Error&) { }
     return 0;
 }

@@ -126,7 +126,8 @@ private Q_SLOTS:
         const GradCamImage& computed = result->images.front();
         QCOMPARE(computed.target, expected.targets.front());
         const at::Tensor cam = expected.gradCamUpsampled[0];
-        const at::Tensor shown = at::from_blob(const_cast<float*>(computed.gradCam.values.data()), {28, 28}, at::kFloat);
+        const at::Tensor shown
+            = at::from_blob(const_cast<float*>(computed.gradCam.values.data()), {28, 28}, at::kFloat);
         QVERIFY2(at::allclose(shown, cam, 1e-5, 1e-6), "the window's Grad-CAM differs from the core's");
         QCOMPARE(view->image().size(), QSize(28, 28));
 
@@ -173,12 +174,12 @@ private Q_SLOTS:
         QVERIFY(finished.wait(Timeout));
         QCOMPARE(view->lastResult()->columns.size(), size_t{2});
         // Pooled zeros reach the last Linear, so the scores are its bias: read by Python from the file.
-        const QStringList bias = test::runPython(
-            QString("import torch\n"
-                    "p = torch.jit.load('%1').state_dict()['classifier.2.bias'].softmax(0)\n"
-                    "print(int(p.argmax()), repr(float(p.max())))")
-                .arg(QString(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt"))
-                                     .split(' ');
+        const QStringList bias
+            = test::runPython(QString("import torch\n"
+                                      "p = torch.jit.load('%1').state_dict()['classifier.2.bias'].softmax(0)\n"
+                                      "print(int(p.argmax()), repr(float(p.max())))")
+                                  .arg(QString(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt"))
+                  .split(' ');
         QCOMPARE(bias.size(), 2);
         const auto& ablated = view->lastResult()->columns[1].predictions.front();
         QCOMPARE(ablated.index, bias[0].toLongLong());

@@ -66,8 +66,8 @@ private Q_SLOTS:
         for (size_t i = 0; i < 4; ++i)
             for (size_t j = 0; j < 4; ++j) {
                 const double ours = result->ckaAt(i, j), theirs = numpy[int64_t(i)][int64_t(j)].item<double>();
-                QVERIFY2(std::abs(ours - theirs) < 1e-5, qPrintable(QString("CKA(%1, %2): %3 against NumPy's %4")
-                                                                          .arg(i).arg(j).arg(ours).arg(theirs)));
+                QVERIFY2(std::abs(ours - theirs) < 1e-5,
+                    qPrintable(QString("CKA(%1, %2): %3 against NumPy's %4").arg(i).arg(j).arg(ours).arg(theirs)));
             }
         QCOMPARE(result->comparisons.size(), size_t{1});
         QVERIFY(result->comparisons[0].firstOver.has_value());

@@ -16,7 +16,8 @@ void openDemo(MainWindow& window);
 QString fixture(const QString& name);
 QString demoModel();
 QStringList demoImages();
-// Runs TORCHSCOPE_PYTHON (the environment with torch) -c CODE; returns its stdout (trimmed), or "ERROR: ..." when it fails.
+// Runs TORCHSCOPE_PYTHON (the environment with torch) -c CODE; returns its stdout (trimmed), or "ERROR: ..." when it
+// fails.
 QString runPython(const QString& code);
 
 } // namespace torchscope::test

@@ -113,7 +113,8 @@ private Q_SLOTS:
         gif.write(QByteArray("GIF89a") + QByteArray(32, '\0'));
         gif.close();
         window.openFiles({gif.fileName()});
-        QVERIFY2(window.logDock()->text().contains("Ignored anim.gif: this is a GIF image, which TorchScope cannot read"),
+        QVERIFY2(
+            window.logDock()->text().contains("Ignored anim.gif: this is a GIF image, which TorchScope cannot read"),
             qPrintable(window.logDock()->text()));
         QCOMPARE(window.document()->images().size(), 3);
 
@@ -169,7 +170,8 @@ private Q_SLOTS:
         // cancel lands there whatever the machine's speed.
         constexpr int Gate = 5;
         QObject receiver;
-        connect(window.controller()->worker(), &RunWorker::progress, &receiver,
+        connect(
+            window.controller()->worker(), &RunWorker::progress, &receiver,
             [&window](int, int done, int) {
                 if (done == Gate)
                     window.controller()->cancel();
@@ -232,13 +234,13 @@ private Q_SLOTS:
         QCOMPARE(dict.at("features.1:samples").toTensor().item<int64_t>(), int64_t(36));
         // The summary beside it lists the images in sample order: torchvision's ImageFolder order,
         // so top_samples index the files Python would load.
-        const QString same = test::runPython(
-            QString("import json, os\n"
-                    "from torchvision.datasets import ImageFolder\n"
-                    "files = json.load(open('%1'))['image_files']\n"
-                    "want = [os.path.realpath(p) for p, _ in ImageFolder('%2').samples]\n"
-                    "print(len(files), [os.path.realpath(f) for f in files] == want)")
-                .arg(dir.filePath("recording.json"), test::fixture("labelled")));
+        const QString same
+            = test::runPython(QString("import json, os\n"
+                                      "from torchvision.datasets import ImageFolder\n"
+                                      "files = json.load(open('%1'))['image_files']\n"
+                                      "want = [os.path.realpath(p) for p, _ in ImageFolder('%2').samples]\n"
+                                      "print(len(files), [os.path.realpath(f) for f in files] == want)")
+                                  .arg(dir.filePath("recording.json"), test::fixture("labelled")));
         QCOMPARE(same, QString("36 True"));
     }
 
@@ -362,35 +364,36 @@ private Q_SLOTS:
         inputs.close();
         // Read back by Python with torch.load, numpy.load and safetensors: every key, whole, equal
         // in the three formats and to forward hooks (and each image's own class gradient).
-        const QString report = test::runPython(
-            QString("import sys, numpy, torch\n"
-                    "from safetensors.torch import load_file\n"
-                    "sys.path.insert(0, '%5/tests/cli')\n"
-                    "from demo_hooks import demo_model\n"
-                    "d, n, s = torch.load('%1'), numpy.load('%2'), load_file('%3')\n"
-                    "keys = sorted(d)\n"
-                    "assert sorted(n.files) == keys == sorted(s), (keys, n.files, list(s))\n"
-                    "assert all(bool(torch.isfinite(d[k]).all()) for k in keys)\n"
-                    "same = all(torch.equal(torch.from_numpy(n[k]), d[k]) and torch.equal(s[k], d[k]) for k in keys)\n"
-                    "model = demo_model()\n"
-                    "x = torch.from_numpy(numpy.fromfile('%4', dtype=numpy.float32)).view(3, 1, 28, 28)\n"
-                    "worst = 0.0\n"
-                    "for i in range(3):\n"
-                    "    seen = {}\n"
-                    "    hooks = [model.features[j].register_forward_hook("
-                    "lambda m, a, o, j=j: seen.__setitem__(j, o)) for j in (0, 2)]\n"
-                    "    out = model(x[i:i + 1])\n"
-                    "    [h.remove() for h in hooks]\n"
-                    "    grad, = torch.autograd.grad(out[0, out[0].argmax()], seen[0])\n"
-                    "    for key, want in (('output', out), ('features.2', seen[2]), ('features.0:grad', grad)):\n"
-                    "        err = float((d[key][i] - want[0]).abs().max())\n"
-                    "        assert err == err, key\n"
-                    "        worst = max(worst, err)\n"
-                    "print(' '.join(k + '=' + 'x'.join(map(str, d[k].shape)) for k in keys), same, worst == 0.0, worst)")
-                .arg(dir.filePath("out.pt"), dir.filePath("out.npz"), dir.filePath("out.safetensors"),
-                    dir.filePath("inputs.f32"), QString(TORCHSCOPE_SOURCE_DIR)));
-        QCOMPARE(report.section(' ', 0, 3),
-            QString("features.0:grad=3x32x14x14 features.2=3x128x3x3 output=3x10 True"));
+        const QString report
+            = test::runPython(QString(
+                "import sys, numpy, torch\n"
+                "from safetensors.torch import load_file\n"
+                "sys.path.insert(0, '%5/tests/cli')\n"
+                "from demo_hooks import demo_model\n"
+                "d, n, s = torch.load('%1'), numpy.load('%2'), load_file('%3')\n"
+                "keys = sorted(d)\n"
+                "assert sorted(n.files) == keys == sorted(s), (keys, n.files, list(s))\n"
+                "assert all(bool(torch.isfinite(d[k]).all()) for k in keys)\n"
+                "same = all(torch.equal(torch.from_numpy(n[k]), d[k]) and torch.equal(s[k], d[k]) for k in keys)\n"
+                "model = demo_model()\n"
+                "x = torch.from_numpy(numpy.fromfile('%4', dtype=numpy.float32)).view(3, 1, 28, 28)\n"
+                "worst = 0.0\n"
+                "for i in range(3):\n"
+                "    seen = {}\n"
+                "    hooks = [model.features[j].register_forward_hook("
+                "lambda m, a, o, j=j: seen.__setitem__(j, o)) for j in (0, 2)]\n"
+                "    out = model(x[i:i + 1])\n"
+                "    [h.remove() for h in hooks]\n"
+                "    grad, = torch.autograd.grad(out[0, out[0].argmax()], seen[0])\n"
+                "    for key, want in (('output', out), ('features.2', seen[2]), ('features.0:grad', grad)):\n"
+                "        err = float((d[key][i] - want[0]).abs().max())\n"
+                "        assert err == err, key\n"
+                "        worst = max(worst, err)\n"
+                "print(' '.join(k + '=' + 'x'.join(map(str, d[k].shape)) for k in keys), same, worst == 0.0, worst)")
+                                  .arg(dir.filePath("out.pt"), dir.filePath("out.npz"), dir.filePath("out.safetensors"),
+                                      dir.filePath("inputs.f32"), QString(TORCHSCOPE_SOURCE_DIR)));
+        QCOMPARE(
+            report.section(' ', 0, 3), QString("features.0:grad=3x32x14x14 features.2=3x128x3x3 output=3x10 True"));
         qInfo("%s", qPrintable(report));
         QVERIFY2(report.section(' ', 4, 4) == "True", qPrintable(report)); // exact: the tests' thread count
         QVERIFY(QFile::remove(dir.filePath("inputs.f32")));

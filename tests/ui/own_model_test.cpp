@@ -145,12 +145,13 @@ private Q_SLOTS:
         QSignalSpy saved(window.controller(), &RunController::setupSaved);
         actions->saveIntoModel(copy);
         QVERIFY(saved.wait(Timeout));
-        const QString labels = test::runPython(QString("import torch, json\n"
-                                                       "files = {'torchscope.json': ''}\n"
-                                                       "torch.jit.load('%1', _extra_files=files)\n"
-                                                       "card = json.loads(files['torchscope.json'])\n"
-                                                       "print(card['labels'][9], card['preprocess']['grayscale'], card['preprocess']['crop'])")
-                                                   .arg(copy));
+        const QString labels = test::runPython(
+            QString("import torch, json\n"
+                    "files = {'torchscope.json': ''}\n"
+                    "torch.jit.load('%1', _extra_files=files)\n"
+                    "card = json.loads(files['torchscope.json'])\n"
+                    "print(card['labels'][9], card['preprocess']['grayscale'], card['preprocess']['crop'])")
+                .arg(copy));
         QCOMPARE(labels, QString("Ankle boot True [28, 28]"));
         MainWindow again;
         QVERIFY(open(again, copy));
@@ -238,9 +239,13 @@ private Q_SLOTS:
         ModuleTreeModel* tree = window.treePanel()->model();
         const QModelIndex unused = tree->indexOfPath("unused");
         QVERIFY(!(tree->flags(unused) & Qt::ItemIsUserCheckable));
-        QCOMPARE(tree->index(unused.row(), ModuleTreeModel::Calls, unused.parent()).data().toString(), QString("never"));
+        QCOMPARE(
+            tree->index(unused.row(), ModuleTreeModel::Calls, unused.parent()).data().toString(), QString("never"));
         QVERIFY(unused.data(Qt::ToolTipRole).toString().contains("never uses it"));
-        QVERIFY(tree->index(tree->indexOfPath("head").row(), ModuleTreeModel::OutputShape).data().toString().contains("[1, 3]"));
+        QVERIFY(tree->index(tree->indexOfPath("head").row(), ModuleTreeModel::OutputShape)
+                    .data()
+                    .toString()
+                    .contains("[1, 3]"));
         QVERIFY(window.treePanel()->note()->isVisible() || !window.treePanel()->note()->text().isEmpty());
         QVERIFY(window.treePanel()->note()->text().contains("3 module(s)"));
     }
@@ -262,10 +267,12 @@ private Q_SLOTS:
         QSignalSpy explained(window.attributionView(), &AttributionView::finished);
         window.attributionView()->compute();
         QVERIFY(explained.wait(Timeout));
-        QVERIFY(QString::fromStdString(window.attributionView()->lastResult()->images.front().targetDescription).contains("pixels"));
+        QVERIFY(QString::fromStdString(window.attributionView()->lastResult()->images.front().targetDescription)
+                    .contains("pixels"));
         window.attributionView()->setRegion(QRect(10, 10, 100, 80));
         QVERIFY(explained.wait(Timeout));
-        QVERIFY(QString::fromStdString(window.attributionView()->lastResult()->images.front().targetDescription).contains("region"));
+        QVERIFY(QString::fromStdString(window.attributionView()->lastResult()->images.front().targetDescription)
+                    .contains("region"));
     }
 
     void detectionsAreDrawnAsBoxes()
@@ -294,9 +301,15 @@ private Q_SLOTS:
         QTest::addColumn<QString>("name");
         QTest::addColumn<QString>("first");
         QTest::addColumn<QString>("layer");
-        QTest::newRow("vit_b_16") << "vit_b_16" << "conv_proj" << "encoder.layers.encoder_layer_11.mlp";
-        QTest::newRow("swin_t") << "swin_t" << "features.0.0" << "features.5.3";
-        QTest::newRow("resnet50") << "resnet50" << "conv1" << "layer3";
+        QTest::newRow("vit_b_16") << "vit_b_16"
+                                  << "conv_proj"
+                                  << "encoder.layers.encoder_layer_11.mlp";
+        QTest::newRow("swin_t") << "swin_t"
+                                << "features.0.0"
+                                << "features.5.3";
+        QTest::newRow("resnet50") << "resnet50"
+                                  << "conv1"
+                                  << "layer3";
     }
 
     void modelsSavedByPyTorch2EqualEagerHooks()
