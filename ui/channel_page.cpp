@@ -1,8 +1,8 @@
 #include "channel_page.h"
 
 #include "document.h"
+#include "run_controller.h"
 #include "save_dialog.h"
-#include "visualize_worker.h"
 
 #include <QComboBox>
 #include <QFileInfo>
@@ -40,14 +40,14 @@ QPixmap enlarged(const QImage& image, int side)
 
 } // namespace
 
-ChannelPage::ChannelPage(
-    Document* document, RecordSnapshotPtr recording, const QString& layer, int channel, QWidget* parent)
+ChannelPage::ChannelPage(Document* document, RunController* controller, RecordSnapshotPtr recording,
+    const QString& layer, int channel, QWidget* parent)
     : QDialog(parent)
     , document_(document)
     , recording_(std::move(recording))
     , layer_(layer)
     , channel_(channel)
-    , worker_(new VisualizeWorker)
+    , controller_(controller)
     , steps_(new QSpinBox)
     , parameterization_(new QComboBox)
     , seed_(new QSpinBox)
@@ -132,7 +132,7 @@ ChannelPage::ChannelPage(
     layout->addLayout(bottom);
 
     connect(run_, &QPushButton::clicked, this, &ChannelPage::optimise);
-    connect(cancel_, &QPushButton::clicked, worker_, &VisualizeWorker::cancel);
+    connect(cancel_, &QPushButton::clicked, this, [this] { controller_->cancelJob(job_); });
     connect(close, &QPushButton::clicked, this, &QDialog::close);
     connect(exportButton, &QPushButton::clicked, this, [this] {
         const QString path = askSavePath(this, tr("Export the channel page"),
@@ -140,12 +140,17 @@ ChannelPage::ChannelPage(
         if (!path.isEmpty())
             exportTo(path);
     });
-    connect(worker_, &VisualizeWorker::progress, this, [this](int step, int steps, double objective) {
-        progress_->setRange(0, steps);
-        progress_->setValue(step);
-        value_->setText(tr("step %1 of %2: objective %3").arg(step).arg(steps).arg(objective, 0, 'f', 3));
-    });
-    connect(worker_, &VisualizeWorker::finished, this, [this](const VisualizeOutcome& outcome) {
+    connect(controller_, &RunController::jobProgress, this,
+        [this](JobId id, qint64 step, qint64 steps, const QString& objective) {
+            if (id != job_)
+                return;
+            progress_->setRange(0, int(steps));
+            progress_->setValue(int(step));
+            value_->setText(tr("step %1 of %2: objective %3").arg(step).arg(steps).arg(objective));
+        });
+    connect(controller_, &RunController::visualizeFinished, this, [this](JobId id, const VisualizeOutcome& outcome) {
+        if (id != job_)
+            return;
         running_ = false;
         showMaps(outcome);
         if (outcome.mapsOnly) {
@@ -160,7 +165,10 @@ ChannelPage::ChannelPage(
         }
         showOutcome(outcome);
     });
-    connect(worker_, &VisualizeWorker::failed, this, [this](const QString& title, const QString& message) {
+    connect(controller_, &RunController::jobFailed, this, [this](JobId id, const QString& message) {
+        if (id != job_)
+            return;
+        const QString title = tr("Feature visualisation failed");
         running_ = false;
         run_->setEnabled(true);
         cancel_->setEnabled(false);
@@ -172,7 +180,8 @@ ChannelPage::ChannelPage(
 
 ChannelPage::~ChannelPage()
 {
-    delete worker_; // cancels and waits for its thread
+    if (running_)
+        controller_->cancelJob(job_); // nobody is left to see it
 }
 
 bool ChannelPage::isRunning() const
@@ -219,21 +228,21 @@ void ChannelPage::optimise()
         showOutcome(hit->second);
         request.mapsOnly = true;
         if (!mapsShown_ && !request.topImages.empty())
-            startWorker(request);
+            startJob(request);
         return;
     }
     notes_->clear();
     progress_->setRange(0, request.config.steps);
     progress_->setValue(0);
-    startWorker(request);
+    startJob(request);
 }
 
-void ChannelPage::startWorker(const VisualizeRequest& request)
+void ChannelPage::startJob(const VisualizeRequest& request)
 {
     running_ = true;
     run_->setEnabled(false);
     cancel_->setEnabled(!request.mapsOnly);
-    worker_->start(request);
+    job_ = controller_->visualize(request);
 }
 
 void ChannelPage::showMaps(const VisualizeOutcome& outcome)

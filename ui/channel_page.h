@@ -1,10 +1,11 @@
 #pragma once
 
 // What does this channel look for? A page for one channel of one layer: an image optimised to
-// excite it (on the visualisation worker, with progress and cancel; cached per model, layer,
+// excite it (a batch job of the RunController, with progress and cancel; cached per model, layer,
 // channel and settings), the top images of the last recording with the channel's map over each,
 // the channel's statistics, and export of the page as PNG.
 
+#include "jobs/job_runner.h"
 #include "run_types.h"
 
 #include <QDialog>
@@ -19,7 +20,7 @@ class QSpinBox;
 namespace torchscope {
 
 class Document;
-class VisualizeWorker;
+class RunController;
 struct VisualizeOutcome;
 struct VisualizeRequest;
 
@@ -27,8 +28,8 @@ class ChannelPage : public QDialog {
     Q_OBJECT
 public:
     // recording: the Recorders panel's last run (may be null: no top images, no statistics).
-    ChannelPage(
-        Document* document, RecordSnapshotPtr recording, const QString& layer, int channel, QWidget* parent = nullptr);
+    ChannelPage(Document* document, RunController* controller, RecordSnapshotPtr recording, const QString& layer,
+        int channel, QWidget* parent = nullptr);
     ~ChannelPage() override;
 
     void optimise(); // from the cache when these settings ran before
@@ -45,13 +46,14 @@ private:
     void showMaps(const VisualizeOutcome& outcome);
     void fillRecording();
     std::vector<std::string> topImagePaths() const;
-    void startWorker(const VisualizeRequest& request);
+    void startJob(const VisualizeRequest& request);
 
     Document* document_;
     RecordSnapshotPtr recording_;
     QString layer_;
     int channel_;
-    VisualizeWorker* worker_;
+    RunController* controller_;
+    JobId job_ = 0; // the visualisation in progress
     QSpinBox* steps_;
     QComboBox* parameterization_;
     QSpinBox* seed_;

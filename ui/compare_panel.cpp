@@ -40,10 +40,10 @@ std::vector<std::string> specsOf(const QString& text)
 
 } // namespace
 
-ComparePanel::ComparePanel(Document* document, QWidget* parent)
+ComparePanel::ComparePanel(Document* document, RunController* controller, QWidget* parent)
     : QWidget(parent)
     , document_(document)
-    , worker_(new CompareWorker)
+    , controller_(controller)
     , mode_(new QComboBox)
     , modelA_(new QLabel)
     , modelB_(new QLineEdit)
@@ -62,7 +62,6 @@ ComparePanel::ComparePanel(Document* document, QWidget* parent)
     , heatMap_(new CkaHeatMap)
     , drift_(new DriftPlot)
 {
-    worker_->setParent(this);
     mode_->addItem(tr("Two models (CKA)"));
     mode_->addItem(tr("Two checkpoints"));
     mode_->addItem(tr("Precision / device"));
@@ -178,22 +177,30 @@ ComparePanel::ComparePanel(Document* document, QWidget* parent)
     connect(mode_, &QComboBox::currentIndexChanged, this, &ComparePanel::updateMode);
     connect(start_, &QPushButton::clicked, this, &ComparePanel::start);
     connect(cancel_, &QPushButton::clicked, this, &ComparePanel::cancel);
-    connect(worker_, &CompareWorker::progress, this, [this](qint64 done, qint64 total) {
+    connect(controller_, &RunController::jobProgress, this, [this](JobId id, qint64 done, qint64 total) {
+        if (id != compareJob_)
+            return;
         progress_->setRange(0, int(total));
         progress_->setValue(int(done));
     });
-    connect(worker_, &CompareWorker::finished, this, &ComparePanel::showResult);
-    connect(worker_, &CompareWorker::failed, this, [this](const QString& title, const QString& message) {
-        setRunning(false);
-        summary_->setText(message);
-        Q_EMIT failed(title, message);
+    connect(controller_, &RunController::compareFinished, this, [this](JobId id, const CompareResultPtr& result) {
+        if (id == compareJob_)
+            showResult(result);
     });
-    connect(worker_, &CompareWorker::mapsFailed, this, [this](const QString& title, const QString& message) {
-        summary_->setText(message); // a comparison may be running: its state stays
-        Q_EMIT failed(title, message);
+    connect(controller_, &RunController::jobFailed, this, [this](JobId id, const QString& message) {
+        if (id == compareJob_) {
+            setRunning(false);
+            summary_->setText(message);
+            Q_EMIT failed(tr("Comparison Failed"), message);
+        } else if (id == mapsJob_) {
+            summary_->setText(message); // a comparison may be running: its state stays
+            Q_EMIT failed(tr("Layer Maps Failed"), message);
+        }
     });
     connect(heatMap_, &CkaHeatMap::pairPicked, this, &ComparePanel::showPair);
-    connect(worker_, &CompareWorker::mapsReady, this, [this](const LayerPairMaps& maps) {
+    connect(controller_, &RunController::layerPairMapsReady, this, [this](JobId id, const LayerPairMaps& maps) {
+        if (id != mapsJob_)
+            return;
         auto* dialog = findChild<LayerPairDialog*>();
         if (!dialog)
             dialog = new LayerPairDialog(this);
@@ -292,12 +299,12 @@ void ComparePanel::start()
     setRunning(true);
     summary_->setText(tr("Comparing…"));
     progress_->setValue(0);
-    worker_->compare(r);
+    compareJob_ = controller_->compare(r);
 }
 
 void ComparePanel::cancel()
 {
-    worker_->cancel();
+    controller_->cancelJob(compareJob_);
 }
 
 void ComparePanel::setRunning(bool running)
@@ -361,7 +368,7 @@ void ComparePanel::showPair(const QString& layerA, const QString& layerB)
             tr("Add an image to the window (drop it on the strip) to see %1 and %2 for it.").arg(layerA, layerB));
         return;
     }
-    worker_->layerMaps(shownRequest_, images[selected], layerA, layerB);
+    mapsJob_ = controller_->layerPairMaps(shownRequest_, images[selected], layerA, layerB);
 }
 
 QString ComparePanel::exportTo(const QString& path, const QString& plot) const

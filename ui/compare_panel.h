@@ -5,7 +5,8 @@
 // over a folder of images. Sets up the run, shows its progress, draws the heat map and the drift
 // plot, opens a clicked pair's layer maps for the selected image, and exports.
 
-#include "compare_worker.h"
+#include "jobs/compare_types.h"
+#include "jobs/job_runner.h"
 
 #include <QWidget>
 
@@ -25,11 +26,12 @@ namespace torchscope {
 class CkaHeatMap;
 class Document;
 class DriftPlot;
+class RunController;
 
 class ComparePanel : public QWidget {
     Q_OBJECT
 public:
-    explicit ComparePanel(Document* document, QWidget* parent = nullptr);
+    ComparePanel(Document* document, RunController* controller, QWidget* parent = nullptr);
     ~ComparePanel() override;
 
     QComboBox* modeBox() const { return mode_; }
@@ -41,7 +43,6 @@ public:
     CkaHeatMap* heatMap() const { return heatMap_; }
     DriftPlot* driftPlot() const { return drift_; }
     CompareResultPtr result() const { return result_; }
-    CompareWorker* worker() const { return worker_; }
 
     // Fills the form: mode "cka", "checkpoints" or "precision"; layers as specs.
     void setUp(const QString& mode, const QString& modelB, const QString& layers, const QString& folder);
@@ -66,7 +67,9 @@ private:
     void setRunning(bool running);
 
     Document* document_;
-    CompareWorker* worker_;
+    RunController* controller_;
+    JobId compareJob_ = 0;
+    JobId mapsJob_ = 0;
     QFormLayout* form_ = nullptr;
     QHBoxLayout* modelBRow_ = nullptr;
     QComboBox* mode_;

@@ -3,7 +3,7 @@
 // Two layers' channel maps for one image side by side: the pair of a CKA heat map cell that was
 // clicked (A's layer, B's layer), or the float64 and float32 runs of one layer.
 
-#include "compare_worker.h"
+#include "jobs/compare_types.h"
 
 #include <QDialog>
 

@@ -69,7 +69,7 @@ MainWindow::MainWindow(QWidget* parent)
     , probes_(new ProbesPanel(document_, controller_))
     , attribution_(new AttributionView(document_, controller_))
     , patching_(new PatchingView(document_, controller_))
-    , compare_(new ComparePanel(document_))
+    , compare_(new ComparePanel(document_, controller_))
     , setup_(new SetupActions(document_, controller_, this))
     , sessions_(new SessionIo(document_, controller_, activations_, this))
     , central_(new QTabWidget)
@@ -558,7 +558,7 @@ ChannelPage* MainWindow::openChannelPage(const QString& layer, int channel)
 {
     if (!document_->hasModel())
         return nullptr;
-    auto* page = new ChannelPage(document_, recorders_->snapshot(), layer, channel, this);
+    auto* page = new ChannelPage(document_, controller_, recorders_->snapshot(), layer, channel, this);
     page->setAttribute(Qt::WA_DeleteOnClose);
     connect(page, &ChannelPage::failed, this, &MainWindow::reportError);
     page->show();

@@ -1,22 +1,28 @@
 #pragma once
 
+#include "jobs/compare_types.h"
+#include "jobs/job_runner.h"
+#include "jobs/visualize_types.h"
 #include "run_metatypes.h"
 
 #include <QObject>
-#include <QThread>
 #include <QTimer>
 
+#include <map>
 #include <memory>
 
 namespace torchscope {
 
 class Document;
-class RunWorker;
+struct ModelKey;
+struct WorkbenchState;
 
-// Owns the worker thread and is the only way to it: every tool calls it here (queued to the
-// worker) and hears back through its signals, on the GUI thread. Re-runs the model whenever the
-// Document's request changes (debounced; a newer request cancels the run in progress); results
-// that belong to an outdated request are dropped.
+// The window's one way to its work: every tool asks here, each request becomes a job of the
+// JobRunner (jobs/workbench_jobs.h: a thin call of a core operation), and results come back as the
+// signals below, on the GUI thread. Every job runs on the model the Document names, on its device,
+// from the runner's one ModelCache. Re-runs the model whenever the Document's request changes
+// (debounced; the newest run supersedes the one in progress); results of an outdated request are
+// dropped.
 class RunController : public QObject {
     Q_OBJECT
 public:
@@ -29,9 +35,9 @@ public:
     bool isOpeningModel() const { return openingModel_; }
     bool isBusy() const { return busy_; }
     void cancel(); // the image run in progress
-    // The worker on its thread, for tests that must stop it at a known point (a blocking connection
-    // to its progress signal holds the run there until the slot returns).
-    RunWorker* worker() const { return worker_.get(); }
+    // The runner, for tests that must stop a job at a known point (a blocking connection to its
+    // progress signal, emitted on the job's thread, holds the job there until the slot returns).
+    JobRunner* jobs() const { return jobs_; }
     void exportTensors(const QString& path);
 
     void startRecording(const RecordRequest& request);
@@ -48,6 +54,13 @@ public:
 
     void attribute(const GradCamRequest& request);
     void patch(const PatchRequest& request);
+
+    // Batch-lane jobs a view follows by id (several channel pages may be open at once).
+    JobId compare(const CompareRequest& request);
+    JobId layerPairMaps(
+        const CompareRequest& request, const QString& image, const QString& layerA, const QString& layerB);
+    JobId visualize(const VisualizeRequest& request); // request.model/device are the Document's
+    void cancelJob(JobId id);
 
 Q_SIGNALS:
     void busyChanged(bool busy);
@@ -67,21 +80,33 @@ Q_SIGNALS:
     void probeScores(const torchscope::ProbeScoresPtr& scores);
     void setupAdvised(const torchscope::SetupAdvice& advice);
     void setupSaved(const QString& path);
-    void attributionFinished(const torchscope::GradCamResultPtr& snapshot);
-    void patchFinished(const torchscope::PatchResultPtr& snapshot);
+    void attributionFinished(const torchscope::GradCamResultPtr& result);
+    void patchFinished(const torchscope::PatchResultPtr& result);
+    // The followed jobs: progress ("stage" is the visualisation's objective so far), result, failure.
+    void jobProgress(torchscope::JobId id, qint64 done, qint64 total, const QString& stage);
+    void compareFinished(torchscope::JobId id, const torchscope::CompareResultPtr& result);
+    void layerPairMapsReady(torchscope::JobId id, const torchscope::LayerPairMaps& maps);
+    void visualizeFinished(torchscope::JobId id, const torchscope::VisualizeOutcome& outcome);
+    void jobFailed(torchscope::JobId id, const QString& message);
 
 private:
+    enum class Kind { Open, Run, Record, Probes, Followed, Other };
+    template <typename Work>
+    JobId submit(JobLane lane, Kind kind, WorkerTask task, const QString& title, Work work, const QString& group = {});
+    ModelKey modelKey() const;
     void scheduleRun();
     void startRun();
     void setBusy(bool busy);
     void finishRun(const RunSnapshotPtr& snapshot);
-    template <typename Call> void onWorker(Call call); // runs call(worker) on the worker thread
 
     Document* document_;
-    QThread thread_;
-    std::unique_ptr<RunWorker> worker_;
+    JobRunner* jobs_;
+    std::shared_ptr<WorkbenchState> state_;
+    std::map<JobId, Kind> kinds_;
+    QStringList operatorLibraries_;
     QTimer debounce_;
     int generation_ = 0;
+    JobId runJob_ = 0, recordJob_ = 0, probesJob_ = 0;
     bool busy_ = false;
     bool openingModel_ = false;
 };

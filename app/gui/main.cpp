@@ -14,7 +14,7 @@
 #include "probes_panel.h"
 #include "recorders_panel.h"
 #include "run_controller.h"
-#include "setup_actions.h"
+#include "startup_script.h"
 
 #include <QApplication>
 #include <QCoreApplication>
@@ -52,41 +52,21 @@ int main(int argc, char** argv)
     const bool screenshot = !options.screenshot.isEmpty();
     window.setInteractive(!screenshot);
     window.show();
+    // --select, --gradcam, --setup, --labels, --sweep: for the model given here, not for later ones.
+    torchscope::StartupScript script;
+    script.select = options.select;
+    script.gradCam = options.gradCam;
+    script.setup = options.setup;
+    script.labels = options.labels;
+    script.sweep = options.sweep;
+    torchscope::applyToNextModel(window, script);
     window.openFiles(options.files.isEmpty() ? bundledDemoFiles() : options.files);
 
-    if (!options.setup.isEmpty() || !options.labels.isEmpty()) {
-        window.setupActions()->setAutoOpen(false);
-        // After the window's own choice (stored, remembered or default), so the command line wins.
-        QObject::connect(window.controller(), &torchscope::RunController::modelOpened, &window, [&window, &options] {
-            torchscope::Document* document = window.document();
-            try {
-                torchscope::ModelSetup setup = document->setup();
-                if (!options.setup.isEmpty())
-                    setup = torchscope::readSetupSpec(options.setup.toStdString(), setup);
-                if (!options.labels.isEmpty())
-                    setup.labels = torchscope::readLabelsFile(options.labels.toStdString());
-                document->setSetup(setup, QObject::tr("from the command line"));
-            } catch (const std::exception& e) {
-                window.reportError(QObject::tr("Error in Input Setup"), QString::fromStdString(e.what()));
-            }
-        });
-    }
-    if (!options.select.isEmpty()) {
-        QObject::connect(window.controller(), &torchscope::RunController::modelOpened, &window,
-            [&window, &options] { window.treePanel()->selectPath(options.select); });
-    }
     torchscope::ProbesPanel* probes = window.probesPanel();
     if (!options.probeData.isEmpty())
         probes->setDataFolder(options.probeData);
     const bool sweeping = !options.sweep.isEmpty();
     if (sweeping) {
-        QObject::connect(window.controller(), &torchscope::RunController::modelOpened, &window, [&window, &options] {
-            torchscope::ModuleTreeModel* tree = window.treePanel()->model();
-            for (const auto& layer : options.sweep)
-                tree->setData(tree->indexOfPath(layer), Qt::Checked, Qt::CheckStateRole);
-            window.showCentralTab(torchscope::MainWindow::CentralTab::Probes);
-            window.probesPanel()->train(options.sweep);
-        });
         QObject::connect(probes, &torchscope::ProbesPanel::finished, &window, [&options, probes] {
             if (options.sweepPlot.isEmpty())
                 return;
@@ -96,17 +76,6 @@ int main(int argc, char** argv)
         });
     }
     const bool gradCam = !options.gradCam.isEmpty();
-    if (gradCam) {
-        auto* once = new QObject(&window);
-        QObject::connect(window.document(), &torchscope::Document::resultsChanged, once, [&window, &options, once] {
-            if (!window.document()->snapshot())
-                return;
-            once->deleteLater();
-            window.showCentralTab(torchscope::MainWindow::CentralTab::Attribution);
-            window.attributionView()->setLayer(options.gradCam);
-            window.attributionView()->compute();
-        });
-    }
     const bool comparing = !options.compareData.isEmpty();
     if (comparing) {
         auto* once = new QObject(&window);

@@ -117,7 +117,7 @@ private Q_SLOTS:
         statistics.channelMax = {2.5};
         statistics.channelZeroFraction = {0.0};
         recording->statistics["features.2.bn"] = statistics;
-        ChannelPage page(window.document(), recording, "features.2.bn", 0);
+        ChannelPage page(window.document(), window.controller(), recording, "features.2.bn", 0);
         QList<QLabel*> pictures;
         for (auto* label : page.findChildren<QLabel*>())
             if (label->toolTip() == images[3] || label->toolTip() == images[1])
@@ -135,8 +135,8 @@ private Q_SLOTS:
         QVERIFY(statisticsShown);
 
         // Another page on the same settings: the image from the cache at once, the maps over its own
-        // top images computed on the worker (the cache holds no maps: they belong to a recording).
-        ChannelPage again(window.document(), recording, "features.2.bn", 0);
+        // top images computed by a job (the cache holds no maps: they belong to a recording).
+        ChannelPage again(window.document(), window.controller(), recording, "features.2.bn", 0);
         QLabel* againPicture = nullptr;
         for (auto* label : again.findChildren<QLabel*>())
             if (label->toolTip() == images[3])

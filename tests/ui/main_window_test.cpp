@@ -1,12 +1,14 @@
 // The workbench end to end, offscreen: open a model, drop images, tick a layer, truncate,
 // export and read the files back (from Python), save and reopen a session, bad inputs.
 #include "activation_view.h"
+#include "attribution_view.h"
 #include "color_bar.h"
 #include "document.h"
 #include "export/pt_export.h"
 #include "export_actions.h"
 #include "gui_test_support.h"
 #include "image_strip.h"
+#include "jobs/job_runner.h"
 #include "log_dock.h"
 #include "main_window.h"
 #include "module_tree_model.h"
@@ -15,9 +17,9 @@
 #include "qcustomplot_include.h"
 #include "recorders_panel.h"
 #include "run_controller.h"
-#include "run_worker.h"
 #include "save_dialog.h"
 #include "session/session_file.h"
+#include "startup_script.h"
 #include "statistics_panel.h"
 #include "statistics_plots.h"
 #include <ATen/ATen.h>
@@ -140,6 +142,36 @@ private Q_SLOTS:
         QCOMPARE(snapshot->statistics.at("features.1").samples, 3);
     }
 
+    void startUpOptionsApplyToTheirModelOnly()
+    {
+        // As scripts/demo.sh starts: the face demo with --select and --gradcam of its layer. Then
+        // another model: nothing of the first one's script may reach it.
+        MainWindow window;
+        StartupScript script;
+        script.select = "features.dense2";
+        script.gradCam = "features.dense2";
+        applyToNextModel(window, script);
+        QSignalSpy opened(window.controller(), &RunController::modelOpened);
+        window.openModel(QString(TORCHSCOPE_SOURCE_DIR) + "/resources/face/face_expression.pt");
+        QVERIFY(opened.wait(Timeout));
+        QVERIFY(window.document()->isGrabbed("features.dense2")); // the script ran for the first model
+
+        QSignalSpy errors(&window, &MainWindow::errorReported);
+        window.openModel(test::demoModel());
+        QVERIFY(opened.wait(Timeout));
+        QSignalSpy completed(window.controller(), &RunController::runCompleted);
+        window.document()->addImages({test::fixture("probe/footwear/00.png"), test::fixture("probe/rest/00.png")});
+        QVERIFY(completed.wait(Timeout));
+        QCOMPARE(completed.last().at(1).toInt(), 2); // both images ran
+        QCOMPARE(errors.count(), 0);
+        QVERIFY(window.document()->snapshot());
+        QVERIFY(!window.document()->isGrabbed("features.dense2"));
+        QVERIFY(window.document()->selectedKey() != "features.dense2");
+        QTest::qWait(300); // a Grad-CAM the first model's script started would be on its way by now
+        QVERIFY(!window.attributionView()->lastResult());
+        QCOMPARE(errors.count(), 0);
+    }
+
     void vectorOutputsArePlotted()
     {
         MainWindow window;
@@ -171,8 +203,8 @@ private Q_SLOTS:
         constexpr int Gate = 5;
         QObject receiver;
         connect(
-            window.controller()->worker(), &RunWorker::progress, &receiver,
-            [&window](int, int done, int) {
+            window.controller()->jobs(), &JobRunner::progress, &receiver,
+            [&window](JobId, qint64 done, qint64, const QString&) {
                 if (done == Gate)
                     window.controller()->cancel();
             },

@@ -1,18 +1,14 @@
 #pragma once
 
-// Feature visualisation (core/visualize) on a thread of its own: it loads its own copy of the
-// model, so the window's runs go on beside it. Requests in as calls, progress and results out as
-// signals; cancel keeps the image so far.
+// What a channel page asks of its feature-visualisation job (core/visualize) and gets back; cancel
+// keeps the image so far. No Torch.
 
 #include "preprocess/preprocessing.h"
 #include "visualize/visualization.h"
 
 #include <QImage>
-#include <QObject>
 #include <QStringList>
-#include <QThread>
 
-#include <atomic>
 #include <string>
 #include <vector>
 
@@ -39,28 +35,6 @@ struct VisualizeOutcome {
     bool cancelled = false;
     int steps = 0;
     std::vector<QImage> topMaps; // per top image: the channel's map over it (null when it failed)
-};
-
-class VisualizeWorker : public QObject {
-    Q_OBJECT
-public:
-    VisualizeWorker();
-    ~VisualizeWorker() override;
-
-    void start(const VisualizeRequest& request); // queued to the worker's thread
-    void cancel() { cancelled_ = true; }
-
-Q_SIGNALS:
-    void progress(int step, int steps, double objective);
-    void finished(const torchscope::VisualizeOutcome& outcome);
-    void failed(const QString& title, const QString& message);
-
-private:
-    void run(const VisualizeRequest& request);
-
-    QThread thread_;
-    QObject* inThread_;
-    std::atomic_bool cancelled_{false};
 };
 
 } // namespace torchscope

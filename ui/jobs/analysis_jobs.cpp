@@ -1,0 +1,204 @@
+// The window's analyses as jobs: Grad-CAM, patching and probe files on the interactive lane;
+// comparisons, a heat-map cell's layer maps and feature visualisation on the batch lane.
+#include "jobs/workbench_jobs.h"
+
+#include "common/error.h"
+#include "common/tensor_conversion.h"
+#include "compare/compare_run.h"
+#include "graph/engine.h"
+#include "imaging/folder_run.h"
+#include "imaging/grad_cam_images.h"
+#include "imaging/image_decoder.h"
+#include "imaging/image_folder.h"
+#include "imaging/image_tensor.h"
+#include "imaging/patch_images.h"
+#include "jobs/job_runner.h"
+#include "model/model.h"
+#include "overlay_image.h"
+#include "preprocess/preprocess_tensor.h"
+#include "probe/linear_probe.h"
+#include "probe/model_extender.h"
+#include "visualize/activation_maximization.h"
+#include "visualize/unit_objective.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+
+#include <QCoreApplication>
+
+#include <limits>
+
+namespace torchscope {
+namespace {
+
+ProgressCallback progressOf(JobContext& job)
+{
+    return [&job](const Progress& p) { return job.progress(p.done, p.total, QString::fromStdString(p.stage)); };
+}
+
+// [C, H, W] in [0, 1] (C = 1 or 3) as an RGB picture.
+QImage pictureOf(const at::Tensor& image)
+{
+    const at::Tensor rgb = image.expand({3, image.size(1), image.size(2)});
+    const at::Tensor bytes = (rgb.permute({1, 2, 0}).clamp(0, 1) * 255.0).round().to(at::kByte).contiguous();
+    const auto height = static_cast<int>(bytes.size(0)), width = static_cast<int>(bytes.size(1));
+    return QImage(bytes.data_ptr<uint8_t>(), width, height, width * 3, QImage::Format_RGB888).copy();
+}
+
+// The channel's map over each image, on one scale from the smallest to the largest value among
+// them (a channel may be negative everywhere, before a ReLU).
+std::vector<QImage> mapsOverImages(Engine& engine, const VisualizeRequest& request)
+{
+    const std::string& layer = request.config.layer;
+    const int64_t channel = request.config.objectives.front().channel;
+    std::vector<at::Tensor> inputs, maps;
+    for (const auto& path : request.topImages) {
+        inputs.push_back(preprocessImage(imageToTensor(decodeImage(path)), request.preprocessing).unsqueeze(0));
+        Request grab;
+        grab.grabOutput(layer);
+        const RunResult result = engine.run(grab, forwardInputsFromBatch(engine.model(), inputs.back()));
+        maps.push_back(unitMaps(result.tensor(layer), layer)[0][channel].to(at::kCPU, at::kFloat));
+    }
+    float low = std::numeric_limits<float>::max(), high = std::numeric_limits<float>::lowest();
+    for (const auto& map : maps) {
+        low = std::min(low, map.min().item<float>());
+        high = std::max(high, map.max().item<float>());
+    }
+    const float span = high > low ? high - low : 1.0f;
+    std::vector<QImage> out;
+    for (size_t i = 0; i < maps.size(); ++i) {
+        const at::Tensor scaled = ((maps[i] - low) / span).clamp(0, 1).contiguous();
+        const FloatTensor picture = toFloatTensor(pictureOfInput(inputs[i], request.preprocessing));
+        out.push_back(
+            overlayImage(picture, scaled.data_ptr<float>(), scaled.size(1), scaled.size(0), ColorMap::Magma, 0.55f));
+    }
+    return out;
+}
+
+ModelKey keyOf(const std::string& path, const std::string& device, const std::string& dtype = "")
+{
+    ModelKey key;
+    key.path = path;
+    key.device = device.empty() ? "cpu" : device;
+    key.dtype = dtype;
+    return key;
+}
+
+} // namespace
+
+std::string VisualizeRequest::cacheKey() const
+{
+    return model + "|" + device + "|" + preprocessing.toJson() + "|" + config.cacheKey();
+}
+
+namespace jobs {
+
+GradCamResultPtr gradCam(JobContext& job, const ModelKey& key, const GradCamRequest& request)
+{
+    auto engine = job.models().engine(JobLane::Interactive, key);
+    return std::make_shared<const GradCamResult>(computeGradCam(*engine, request, progressOf(job)));
+}
+
+PatchResultPtr patch(JobContext& job, const ModelKey& key, const PatchRequest& request)
+{
+    auto engine = job.models().engine(JobLane::Interactive, key);
+    return std::make_shared<const PatchResult>(patchImages(*engine, request, progressOf(job)));
+}
+
+ProbeScoresPtr applyProbeFile(
+    JobContext& job, const ModelKey& key, const QString& path, const QStringList& images, const ModelSetup& setup)
+{
+    const auto model = job.models().model(JobLane::Interactive, key);
+    const ProbeExtension probe = loadProbeExtension(path.toStdString());
+    if (probe.layer.empty())
+        throw Error("'" + path.toStdString() + "' does not say which layer it reads (it is not a TorchScope probe)");
+    ModelExtender extender(model); // checks the layer and moves the probe to the model's device
+    extender.registerProbe("probe", probe);
+    auto scores = std::make_shared<ProbeScores>();
+    scores->file = path.toStdString();
+    scores->layer = probe.layer;
+    scores->classNames = probe.classNames;
+    for (const auto& image : images) {
+        // Only the probe's output is wanted: the forward stops after its layer.
+        const ExtendedOutput out = extender.forward(
+            forwardInputsFromBatch(*model, loadImageBatch({image.toStdString()}, setup.preprocessing)), false);
+        scores->images.push_back(image.toStdString());
+        scores->probabilities.push_back(probeProbabilities(out.extensions.at("probe")));
+        if (!job.progress(scores->images.size(), images.size()))
+            break;
+    }
+    return scores;
+}
+
+CompareResultPtr compare(JobContext& job, const CompareRequest& request)
+{
+    const ImageFolder folder = ImageFolder::scan(request.folder);
+    if (folder.images.empty())
+        throw Error("the folder '" + request.folder + "' holds no images (.png, .jpg, .bmp, .tif, .webp)");
+    FolderRunOptions options;
+    options.batchSize = request.batch;
+    const BatchStream stream = folderBatches(folder, request.preprocessing, options);
+    const auto progress = [&](const FolderRunProgress& p) { return job.progress(p.imagesDone, p.imagesTotal); };
+    if (request.config.mode == CompareMode::Precision) // loads the model once per precision itself
+        return std::make_shared<const CompareResult>(
+            comparePrecisions(request.modelA, LoadOptions{}, request.config, stream, progress));
+    const auto a = job.models().model(JobLane::Batch, keyOf(request.modelA, request.device));
+    const auto b = job.models().model(JobLane::Batch, keyOf(request.modelB, request.device));
+    return std::make_shared<const CompareResult>(compareModels(a, b, request.config, stream, progress));
+}
+
+LayerPairMaps layerPairMaps(JobContext& job, const CompareRequest& request, const std::string& image,
+    const std::string& layerA, const std::string& layerB)
+{
+    LayerPairMaps maps;
+    maps.image = image;
+    maps.layerA = layerA;
+    maps.layerB = layerB;
+    const at::NoGradGuard noGrad;
+    const at::Tensor batch = loadImageBatch({image}, request.preprocessing);
+    const bool precision = request.config.mode == CompareMode::Precision;
+    auto outputOf = [&](const std::string& path, const std::string& layer, const std::string& dtype) {
+        auto engine = job.models().engine(JobLane::Batch, keyOf(path, precision ? "cpu" : request.device, dtype));
+        const Model& model = engine->model();
+        Request grab;
+        grab.grabOutput(layer);
+        const at::Tensor input = dtype.empty() ? batch : batch.to(scalarTypeNamed(dtype));
+        const RunResult result
+            = engine->run(grab, forwardInputsFromBatch(model, input.to(c10::Device(model.device()))));
+        return toFloatTensor(result.tensor(layer)[0]);
+    };
+    maps.a = precision ? outputOf(request.modelA, layerA, "float64") : outputOf(request.modelA, layerA, "");
+    maps.b = precision ? outputOf(request.modelA, layerB, "float32") : outputOf(request.modelB, layerB, "");
+    return maps;
+}
+
+VisualizeOutcome visualize(JobContext& job, const VisualizeRequest& request)
+{
+    auto engine = job.models().engine(JobLane::Batch, keyOf(request.model, request.device));
+    VisualizeOutcome outcome;
+    outcome.key = request.cacheKey();
+    outcome.mapsOnly = request.mapsOnly;
+    if (!request.mapsOnly) {
+        const Visualization result
+            = torchscope::visualize(*engine, request.preprocessing, request.config, [&](const VisualizeProgress& p) {
+                  return job.progress(p.step, p.steps, QString::number(p.objectives.front(), 'g', 4));
+              });
+        outcome.image = pictureOf(result.images[0]);
+        outcome.value = result.objectives.front();
+        outcome.cancelled = result.cancelled;
+        outcome.steps = result.steps;
+        for (const auto& warning : result.warnings)
+            outcome.warnings << QString::fromStdString(warning);
+    }
+    try {
+        outcome.topMaps = mapsOverImages(*engine, request);
+    } catch (const std::exception& e) {
+        outcome.warnings << QCoreApplication::translate(
+            "torchscope::ChannelPage", "The channel's maps over the top images failed: %1")
+                                .arg(QString::fromStdString(e.what()).section("\nException raised from", 0, 0));
+    }
+    return outcome;
+}
+
+} // namespace jobs
+} // namespace torchscope

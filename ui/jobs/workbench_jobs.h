@@ -1,0 +1,48 @@
+#pragma once
+
+// What the window's jobs do, on a lane's thread: the bodies RunController submits to the
+// JobRunner, each a thin call of a core operation. Torch lives only in the .cpp files.
+
+#include "jobs/compare_types.h"
+#include "jobs/model_cache.h"
+#include "jobs/visualize_types.h"
+#include "run_metatypes.h"
+
+#include <QStringList>
+
+#include <memory>
+
+namespace torchscope {
+
+class JobContext;
+
+// The window's state that lives on the lanes: the last run (interactive lane), the last
+// recording and the trained probes (batch lane). Defined in workbench_jobs.cpp.
+struct WorkbenchState;
+std::shared_ptr<WorkbenchState> makeWorkbenchState();
+
+namespace jobs {
+
+// Interactive lane.
+ModelSummary openModel(JobContext& job, WorkbenchState& state, const ModelKey& key);
+RunSnapshotPtr runImages(JobContext& job, WorkbenchState& state, const RunRequest& request);
+QStringList exportTensors(WorkbenchState& state, const QString& path);
+SetupAdvice adviseSetup(JobContext& job, const ModelKey& key, const ModelSetup& current);
+void saveSetupIntoModel(const ModelKey& key, const QString& path, const ModelSetup& setup);
+GradCamResultPtr gradCam(JobContext& job, const ModelKey& key, const GradCamRequest& request);
+PatchResultPtr patch(JobContext& job, const ModelKey& key, const PatchRequest& request);
+ProbeScoresPtr applyProbeFile(
+    JobContext& job, const ModelKey& key, const QString& path, const QStringList& images, const ModelSetup& setup);
+
+// Batch lane.
+RecordSnapshotPtr record(JobContext& job, WorkbenchState& state, const ModelKey& key, const RecordRequest& request);
+QStringList exportRecording(WorkbenchState& state, const QString& path);
+ProbeSnapshotPtr trainProbes(JobContext& job, WorkbenchState& state, const ModelKey& key, const ProbeRequest& request);
+void exportProbe(WorkbenchState& state, const QString& layer, const QString& path, bool stateDict);
+CompareResultPtr compare(JobContext& job, const CompareRequest& request);
+LayerPairMaps layerPairMaps(JobContext& job, const CompareRequest& request, const std::string& image,
+    const std::string& layerA, const std::string& layerB);
+VisualizeOutcome visualize(JobContext& job, const VisualizeRequest& request);
+
+} // namespace jobs
+} // namespace torchscope
