@@ -12,7 +12,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
   python3 python3-venv
-  libgloo-dev nlohmann-json3-dev libzip-dev libcli11-dev
+  libgloo-dev nlohmann-json3-dev libzip-dev libcli11-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
 )

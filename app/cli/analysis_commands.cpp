@@ -1,10 +1,14 @@
 #include "analysis_commands.h"
 
+#include "cli_manifest.h"
 #include "common/error.h"
+#include "common/strings.h"
 #include "graph/engine.h"
 #include "image_inputs.h"
 #include "imaging/grad_cam_images.h"
+#include "imaging/layer_pair_maps.h"
 #include "imaging/patch_images.h"
+#include "inputs.h"
 #include "model/model.h"
 #include "open_model.h"
 
@@ -65,7 +69,12 @@ int runGradCam(const CliOptions& options)
         if (!image.note.empty())
             std::cout << "    note: " << image.note << '\n';
     }
-    reportWritten(options.out, writeGradCam(options.out, result));
+    ExportManifest manifest = cliManifest(options, *model, request.setup, {});
+    for (const auto& image : result.images) {
+        manifest.images.push_back({image.image});
+        manifest.targets.push_back(image.targetDescription);
+    }
+    reportWritten(options.out, writeGradCam(options.out, result, &manifest));
     return 0;
 }
 
@@ -104,8 +113,69 @@ int runPatch(const CliOptions& options)
                       << d.channelDifference[static_cast<size_t>(d.ranked[i])] << ')';
         std::cout << '\n';
     }
-    if (!options.out.empty())
-        reportWritten(options.out, writePatch(options.out, result));
+    if (!options.out.empty()) {
+        std::vector<std::string> images{request.imageA};
+        if (!request.imageB.empty())
+            images.push_back(request.imageB);
+        ExportManifest manifest = cliManifest(options, *model, request.setup, images);
+        manifest.settings.emplace_back("mode", patchModeName(request.mode));
+        if (!options.ablateChannels.empty())
+            manifest.settings.emplace_back("channels", options.ablateChannels);
+        reportWritten(options.out, writePatch(options.out, result, &manifest));
+    }
+    return 0;
+}
+
+int runCompareMaps(const CliOptions& options, const CompareConfig& config)
+{
+    if (options.inputs.size() != 1 || isTensorFile(options.inputs[0]))
+        throw UsageError("compare --maps takes one image as --input");
+    if (options.layers.size() != 1 || options.layersB.size() > 1)
+        throw UsageError("compare --maps takes one --layer (and for cka one --layer-b)");
+    if (options.out.empty() || endsWith(options.out, ".json") || endsWith(options.out, ".csv"))
+        throw UsageError("compare --maps needs --out FILE.pt, FILE.npz or FILE.safetensors");
+    const bool precision = config.mode == CompareMode::Precision;
+    LayerPairRequest request;
+    request.image = options.inputs[0];
+    request.layerA = options.layers[0];
+    request.layerB = options.layersB.empty() ? options.layers[0] : options.layersB[0];
+    auto load = [&](const std::string& path, const std::string& device, const std::string& dtype) {
+        CliOptions one = options;
+        one.model = path;
+        one.device = device;
+        if (dtype.empty())
+            return openModel(one);
+        LoadOptions loadOptions;
+        loadOptions.device = device;
+        loadOptions.dtype = dtype;
+        loadOptions.operatorLibraries = options.operatorLibraries;
+        return Model::load(path, loadOptions);
+    };
+    std::shared_ptr<Model> modelA, modelB;
+    if (precision) {
+        const Precision lower = config.precisions.empty() ? Precision{} : config.precisions.front();
+        request.dtypeA = "float64";
+        request.dtypeB = lower.dtype;
+        modelA = load(options.model, "cpu", request.dtypeA);
+        modelB = load(options.model, lower.device, request.dtypeB);
+    } else {
+        modelA = load(options.model, options.device, "");
+        modelB = load(options.modelB.empty() ? options.model : options.modelB, options.device, "");
+    }
+    const ModelSetup setup = chooseSetup(*modelA, options);
+    request.preprocessing = setup.preprocessing;
+    Engine engineA(modelA);
+    Engine engineB(modelB);
+    const LayerPairResult result = layerPairMaps(engineA, engineB, request);
+    ExportManifest manifest = cliManifest(options, *modelA, setup, {request.image});
+    manifest.command += " --maps";
+    if (!precision)
+        manifest.modelB = modelB->path();
+    manifest.dtype = request.dtypeA;
+    manifest.settings.emplace_back("mode", modeName(config.mode));
+    if (precision)
+        manifest.settings.emplace_back("b", modelB->device() + " " + request.dtypeB);
+    reportWritten(options.out, writeLayerPairMaps(options.out, result, &manifest));
     return 0;
 }
 

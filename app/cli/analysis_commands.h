@@ -1,6 +1,7 @@
 #pragma once
 
 #include "cli_options.h"
+#include "compare/comparison.h"
 
 namespace torchscope::cli {
 
@@ -8,5 +9,8 @@ namespace torchscope::cli {
 int runGradCam(const CliOptions& options);
 // torchscope-cli patch: core's patchImages (patch, ablate, difference), written with writePatch.
 int runPatch(const CliOptions& options);
+// torchscope-cli compare --maps: core's layerPairMaps for one image, written with writeLayerPairMaps
+// (what the window's Compare tab shows for a clicked cell).
+int runCompareMaps(const CliOptions& options, const CompareConfig& config);
 
 } // namespace torchscope::cli

@@ -330,6 +330,9 @@ CliOptions parseCommandLine(int argc, char** argv)
     repeatable(compare, "--precision", o.precisions, "precision: [DEVICE:]DTYPE to compare with float64 (repeatable)");
     compare->add_option("--threshold", o.threshold, "where two runs part (see the modes)");
     compare->add_flag("--pooled", o.pooled, "CKA on each channel's spatial mean instead of every value");
+    compare->add_flag("--maps", o.maps,
+        "instead of comparing: the one image of --input through --layer of A and --layer-b of B (precision: "
+        "float64 against the first --precision), written as keys a and b to --out (FILE.pt, .npz, .safetensors)");
     compare->add_option("--out,-o", o.out, "FILE.pt, FILE.json or FILE.csv");
     compare->add_option("--batch", o.batch, "samples per forward pass (CKA needs 4 or more)")
         ->check(CLI::Range(1, 4096)) // a float64 Gram matrix per layer is batch²

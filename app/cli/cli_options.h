@@ -64,6 +64,7 @@ struct CliOptions {
     std::vector<std::string> precisions;
     std::optional<double> threshold;
     bool pooled = false;
+    bool maps = false; // compare --maps: one image's output of a layer of each run
     // visualize
     std::string layer;
     std::string channels = "0"; // "3", "0-15", "1,5,9", "all"

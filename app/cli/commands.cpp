@@ -1,5 +1,6 @@
 #include "commands.h"
 
+#include "cli_manifest.h"
 #include "common/error.h"
 #include "common/strings.h"
 #include "export/write_tensors.h"
@@ -183,7 +184,10 @@ int runModel(const CliOptions& options)
     const std::string predictions = request.truncateAt || options.probeOnly
         ? std::string()
         : describePredictions(result.values.front().second, setup, inputs.sampleNames);
-    for (const auto& key : writeTensors(options.out, result.values))
+    ExportManifest manifest = cliManifest(options, *model, setup, inputs.sampleNames);
+    if (!result.target.empty())
+        manifest.targets.push_back(result.target);
+    for (const auto& key : writeTensors(options.out, result.values, &manifest))
         std::cerr << "torchscope-cli: warning: '" << key << "' is not a tensor and was left out of " << options.out
                   << " (the .pt format keeps it)\n";
     for (const auto& [key, value] : result.values)

@@ -1,9 +1,11 @@
 #include "compare_command.h"
 
+#include "analysis_commands.h"
 #include "common/error.h"
 #include "common/strings.h"
 #include "compare/compare_files.h"
 #include "compare/compare_run.h"
+#include "export/manifest.h"
 #include "image_inputs.h"
 #include "inputs.h"
 #include "model/model.h"
@@ -120,6 +122,16 @@ void printResult(const CompareResult& result)
         printComparison(result, comparison);
 }
 
+// The images compared on, in the order they ran (none for a tensor file).
+std::vector<ManifestImage> imagesOf(const std::vector<std::string>& inputs, bool tensorInput)
+{
+    std::vector<ManifestImage> images;
+    if (!tensorInput)
+        for (const auto& file : listImageInputs(inputs))
+            images.push_back({file});
+    return images;
+}
+
 CompareMode modeOf(const CliOptions& options)
 {
     if (!options.mode.empty())
@@ -151,6 +163,9 @@ int runCompare(const CliOptions& options)
         && !(endsWith(options.out, ".pt") || endsWith(options.out, ".json") || endsWith(options.out, ".csv")))
         throw UsageError("compare: --out must be FILE.pt, FILE.json or FILE.csv, got '" + options.out + "'");
 
+    if (options.maps)
+        return runCompareMaps(options, config);
+
     const bool tensorInput = options.inputs.size() == 1 && isTensorFile(options.inputs[0]);
     for (const auto& input : options.inputs)
         if (isTensorFile(input) && !tensorInput)
@@ -170,8 +185,8 @@ int runCompare(const CliOptions& options)
     }
 
     std::signal(SIGINT, [](int) { interrupted = true; });
-    const auto progress = [](const FolderRunProgress& p) {
-        std::cerr << "\r" << p.imagesDone << " / " << p.imagesTotal << " samples" << std::flush;
+    const auto progress = [](const Progress& p) {
+        std::cerr << "\r" << p.done << " / " << p.total << " samples" << std::flush;
         return !interrupted;
     };
     CompareResult result;
@@ -199,8 +214,23 @@ int runCompare(const CliOptions& options)
         std::cerr << "torchscope-cli: warning: " << w << '\n';
     for (const auto& [path, why] : result.failures)
         std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
-    if (!options.out.empty())
-        writeComparison(options.out, result);
+    if (!options.out.empty()) {
+        // Model A as loaded for the setup (precision mode let go of it: its path and setup stay).
+        ExportManifest manifest;
+        manifest.command = "torchscope-cli compare";
+        manifest.model = options.model;
+        manifest.modelB = options.modelB;
+        manifest.device = modelA ? modelA->device() : options.device;
+        manifest.preprocessing = setup.preprocessing;
+        manifest.labels = setup.labels;
+        manifest.images = imagesOf(options.inputs, tensorInput);
+        for (const auto& layer : result.layersA)
+            manifest.keys.push_back({layer, layer, "output of model A"});
+        for (const auto& layer : result.layersB)
+            manifest.keys.push_back({layer, layer, "output of model B"});
+        manifest.settings = {{"mode", modeName(result.mode)}, {"inputs", join(options.inputs, " ")}};
+        writeComparison(options.out, result, &manifest);
+    }
     return 0;
 }
 

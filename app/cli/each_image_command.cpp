@@ -1,5 +1,6 @@
 #include "each_image_command.h"
 
+#include "cli_manifest.h"
 #include "common/error.h"
 #include "graph/engine.h"
 #include "image_inputs.h"
@@ -18,6 +19,25 @@ namespace torchscope::cli {
 namespace {
 
 std::atomic_bool interrupted{false};
+
+// Each image's gradient is of its own target (with --target -1 its own predicted class): one line
+// when they agree, else one per image.
+void printGradientTargets(const ImageRunResult& result)
+{
+    if (result.gradientTarget.empty())
+        return;
+    bool same = true;
+    for (const auto& image : result.images)
+        same = same && image.gradientTarget == result.images.front().gradientTarget;
+    if (same) {
+        std::cout << "gradients are of " << result.gradientTarget << (result.images.size() > 1 ? " in every image" : "")
+                  << '\n';
+        return;
+    }
+    std::cout << "gradients are of each image's own target:\n";
+    for (const auto& image : result.images)
+        std::cout << "  " << image.path << ": " << image.gradientTarget << '\n';
+}
 
 } // namespace
 
@@ -44,7 +64,7 @@ int runEachImage(const CliOptions& options)
     Engine engine(model);
     ImageRunner runner(model, engine);
     std::signal(SIGINT, [](int) { interrupted = true; });
-    const ImageRunResult result = runner.run(config, [](const ImageRunProgress& p) {
+    const ImageRunResult result = runner.run(config, [](const Progress& p) {
         std::cerr << "\r" << p.done << " / " << p.total << " images" << std::flush;
         return !interrupted;
     });
@@ -60,14 +80,19 @@ int runEachImage(const CliOptions& options)
             "none of the " + std::to_string(config.images.size()) + " images could be run; nothing was written");
     for (const auto& warning : result.warnings)
         std::cerr << "torchscope-cli: warning: " << warning << '\n';
-    for (const auto& leftOut : runner.writeRecorded(options.out))
+    ExportManifest manifest = cliManifest(options, *model, config.setup, {});
+    for (const auto& image : result.images) {
+        manifest.images.push_back({image.path, image.width, image.height});
+        if (!image.gradientTarget.empty())
+            manifest.targets.push_back(image.gradientTarget);
+    }
+    for (const auto& leftOut : runner.writeRecorded(options.out, &manifest))
         std::cerr << "torchscope-cli: warning: left out of " << options.out << ": " << leftOut << '\n';
     if (result.cancelled)
         std::cerr << "torchscope-cli: stopped after " << result.images.size() + result.failures.size() << " of "
                   << config.images.size() << " images; wrote what had run\n";
     std::cout << "wrote the values of " << result.images.size() << " images to " << options.out << '\n';
-    if (!result.gradientTarget.empty())
-        std::cout << "gradients are of " << result.gradientTarget << " (the first image's)\n";
+    printGradientTargets(result);
     if (!config.request.truncateAt && result.images.front().prediction.kind != OutputKind::Other) {
         std::cout << '\n' << predictionHeading(result.images.front().prediction.kind) << ":\n";
         for (const auto& image : result.images)

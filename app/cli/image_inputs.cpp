@@ -61,15 +61,15 @@ ImageFolder folderOfInputs(const std::vector<std::string>& inputs, const ModelSe
 
 } // namespace
 
-FolderRunSummary recordImageInputs(Engine& engine, Recorder& recorder, const std::vector<std::string>& inputs,
-    const ModelSetup& setup, int batchSize, int decodeThreads,
-    const std::function<bool(const FolderRunProgress&)>& progress, RecordingSource& source)
+FolderRunResult recordImageInputs(Engine& engine, Recorder& recorder, const std::vector<std::string>& inputs,
+    const ModelSetup& setup, int batchSize, int decodeThreads, const ProgressCallback& progress,
+    RecordingSource& source)
 {
     const ImageFolder folder = folderOfInputs(inputs, setup, "record");
     FolderRunOptions options;
     options.batchSize = batchSize;
     options.decodeThreads = decodeThreads;
-    const FolderRunSummary summary = recordFolder(engine, recorder, folder, setup.preprocessing, options, progress);
+    const FolderRunResult summary = recordFolder(engine, recorder, folder, setup.preprocessing, options, progress);
     const RecordingSource found = recordingSource(folder);
     source.imageFiles = found.imageFiles;
     source.classes = found.classes;

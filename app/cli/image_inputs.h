@@ -32,9 +32,9 @@ std::vector<std::string> listImageInputs(const std::vector<std::string>& inputs)
 
 // Records images and image folders (a folder's subfolders are its classes); `source` gets what
 // the recording's summary says of its samples.
-FolderRunSummary recordImageInputs(Engine& engine, Recorder& recorder, const std::vector<std::string>& inputs,
-    const ModelSetup& setup, int batchSize, int decodeThreads,
-    const std::function<bool(const FolderRunProgress&)>& progress, RecordingSource& source);
+FolderRunResult recordImageInputs(Engine& engine, Recorder& recorder, const std::vector<std::string>& inputs,
+    const ModelSetup& setup, int batchSize, int decodeThreads, const ProgressCallback& progress,
+    RecordingSource& source);
 
 // Images and image folders as batches to record (`shard`: a torchrun rank's share); `source`
 // gets what the recording's summary says of its samples.

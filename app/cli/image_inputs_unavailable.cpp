@@ -30,8 +30,8 @@ at::Tensor loadImageInputs(const std::vector<std::string>& inputs, const Preproc
     refuse("--input " + (inputs.empty() ? std::string() : inputs.front()), "give a tensor saved with torch.save");
 }
 
-FolderRunSummary recordImageInputs(Engine&, Recorder&, const std::vector<std::string>& inputs, const ModelSetup&, int,
-    int, const std::function<bool(const FolderRunProgress&)>&, RecordingSource&)
+FolderRunResult recordImageInputs(Engine&, Recorder&, const std::vector<std::string>& inputs, const ModelSetup&, int,
+    int, const ProgressCallback&, RecordingSource&)
 {
     refuse("record " + (inputs.empty() ? std::string() : inputs.front()),
         "give one tensor file: --input FILE.pt with [N, ...] rows or {\"samples\": [N, ...], \"labels\": [N]}");
@@ -68,6 +68,11 @@ int runGradCam(const CliOptions&)
 int runPatch(const CliOptions&)
 {
     refuse("patch", "its inputs are image files");
+}
+
+int runCompareMaps(const CliOptions&, const CompareConfig&)
+{
+    refuse("compare --maps", "its input is an image file");
 }
 
 int runVisualize(const CliOptions&)

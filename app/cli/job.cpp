@@ -41,7 +41,7 @@ void Job::prepareTogether(const std::function<int64_t()>& prepare, const std::st
     int64_t samples = 0;
     lockstep_->orFail([&] { samples = prepare(); });
     lockstep_->agree({});
-    StepReport count;
+    StepResult count;
     count.images = samples;
     const auto all = lockstep_->exchange(count);
     for (size_t r = 1; r < all.size(); ++r)

@@ -115,9 +115,9 @@ int runProbe(const CliOptions& given)
     const ProbePooling pooling = parseProbePooling(options.pool);
     const bool speaks = !job || job->root();
 
-    const auto progress = [speaks](int64_t done, int64_t total) {
+    const auto progress = [speaks](const Progress& p) {
         if (speaks)
-            std::cerr << "\ractivations: " << done << " / " << total << " samples" << std::flush;
+            std::cerr << "\ractivations: " << p.done << " / " << p.total << " samples" << std::flush;
         return !StopRequests::asked();
     };
     ActivationCache cache(job ? std::string() : cacheDirectory(options));
@@ -142,7 +142,7 @@ int runProbe(const CliOptions& given)
     ProbeTrainingConfig config;
     config.seed = options.seed;
     config.validationFraction = options.validation;
-    const LayerSweep sweep = sweepLayers(dataset, layers, config);
+    const LayerSweepResult sweep = sweepLayers(dataset, layers, config);
     const int64_t n = dataset.labels.size(0);
 
     if (options.subcommand == "train") {

@@ -1,5 +1,6 @@
 #include "record_command.h"
 
+#include "cli_manifest.h"
 #include "common/error.h"
 #include "distributed/job_recording.h"
 #include "graph/engine.h"
@@ -45,6 +46,7 @@ struct Prepared {
     std::unique_ptr<Recorder> recorder;
     BatchStream stream;
     RecordingSource source;
+    ModelSetup setup;
 };
 
 Prepared prepare(const CliOptions& options, const Shard& shard)
@@ -57,7 +59,8 @@ Prepared prepare(const CliOptions& options, const Shard& shard)
     Prepared p;
     p.model = openModel(options);
     RecorderConfig config = recorderConfig(options);
-    const ModelSetup setup = chooseSetup(*p.model, options);
+    p.setup = chooseSetup(*p.model, options);
+    const ModelSetup& setup = p.setup;
     config.scores = setup.scores;
     p.engine = std::make_unique<Engine>(p.model);
     p.recorder = std::make_unique<Recorder>(config);
@@ -100,12 +103,12 @@ int runRecord(const CliOptions& given)
         p = prepare(options, {});
 
     const bool speaks = !job || job->root(); // progress and results come from rank 0
-    const auto progress = [speaks](const FolderRunProgress& state) {
+    const auto progress = [speaks](const Progress& state) {
         if (speaks)
-            std::cerr << "\r" << state.imagesDone << " / " << state.imagesTotal << " samples" << std::flush;
+            std::cerr << "\r" << state.done << " / " << state.total << " samples" << std::flush;
         return !StopRequests::asked();
     };
-    FolderRunSummary summary;
+    FolderRunResult summary;
     {
         const StopRequests stops(job != nullptr);
         if (job) {
@@ -122,7 +125,10 @@ int runRecord(const CliOptions& given)
     }
 
     const std::string report = recordingSummary(*p.recorder, summary, p.source);
-    writeRecording(options.out, *p.recorder, report);
+    ExportManifest manifest = cliManifest(options, *p.model, p.setup, p.source.imageFiles);
+    manifest.settings.emplace_back("reduce", options.reduce);
+    manifest.settings.emplace_back("condition", options.condition);
+    writeRecording(options.out, *p.recorder, report, &manifest);
     for (const auto& [path, why] : summary.failures)
         std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
     if (job)

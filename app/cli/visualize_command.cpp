@@ -140,8 +140,8 @@ std::map<int64_t, std::vector<TopImage>> topImages(
     const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     recordImageInputs(
         engine, recorder, {o.data}, setup, 16, threads,
-        [](const FolderRunProgress& p) {
-            std::cerr << "\rtop images: " << p.imagesDone << " / " << p.imagesTotal << std::flush;
+        [](const Progress& p) {
+            std::cerr << "\rtop images: " << p.done << " / " << p.total << std::flush;
             return !interrupted;
         },
         source);
@@ -225,13 +225,13 @@ int runVisualize(const CliOptions& o)
         config.seed = o.seed + static_cast<int64_t>(first / perBatch);
         config.objectives.assign(objectives.begin() + static_cast<std::ptrdiff_t>(first),
             objectives.begin() + static_cast<std::ptrdiff_t>(std::min(objectives.size(), first + perBatch)));
-        const Visualization result = visualize(engine, setup.preprocessing, config, [&](const VisualizeProgress& p) {
+        const VisualizeResult result = visualize(engine, setup.preprocessing, config, [&](const Progress& p) {
             // Every step on a terminal; a tenth of the run at a time into a log.
-            if (!terminal && p.step % std::max(1, p.steps / 10) != 0 && p.step != p.steps)
+            if (!terminal && p.done % std::max<int64_t>(1, p.total / 10) != 0 && p.done != p.total)
                 return !interrupted.load();
             std::cerr << (terminal ? "\r" : "") << "images " << first + 1 << "-" << first + config.objectives.size()
-                      << " of " << objectives.size() << ": step " << p.step << " / " << p.steps << "  objective "
-                      << fixed(p.objectives.front(), 3) << "   " << (terminal ? "" : "\n") << std::flush;
+                      << " of " << objectives.size() << ": step " << p.done << " / " << p.total << "  objective "
+                      << fixed(p.values.front(), 3) << "   " << (terminal ? "" : "\n") << std::flush;
             return !interrupted;
         });
         for (const auto& warning : result.warnings)

@@ -3,18 +3,18 @@
 // window to FILE.png and exits. --sweep trains a probe per layer on --probe-data once the model
 // is open; --sweep-plot writes its accuracy-by-layer plot. --gradcam LAYER shows the Grad-CAM tab
 // for the selected image once the first run is in.
-#include "attribution_view.h"
-#include "channel_page.h"
-#include "compare_panel.h"
-#include "document.h"
+#include "dialogs/channel_page.h"
+#include "document/document.h"
 #include "gui_options.h"
-#include "main_window.h"
-#include "module_tree_model.h"
-#include "module_tree_panel.h"
-#include "probes_panel.h"
-#include "recorders_panel.h"
-#include "run_controller.h"
-#include "startup_script.h"
+#include "jobs/run_controller.h"
+#include "panels/compare_panel.h"
+#include "panels/probes_panel.h"
+#include "panels/recorders_panel.h"
+#include "tree/module_tree_model.h"
+#include "tree/module_tree_panel.h"
+#include "views/attribution_view.h"
+#include "window/main_window.h"
+#include "window/startup_script.h"
 
 #include <QApplication>
 #include <QCoreApplication>

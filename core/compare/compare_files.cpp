@@ -3,6 +3,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/strings.h"
+#include "export/manifest.h"
 #include "export/pt_export.h"
 
 #include <ATen/ATen.h>
@@ -157,7 +158,7 @@ std::string comparisonJson(const CompareResult& result)
     return json.dump(2) + "\n";
 }
 
-void writeComparison(const std::string& path, const CompareResult& result)
+void writeComparison(const std::string& path, const CompareResult& result, const ExportManifest* manifest)
 {
     if (endsWith(path, ".pt"))
         writePt(path, result);
@@ -167,6 +168,8 @@ void writeComparison(const std::string& path, const CompareResult& result)
         writeFileAtomically(path, comparisonCsv(result));
     else
         throw Error("a comparison is written as FILE.pt, FILE.json or FILE.csv, not '" + path + "'");
+    if (manifest)
+        writeManifest(path, *manifest);
 }
 
 } // namespace torchscope

@@ -13,7 +13,10 @@
 
 namespace torchscope {
 
-void writeComparison(const std::string& path, const CompareResult& result); // throws torchscope::Error
+struct ExportManifest;
+
+// With a manifest, FILE.manifest.json beside. Throws torchscope::Error.
+void writeComparison(const std::string& path, const CompareResult& result, const ExportManifest* manifest = nullptr);
 
 std::string comparisonCsv(const CompareResult& result);
 std::string comparisonJson(const CompareResult& result);

@@ -126,7 +126,7 @@ void noteShortBatches(CompareResult& result)
 } // namespace
 
 CompareResult compareModels(const std::shared_ptr<Model>& a, const std::shared_ptr<Model>& b,
-    const CompareConfig& config, const BatchStream& stream, const BatchProgress& progress)
+    const CompareConfig& config, const BatchStream& stream, const ProgressCallback& progress)
 {
     if (config.mode == CompareMode::Precision)
         throw Error("a precision comparison runs one model: use comparePrecisions");
@@ -187,7 +187,7 @@ CompareResult compareModels(const std::shared_ptr<Model>& a, const std::shared_p
 }
 
 CompareResult comparePrecisions(const std::string& path, const LoadOptions& options, const CompareConfig& config,
-    const BatchStream& stream, const BatchProgress& progress)
+    const BatchStream& stream, const ProgressCallback& progress)
 {
     const at::NoGradGuard noGrad;
     CompareResult result;
@@ -229,7 +229,7 @@ CompareResult comparePrecisions(const std::string& path, const LoadOptions& opti
         }
         variants.push_back(std::move(side));
         // Loading (CUDA's start above all) takes a while: a cancel here stops before any batch.
-        if (progress && !progress(FolderRunProgress{0, stream.total})) {
+        if (progress && !progress(Progress{0, stream.total, "images", {}})) {
             result.cancelled = true;
             stream.stop();
             return result;

@@ -24,13 +24,13 @@ struct LoadOptions;
 // Cka and Checkpoints modes: A against B on the same inputs. Throws torchscope::Error for specs
 // that select nothing, layers whose output is no tensor, and (Checkpoints) layers B lacks.
 CompareResult compareModels(const std::shared_ptr<Model>& a, const std::shared_ptr<Model>& b,
-    const CompareConfig& config, const BatchStream& stream, const BatchProgress& progress = {});
+    const CompareConfig& config, const BatchStream& stream, const ProgressCallback& progress = {});
 
 // Precision mode: the model at `path` in float64 on the CPU is the reference; each of the
 // config's precisions loads it again (on its device, in its dtype) and is compared with it. A
 // precision the machine cannot run (no GPU, an operator without bfloat16 kernels) is reported in
 // its Comparison's `unavailable`, not thrown.
 CompareResult comparePrecisions(const std::string& path, const LoadOptions& options, const CompareConfig& config,
-    const BatchStream& stream, const BatchProgress& progress = {});
+    const BatchStream& stream, const ProgressCallback& progress = {});
 
 } // namespace torchscope

@@ -29,7 +29,7 @@ std::string serializedShare(const ProbeDataset& dataset, const std::vector<std::
 } // namespace
 
 ProbeDataset collectProbeDatasetTogether(Lockstep& lockstep, Engine& engine, const std::vector<std::string>& layers,
-    ProbePooling pooling, ProbeSamples& share, const std::function<bool(int64_t, int64_t)>& progress)
+    ProbePooling pooling, ProbeSamples& share, const ProgressCallback& progress)
 {
     // Each call of next() is one step: this rank's batch (if any), then the exchange.
     bool stopAsked = false, stopped = false, finished = false;
@@ -40,7 +40,7 @@ ProbeDataset collectProbeDatasetTogether(Lockstep& lockstep, Engine& engine, con
     synced.next = [&]() -> std::optional<SampleBatch> {
         if (finished || stopped)
             return std::nullopt;
-        StepReport mine;
+        StepResult mine;
         mine.stop = stopAsked;
         std::optional<SampleBatch> batch;
         if (!stopAsked)
@@ -66,10 +66,10 @@ ProbeDataset collectProbeDatasetTogether(Lockstep& lockstep, Engine& engine, con
         }
         return batch ? std::move(*batch) : SampleBatch{};
     };
-    const auto syncedProgress = [&](int64_t, int64_t total) {
+    const auto syncedProgress = [&](const Progress& local) {
         if (stopped)
             return false;
-        stopAsked = progress && !progress(done, total);
+        stopAsked = progress && !progress(Progress{done, local.total, local.stage, {}});
         return true;
     };
 

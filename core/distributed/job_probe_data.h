@@ -3,6 +3,7 @@
 // Probe training data collected by the ranks of a job: each rank grabs the features of its share
 // of the samples (a Shard), in lockstep with the others, and rank 0 gets them all in sample order.
 
+#include "common/progress.h"
 #include "probe/probe_dataset.h"
 
 namespace torchscope {
@@ -15,6 +16,6 @@ class Lockstep;
 // 0). A stop asked on any rank (`progress` returning false) cancels every rank. No activation
 // cache: each rank sees only its share. Throws torchscope::Error on every rank when one fails.
 ProbeDataset collectProbeDatasetTogether(Lockstep& lockstep, Engine& engine, const std::vector<std::string>& layers,
-    ProbePooling pooling, ProbeSamples& share, const std::function<bool(int64_t done, int64_t total)>& progress = {});
+    ProbePooling pooling, ProbeSamples& share, const ProgressCallback& progress = {});
 
 } // namespace torchscope

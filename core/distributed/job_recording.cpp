@@ -28,7 +28,7 @@ std::string rangesText(const std::map<std::string, std::pair<double, double>>& r
 }
 
 // Each new key takes the range of the lowest rank that saw it in this step: the earliest batch.
-void agreeOnRanges(Recorder& recorder, const std::vector<StepReport>& reports)
+void agreeOnRanges(Recorder& recorder, const std::vector<StepResult>& reports)
 {
     std::set<std::string> agreed;
     for (const auto& report : reports) {
@@ -43,19 +43,19 @@ void agreeOnRanges(Recorder& recorder, const std::vector<StepReport>& reports)
 
 } // namespace
 
-FolderRunSummary recordShareTogether(
-    Lockstep& lockstep, Engine& engine, Recorder& recorder, const BatchStream& share, const BatchProgress& progress)
+FolderRunResult recordShareTogether(
+    Lockstep& lockstep, Engine& engine, Recorder& recorder, const BatchStream& share, const ProgressCallback& progress)
 {
     Request request;
     lockstep.orFail([&] { request = recordingRequest(engine, recorder.config()); });
     lockstep.agree({});
 
     const auto start = std::chrono::steady_clock::now();
-    FolderRunSummary summary;
-    FolderRunProgress state{0, share.total};
+    FolderRunResult summary;
+    Progress state{0, share.total, "images", {}};
     bool stopAsked = false;
     for (int64_t step = 0;; ++step) {
-        StepReport mine;
+        StepResult mine;
         mine.stop = stopAsked;
         std::optional<ImageBatch> batch;
         std::optional<RunResult> result;
@@ -79,7 +79,7 @@ FolderRunSummary recordShareTogether(
                     mine.agreement = rangesText(recorder.histogramRangeCandidates(*result, mask));
                 },
                 share.stop);
-        const std::vector<StepReport> all = lockstep.exchange(mine);
+        const std::vector<StepResult> all = lockstep.exchange(mine);
         bool anyBatch = false, anyStop = false;
         for (const auto& report : all) {
             anyBatch = anyBatch || report.hadBatch;
@@ -90,7 +90,7 @@ FolderRunSummary recordShareTogether(
             summary.cancelled = true;
             summary.warnings.push_back("stopped on request after " + std::to_string(step) + " step(s) of "
                 + std::to_string(all.size()) + " batches each: every rank recorded its batches of those steps ("
-                + std::to_string(state.imagesDone) + " images)");
+                + std::to_string(state.done) + " images)");
             share.stop();
             break;
         }
@@ -106,7 +106,7 @@ FolderRunSummary recordShareTogether(
                 },
                 share.stop);
         for (const auto& report : all) {
-            state.imagesDone += report.images;
+            state.done += report.images;
             summary.images += report.samples;
             summary.selected += report.selected;
             summary.failures.insert(summary.failures.end(), report.failures.begin(), report.failures.end());
@@ -118,7 +118,7 @@ FolderRunSummary recordShareTogether(
     return summary;
 }
 
-std::optional<MergeFigures> mergeRecordingsToRoot(Lockstep& lockstep, Recorder& recorder, FolderRunSummary& summary)
+std::optional<MergeResult> mergeRecordingsToRoot(Lockstep& lockstep, Recorder& recorder, FolderRunResult& summary)
 {
     std::string bytes, error;
     try {
@@ -133,7 +133,7 @@ std::optional<MergeFigures> mergeRecordingsToRoot(Lockstep& lockstep, Recorder& 
     const std::vector<std::string> recordings = cluster.gatherToRoot(bytes);
     if (cluster.rank() != 0)
         return std::nullopt;
-    MergeFigures figures;
+    MergeResult figures;
     for (size_t r = 1; r < recordings.size(); ++r) {
         recorder.merge(recordings[r]);
         figures.bytes += static_cast<int64_t>(recordings[r].size());

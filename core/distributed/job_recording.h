@@ -18,12 +18,12 @@ class Recorder;
 // rank's images, samples and skipped files, in batch order); a stop asked on any rank (`progress`
 // returning false) ends every rank after the same step, keeping only whole steps. Throws
 // torchscope::Error on every rank when one fails, with its message.
-FolderRunSummary recordShareTogether(Lockstep& lockstep, Engine& engine, Recorder& recorder, const BatchStream& share,
-    const BatchProgress& progress = {});
+FolderRunResult recordShareTogether(Lockstep& lockstep, Engine& engine, Recorder& recorder, const BatchStream& share,
+    const ProgressCallback& progress = {});
 
 // What merging cost on rank 0: the other ranks' serialised recordings and the time to receive and
 // fold them in.
-struct MergeFigures {
+struct MergeResult {
     int64_t bytes = 0;
     double seconds = 0.0;
 };
@@ -31,6 +31,6 @@ struct MergeFigures {
 // Folds every rank's recording into rank 0's recorder and summary; returns the figures there,
 // nothing on the other ranks (theirs stay as they were). Every rank calls it after
 // recordShareTogether.
-std::optional<MergeFigures> mergeRecordingsToRoot(Lockstep& lockstep, Recorder& recorder, FolderRunSummary& summary);
+std::optional<MergeResult> mergeRecordingsToRoot(Lockstep& lockstep, Recorder& recorder, FolderRunResult& summary);
 
 } // namespace torchscope

@@ -13,17 +13,17 @@ namespace {
 
 using nlohmann::json;
 
-std::string encoded(const StepReport& r)
+std::string encoded(const StepResult& r)
 {
     return json{{"batch", r.hadBatch}, {"images", r.images}, {"samples", r.samples}, {"selected", r.selected},
         {"stop", r.stop}, {"error", r.error}, {"failures", r.failures}, {"agreement", r.agreement}}
         .dump();
 }
 
-StepReport decoded(const std::string& text)
+StepResult decoded(const std::string& text)
 {
     const json j = json::parse(text);
-    StepReport r;
+    StepResult r;
     r.hadBatch = j.at("batch");
     r.images = j.at("images");
     r.samples = j.at("samples");
@@ -41,10 +41,10 @@ Lockstep::Lockstep(Cluster& cluster)
     : cluster_(cluster)
 { }
 
-std::vector<StepReport> Lockstep::exchange(const StepReport& mine)
+std::vector<StepResult> Lockstep::exchange(const StepResult& mine)
 {
     ++steps_;
-    std::vector<StepReport> all;
+    std::vector<StepResult> all;
     std::vector<std::string> texts;
     try {
         texts = cluster_.allGather(encoded(mine));
@@ -63,7 +63,7 @@ std::vector<StepReport> Lockstep::exchange(const StepReport& mine)
 
 void Lockstep::fail(const std::string& message)
 {
-    StepReport report;
+    StepResult report;
     report.error = message.empty() ? "failed without a message" : message;
     exchange(report); // throws: this rank's message
     throw JobError(report.error);

@@ -25,7 +25,7 @@ public:
 };
 
 // One rank's step.
-struct StepReport {
+struct StepResult {
     bool hadBatch = false; // it had a batch of its share in this step
     int64_t images = 0; // images it went through (run or skipped)
     int64_t samples = 0; // samples it ran through the model
@@ -42,7 +42,7 @@ public:
 
     // Every rank's report for this step, in rank order. Throws JobError with the message of the
     // first rank that failed, or when a rank is gone.
-    std::vector<StepReport> exchange(const StepReport& mine);
+    std::vector<StepResult> exchange(const StepResult& mine);
     // Says that this rank failed (the others' exchange of this step throws with `message`), then
     // throws it here as a JobError too.
     [[noreturn]] void fail(const std::string& message);

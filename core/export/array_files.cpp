@@ -108,10 +108,12 @@ void writeNpz(const std::string& path, const NamedTensors& tensors)
     });
 }
 
-void writeSafetensors(const std::string& path, const NamedTensors& tensors)
+void writeSafetensors(const std::string& path, const NamedTensors& tensors, const std::string& manifest)
 {
     nlohmann::ordered_json header;
     header["__metadata__"] = {{"format", "pt"}, {"writer", "TorchScope"}};
+    if (!manifest.empty()) // safetensors metadata is a map of strings: the manifest as its JSON text
+        header["__metadata__"]["torchscope_manifest"] = manifest;
     std::string data;
     for (const auto& [key, tensor] : tensors) {
         const auto [t, type] = portable(tensor);

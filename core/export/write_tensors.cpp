@@ -1,5 +1,8 @@
 #include "export/write_tensors.h"
 
+#include "common/atomic_file.h"
+#include "export/manifest.h"
+
 #include "common/error.h"
 #include "export/array_files.h"
 #include "export/pt_export.h"
@@ -7,8 +10,21 @@
 
 namespace torchscope {
 
-std::vector<std::string> writeTensors(const std::string& path, const NamedValues& values)
+std::vector<std::string> writeTensors(
+    const std::string& path, const NamedValues& values, const ExportManifest* manifest)
 {
+    std::string manifestText;
+    if (manifest) {
+        ExportManifest described = *manifest;
+        if (described.keys.empty())
+            for (const auto& [key, value] : values)
+                described.keys.push_back(ManifestKey::capture(key));
+        manifestText = manifestJson(described);
+    }
+    const auto besideIt = [&] {
+        if (manifest)
+            writeFileAtomically(manifestPathFor(path), manifestText);
+    };
     const TensorFormatInfo* format = tensorFormatForPath(path);
     if (!format) {
         std::string known;
@@ -18,6 +34,7 @@ std::vector<std::string> writeTensors(const std::string& path, const NamedValues
     }
     if (format->extension == ".pt") {
         writePtDictionary(path, values);
+        besideIt();
         return {};
     }
     NamedTensors tensors;
@@ -31,7 +48,8 @@ std::vector<std::string> writeTensors(const std::string& path, const NamedValues
     if (format->extension == ".npz")
         writeNpz(path, tensors);
     else
-        writeSafetensors(path, tensors);
+        writeSafetensors(path, tensors, manifestText);
+    besideIt();
     return skipped;
 }
 

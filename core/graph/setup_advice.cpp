@@ -117,10 +117,12 @@ SetupAdvice adviseSetup(const Model& model, const ModelSetup& current, double bu
             advice.notes.push_back("on the input setup (" + std::to_string(channels) + " × " + std::to_string(h) + " × "
                 + std::to_string(w) + ") the model fails: " + failure);
     }
+    std::vector<std::string> untried;
     for (int size : candidates) {
         if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > budgetSeconds) {
             advice.triedAll = false;
-            break;
+            untried.push_back(std::to_string(size));
+            continue;
         }
         std::string failure;
         if (runs(wanted, size, size, failure)) {
@@ -131,8 +133,10 @@ SetupAdvice adviseSetup(const Model& model, const ModelSetup& current, double bu
                 advice.failure = failure;
         }
     }
+    std::vector<int> sorted = advice.sizes;
+    std::sort(sorted.begin(), sorted.end());
     std::vector<std::string> ran;
-    for (int size : advice.sizes)
+    for (int size : sorted)
         ran.push_back(std::to_string(size) + "×" + std::to_string(size));
     if (advice.sizes.empty())
         advice.notes.push_back("none of the sizes tried ran on " + std::to_string(wanted) + "-channel zeros"
@@ -141,6 +145,9 @@ SetupAdvice adviseSetup(const Model& model, const ModelSetup& current, double bu
         advice.notes.push_back("every size tried ran (" + join(ran, ", ") + "): the model adapts to the input size");
     else
         advice.notes.push_back("input sizes that ran: " + join(ran, ", "));
+    if (!untried.empty())
+        advice.notes.push_back("not tried, the model being slow (over " + std::to_string(int(budgetSeconds))
+            + " s): " + join(untried, ", "));
     return advice;
 }
 

@@ -28,9 +28,11 @@ struct SetupAdvice {
 };
 
 // Reads the first convolution's input channels and the last layer's outputs, then runs the model
-// on zero images of common sizes (the setup's own size first) until `budgetSeconds` are spent.
+// on zero images of common sizes (the setup's own size first). Every size is tried unless
+// `budgetSeconds` run out first (a very slow model), which the notes then say, with the sizes left
+// out: the window's Input Setup and `torchscope-cli setup` list the same sizes, smallest first.
 // Runs the model: call it on the thread that runs the model.
-SetupAdvice adviseSetup(const Model& model, const ModelSetup& current, double budgetSeconds = 5.0);
+SetupAdvice adviseSetup(const Model& model, const ModelSetup& current, double budgetSeconds = 60.0);
 
 // For a run that failed: when the message looks like a wrong input size or channel count, what
 // the model got and that the input setup is the likely cause; empty otherwise.

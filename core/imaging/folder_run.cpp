@@ -6,9 +6,8 @@
 
 namespace torchscope {
 
-FolderRunSummary recordFolder(Engine& engine, Recorder& recorder, const ImageFolder& folder,
-    const Preprocessing& preprocessing, const FolderRunOptions& options,
-    const std::function<bool(const FolderRunProgress&)>& progress)
+FolderRunResult recordFolder(Engine& engine, Recorder& recorder, const ImageFolder& folder,
+    const Preprocessing& preprocessing, const FolderRunOptions& options, const ProgressCallback& progress)
 {
     return recordBatches(engine, recorder, folderBatches(folder, preprocessing, options), progress);
 }

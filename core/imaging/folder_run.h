@@ -1,5 +1,6 @@
 #pragma once
 
+#include "common/progress.h"
 #include "imaging/image_folder.h"
 #include "preprocess/preprocessing.h"
 #include "record/batch_run.h"
@@ -23,9 +24,8 @@ struct FolderRunOptions {
 // Streams a folder through the model in batches (decoded ahead on worker threads) and feeds
 // the recorder. `progress` is called after every batch; returning false cancels, keeping what
 // was recorded so far consistent (whole batches only). Throws torchscope::Error.
-FolderRunSummary recordFolder(Engine& engine, Recorder& recorder, const ImageFolder& folder,
-    const Preprocessing& preprocessing, const FolderRunOptions& options,
-    const std::function<bool(const FolderRunProgress&)>& progress = {});
+FolderRunResult recordFolder(Engine& engine, Recorder& recorder, const ImageFolder& folder,
+    const Preprocessing& preprocessing, const FolderRunOptions& options, const ProgressCallback& progress = {});
 
 // The folder's images, decoded and preprocessed ahead on `options.decodeThreads` threads, as a
 // stream (recordings and comparisons read it alike).

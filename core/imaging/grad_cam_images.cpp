@@ -3,6 +3,7 @@
 #include "attribution/grad_cam.h"
 #include "common/error.h"
 #include "common/tensor_conversion.h"
+#include "export/manifest.h"
 #include "export/write_tensors.h"
 #include "graph/engine.h"
 #include "imaging/image_tensor.h"
@@ -70,7 +71,7 @@ GradCamResult computeGradCam(Engine& engine, const GradCamRequest& request, cons
         } catch (const std::exception& e) {
             result.failures.emplace_back(path, e.what());
         }
-        if (progress && !progress(Progress{i + 1, total, "grad-cam"}) && i + 1 < total) {
+        if (progress && !progress(Progress{i + 1, total, "grad-cam", {}}) && i + 1 < total) {
             result.cancelled = true;
             break;
         }
@@ -83,7 +84,8 @@ GradCamResult computeGradCam(Engine& engine, const GradCamRequest& request, cons
     return result;
 }
 
-std::vector<std::string> writeGradCam(const std::string& path, const GradCamResult& result)
+std::vector<std::string> writeGradCam(
+    const std::string& path, const GradCamResult& result, const ExportManifest* manifest)
 {
     if (result.images.empty())
         throw Error("there is no Grad-CAM map to write");
@@ -100,7 +102,19 @@ std::vector<std::string> writeGradCam(const std::string& path, const GradCamResu
     addMaps(values, "gradcam_layer", camsAtLayer);
     addMaps(values, "saliency", saliency);
     values.emplace_back("target", at::tensor(targets, at::kLong));
-    return writeTensors(path, values);
+    if (!manifest)
+        return writeTensors(path, values);
+    ExportManifest described = *manifest;
+    described.keys.clear();
+    for (const auto& [key, value] : values) {
+        const std::string map = key.substr(0, key.find('/'));
+        const std::string kind = map == "gradcam" ? "grad-cam (input size)"
+            : map == "gradcam_layer"              ? "grad-cam (layer size)"
+            : map == "saliency"                   ? "saliency (|input gradient|, max over channels)"
+                                                  : "target class";
+        described.keys.push_back({key, map == "saliency" || map == "target" ? "" : result.layer, kind});
+    }
+    return writeTensors(path, values, &described);
 }
 
 } // namespace torchscope

@@ -18,6 +18,8 @@
 
 namespace torchscope {
 
+struct ExportManifest;
+
 class Engine;
 
 struct GradCamRequest {
@@ -55,7 +57,8 @@ GradCamResult computeGradCam(Engine& engine, const GradCamRequest& request, cons
 // The maps as one file (.pt, .npz or .safetensors): "gradcam" [N, H, W], "gradcam_layer"
 // [N, h, w], "saliency" [N, H, W] and "target" [N] (int64), images in result order. Maps of
 // different sizes cannot stack: then each image's maps are written as "KEY/i". Returns the keys
-// the format left out.
-std::vector<std::string> writeGradCam(const std::string& path, const GradCamResult& result);
+// the format left out. A manifest is written beside (its keys: each map's kind and the layer).
+std::vector<std::string> writeGradCam(
+    const std::string& path, const GradCamResult& result, const ExportManifest* manifest = nullptr);
 
 } // namespace torchscope

@@ -89,7 +89,8 @@ ImageRunner::ImageRunner(std::shared_ptr<Model> model, Engine& engine)
 
 ImageRunner::~ImageRunner() = default;
 
-ImageRunResult ImageRunner::run(const ImageRunConfig& config, const ImageRunCallback& progress)
+ImageRunResult ImageRunner::run(
+    const ImageRunConfig& config, const ProgressCallback& progress, const ImageResultCallback& onImage)
 {
     const auto& arguments = model_->forwardArguments();
     if (arguments.size() > 1 && !arguments[1].hasDefault)
@@ -104,8 +105,13 @@ ImageRunResult ImageRunner::run(const ImageRunConfig& config, const ImageRunCall
     std::vector<std::string> modelFailures;
     const std::string truncation = config.request.truncateAt.value_or("");
     const int total = static_cast<int>(config.images.size());
-    for (int i = 0; i < total; ++i) {
-        if (progress && !progress({i, total})) {
+    const int first = config.firstImage >= 0 && config.firstImage < total ? config.firstImage : 0;
+    bool firstRan = false;
+    int ranBeforeFirst = 0; // images before `first` in the list that ran: where its result belongs
+    for (int step = 0; step < total; ++step) {
+        // first, then the others in order
+        const int i = step == 0 ? first : (step <= first ? step - 1 : step);
+        if (progress && !progress(Progress{step, total, "images", {}})) {
             result.cancelled = true;
             break;
         }
@@ -148,6 +154,9 @@ ImageRunResult ImageRunner::run(const ImageRunConfig& config, const ImageRunCall
             if (truncation.empty())
                 item.prediction = predictImage(
                     findScores(run.values.front().second, config.setup.scores), 0, config.setup.labels, config.topK);
+            item.gradientTarget = run.target;
+            item.width = image.width;
+            item.height = image.height;
             if (result.gradientTarget.empty())
                 result.gradientTarget = run.target;
             for (const auto& [key, value] : run.values) {
@@ -163,6 +172,11 @@ ImageRunResult ImageRunner::run(const ImageRunConfig& config, const ImageRunCall
             }
             for (const auto& warning : run.warnings)
                 addOnce(result.warnings, warning);
+            if (onImage)
+                onImage(item);
+            firstRan = firstRan || i == first;
+            if (i < first)
+                ++ranBeforeFirst;
             result.images.push_back(std::move(item));
         } catch (const std::exception& e) {
             result.failures.emplace_back(path, e.what());
@@ -171,8 +185,17 @@ ImageRunResult ImageRunner::run(const ImageRunConfig& config, const ImageRunCall
                 result.setupAdvice = inputMismatchAdvice(e.what(), input.sizes().vec(), config.setup);
         }
     }
+    if (firstRan && ranBeforeFirst > 0) { // the first image's result back to its place in the list
+        const auto rotate = [&](auto& list) {
+            if (list.size() == result.images.size())
+                std::rotate(list.begin(), list.begin() + 1, list.begin() + 1 + ranBeforeFirst);
+        };
+        for (auto& [key, values] : cache_->recorded)
+            rotate(values);
+        rotate(result.images);
+    }
     if (progress && !result.cancelled)
-        progress({total, total});
+        progress(Progress{total, total, "images", {}});
     result.cutAway = cache_->cutAway;
     for (const auto& [key, values] : cache_->recorded)
         if (const c10::IValue all = concatenated(values); all.isTensor())
@@ -191,7 +214,7 @@ bool ImageRunner::hasRecorded() const
     return !cache_->recorded.empty();
 }
 
-std::vector<std::string> ImageRunner::writeRecorded(const std::string& path) const
+std::vector<std::string> ImageRunner::writeRecorded(const std::string& path, const ExportManifest* manifest) const
 {
     if (cache_->recorded.empty())
         throw Error("nothing has been recorded yet: run the model on images first");
@@ -199,7 +222,7 @@ std::vector<std::string> ImageRunner::writeRecorded(const std::string& path) con
     for (const auto& [key, perImage] : cache_->recorded)
         values.emplace_back(key, concatenated(perImage));
     std::vector<std::string> leftOut;
-    for (const auto& key : writeTensors(path, values))
+    for (const auto& key : writeTensors(path, values, manifest))
         leftOut.push_back(key + " (not one tensor: its shape differs between images, or it is not a tensor; a .pt "
             + "file keeps it as a list, one per image)");
     return leftOut;

@@ -3,6 +3,7 @@
 #include "attribution/grad_cam.h"
 #include "common/error.h"
 #include "common/tensor_conversion.h"
+#include "export/manifest.h"
 #include "export/write_tensors.h"
 #include "graph/engine.h"
 #include "graph/model_output.h"
@@ -109,7 +110,7 @@ PatchResult patchImages(Engine& engine, const PatchRequest& request, const Progr
         break;
     }
     if (progress)
-        progress(Progress{static_cast<int64_t>(runs.size()), static_cast<int64_t>(runs.size()), "runs"});
+        progress(Progress{static_cast<int64_t>(runs.size()), static_cast<int64_t>(runs.size()), "runs", {}});
 
     std::vector<at::Tensor> maps;
     for (const Run& run : runs) {
@@ -130,14 +131,17 @@ PatchResult patchImages(Engine& engine, const PatchRequest& request, const Progr
     }
     // One scale for all columns, so that a map that changed looks changed.
     if (!maps.empty()) {
-        const at::Tensor all = normalizeMap(at::stack(maps));
+        const at::Tensor stacked = at::stack(maps);
+        result.mapLow = stacked.min().item<float>();
+        result.mapHigh = stacked.max().item<float>();
+        const at::Tensor all = normalizeMap(stacked);
         for (size_t i = 0; i < result.columns.size(); ++i)
             result.columns[i].map = toFloatTensor(all[static_cast<int64_t>(i)].contiguous());
     }
     return result;
 }
 
-std::vector<std::string> writePatch(const std::string& path, const PatchResult& result)
+std::vector<std::string> writePatch(const std::string& path, const PatchResult& result, const ExportManifest* manifest)
 {
     NamedValues values;
     for (const auto& column : result.columns) {
@@ -155,7 +159,23 @@ std::vector<std::string> writePatch(const std::string& path, const PatchResult& 
     if (values.empty())
         throw Error("the patching result holds no tensor to write (the model gives no class scores and no "
                     "comparison layer was chosen)");
-    return writeTensors(path, values);
+    if (!manifest)
+        return writeTensors(path, values);
+    ExportManifest described = *manifest;
+    described.keys.clear();
+    for (const auto& [key, value] : values) {
+        const auto slash = key.find('/');
+        const std::string tail = slash == std::string::npos ? key : key.substr(slash + 1);
+        if (tail == "scores")
+            described.keys.push_back({key, "", "class scores of run " + key.substr(0, slash)});
+        else if (slash != std::string::npos)
+            described.keys.push_back({key, tail, "output of run " + key.substr(0, slash)});
+        else if (key == "ranked_channels")
+            described.keys.push_back({key, result.layer, "channels by mean |a - b|"});
+        else
+            described.keys.push_back({key, result.layer, key == "difference" ? "output a - b" : "output of " + key});
+    }
+    return writeTensors(path, values, &described);
 }
 
 } // namespace torchscope

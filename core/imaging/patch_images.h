@@ -17,6 +17,8 @@
 
 namespace torchscope {
 
+struct ExportManifest;
+
 class Engine;
 
 enum class PatchMode {
@@ -54,6 +56,9 @@ struct PatchResult {
     std::string compareLayer;
     std::vector<PatchColumn> columns; // A, B (not for Ablate), then the patched or ablated run
     std::shared_ptr<const InputDifference> difference; // Difference: the maps at `layer`
+    // The values the columns' maps show at 0 and 1 (the mean over channels of compareLayer).
+    float mapLow = 0.f;
+    float mapHigh = 0.f;
 };
 
 // Throws torchscope::Error naming what is wrong (an unknown layer, a missing channel, sizes that
@@ -62,7 +67,8 @@ PatchResult patchImages(Engine& engine, const PatchRequest& request, const Progr
 
 // The columns as one file (.pt, .npz or .safetensors): "COLUMN/scores" and "COLUMN/COMPARE_LAYER"
 // per column (COLUMN: a, b, patched or ablated), and for Difference "a", "b", "difference" and
-// "ranked_channels". Returns the keys the format left out.
-std::vector<std::string> writePatch(const std::string& path, const PatchResult& result);
+// "ranked_channels". Returns the keys the format left out. A manifest is written beside.
+std::vector<std::string> writePatch(
+    const std::string& path, const PatchResult& result, const ExportManifest* manifest = nullptr);
 
 } // namespace torchscope

@@ -6,10 +6,10 @@
 
 namespace torchscope {
 
-LayerSweep sweepLayers(const ProbeDataset& dataset, const std::vector<std::string>& layers,
-    const ProbeTrainingConfig& config, const std::function<bool(int, int)>& progress)
+LayerSweepResult sweepLayers(const ProbeDataset& dataset, const std::vector<std::string>& layers,
+    const ProbeTrainingConfig& config, const ProgressCallback& progress)
 {
-    LayerSweep sweep;
+    LayerSweepResult sweep;
     for (size_t i = 0; i < layers.size(); ++i) {
         const auto it = dataset.features.find(layers[i]);
         if (it == dataset.features.end())
@@ -18,8 +18,10 @@ LayerSweep sweepLayers(const ProbeDataset& dataset, const std::vector<std::strin
         LayerProbeResult result;
         result.layer = layers[i];
         result.features = it->second.size(1);
-        result.probe = trainLinearProbe(it->second, dataset.labels, config, [&](int epoch, double) {
-            stop = progress && !progress(static_cast<int>(i), epoch);
+        result.probe = trainLinearProbe(it->second, dataset.labels, config, [&](const Progress& epoch) {
+            stop = progress
+                && !progress(Progress{static_cast<int64_t>(i), static_cast<int64_t>(layers.size()), layers[i],
+                    {static_cast<double>(epoch.done - 1), epoch.values.front()}});
             return !stop;
         });
         if (stop) {
@@ -40,7 +42,7 @@ LayerSweep sweepLayers(const ProbeDataset& dataset, const std::vector<std::strin
     return sweep;
 }
 
-std::string sweepCsv(const LayerSweep& sweep)
+std::string sweepCsv(const LayerSweepResult& sweep)
 {
     std::ostringstream out;
     out << "path,features,train_accuracy,validation_accuracy,best_epoch\n";

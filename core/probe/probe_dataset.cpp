@@ -54,7 +54,7 @@ ProbeSamples tensorSamples(const at::Tensor& samples, const at::Tensor& labelsIn
 }
 
 ProbeDataset collectProbeDataset(Engine& engine, const std::vector<std::string>& layers, ProbePooling pooling,
-    ProbeSamples& samples, ActivationCache* cache, const std::function<bool(int64_t, int64_t)>& progress)
+    ProbeSamples& samples, ActivationCache* cache, const ProgressCallback& progress)
 {
     if (layers.empty())
         throw Error("choose at least one layer to probe");
@@ -101,7 +101,7 @@ ProbeDataset collectProbeDataset(Engine& engine, const std::vector<std::string>&
                 for (const auto& w : result.warnings)
                     appendUnique(dataset.warnings, w);
             }
-            if (progress && !progress(done, total)) {
+            if (progress && !progress(Progress{done, total, "activations", {}})) {
                 samples.cancel();
                 dataset.cancelled = true;
                 dataset.features.clear();
@@ -120,7 +120,7 @@ ProbeDataset collectProbeDataset(Engine& engine, const std::vector<std::string>&
                 cache->store(keys[layer], {dataset.features[layer], runIds});
         }
     } else if (progress) {
-        progress(total, total);
+        progress(Progress{total, total, "activations", {}});
     }
 
     const at::Tensor allLabels = at::tensor(samples.labels, at::kLong);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "common/progress.h"
 #include "probe/probe_training.h"
 #include "record/batch_run.h"
 
@@ -54,10 +55,9 @@ ProbeSamples tensorSamples(const at::Tensor& samples, const at::Tensor& labels, 
 
 // Grabs every layer's output once for all samples (one forward pass per batch, cut after the
 // last layer), pools it into probe features and caches them. Layers found in `cache` are not run
-// again; when all are cached the model does not run at all. `progress(done, total)` returning
-// false cancels (nothing is cached then). Throws torchscope::Error.
+// again; when all are cached the model does not run at all. progress (samples done of
+// all) returning false cancels (nothing is cached then). Throws torchscope::Error.
 ProbeDataset collectProbeDataset(Engine& engine, const std::vector<std::string>& layers, ProbePooling pooling,
-    ProbeSamples& samples, ActivationCache* cache = nullptr,
-    const std::function<bool(int64_t done, int64_t total)>& progress = {});
+    ProbeSamples& samples, ActivationCache* cache = nullptr, const ProgressCallback& progress = {});
 
 } // namespace torchscope

@@ -52,7 +52,7 @@ at::Tensor probeFeatures(const at::Tensor& activations, ProbePooling pooling)
 }
 
 ProbeTrainingResult trainLinearProbe(const at::Tensor& featuresIn, const at::Tensor& labelsIn,
-    const ProbeTrainingConfig& config, const std::function<bool(int, double)>& progress)
+    const ProbeTrainingConfig& config, const ProgressCallback& progress)
 {
     const at::Tensor features = probeFeatures(featuresIn).cpu();
     const at::Tensor labels = labelsIn.to(at::kCPU, at::kLong).flatten();
@@ -115,7 +115,7 @@ ProbeTrainingResult trainLinearProbe(const at::Tensor& featuresIn, const at::Ten
         } else if (++sinceBest >= config.patience) {
             break;
         }
-        if (progress && !progress(epoch, validationLoss))
+        if (progress && !progress(Progress{epoch + 1, config.maxEpochs, "training", {validationLoss}}))
             break;
     }
     result.weight = bestWeight;

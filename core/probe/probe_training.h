@@ -1,5 +1,7 @@
 #pragma once
 
+#include "common/progress.h"
+
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -46,11 +48,12 @@ std::string toString(ProbePooling pooling);
 // [N, C, ...] or [N, F] activations -> [N, F] float features on the activations' device.
 at::Tensor probeFeatures(const at::Tensor& activations, ProbePooling pooling = ProbePooling::Average);
 
-// labels: [N] class indices 0..K-1. `progress(epoch, validationLoss)` returns false to cancel
+// labels: [N] class indices 0..K-1. progress (epochs done of maxEpochs, values = {validation
+// loss}) returns false to cancel
 // (the best weights so far are kept). Throws torchscope::Error for fewer than two classes or a
 // class with no sample in either split.
 ProbeTrainingResult trainLinearProbe(const at::Tensor& features, const at::Tensor& labels,
-    const ProbeTrainingConfig& config = {}, const std::function<bool(int, double)>& progress = {});
+    const ProbeTrainingConfig& config = {}, const ProgressCallback& progress = {});
 
 // The probe's class scores for features: [N, outputs].
 at::Tensor applyProbe(const ProbeTrainingResult& probe, const at::Tensor& features);

@@ -54,14 +54,14 @@ at::Tensor conditionMask(const Condition& condition, const c10::IValue& output, 
 }
 
 BatchLoop forEachBatch(
-    const BatchStream& stream, const BatchProgress& progress, const std::function<void(const ImageBatch&)>& handle)
+    const BatchStream& stream, const ProgressCallback& progress, const std::function<void(const ImageBatch&)>& handle)
 {
     const auto start = std::chrono::steady_clock::now();
     BatchLoop loop;
-    FolderRunProgress state{0, stream.total};
+    Progress state{0, stream.total, "images", {}};
     while (auto batch = stream.next()) {
         loop.failures.insert(loop.failures.end(), batch->failures.begin(), batch->failures.end());
-        state.imagesDone += static_cast<int64_t>(batch->indices.size() + batch->failures.size());
+        state.done += static_cast<int64_t>(batch->indices.size() + batch->failures.size());
         if (batch->images.defined() && batch->images.size(0) > 0) {
             handle(*batch);
             loop.samples += batch->images.size(0);
@@ -120,11 +120,11 @@ Request recordingRequest(Engine& engine, const RecorderConfig& config)
     return request;
 }
 
-FolderRunSummary recordBatches(
-    Engine& engine, Recorder& recorder, const BatchStream& stream, const BatchProgress& progress)
+FolderRunResult recordBatches(
+    Engine& engine, Recorder& recorder, const BatchStream& stream, const ProgressCallback& progress)
 {
     const Request request = recordingRequest(engine, recorder.config());
-    FolderRunSummary summary;
+    FolderRunResult summary;
     const BatchLoop loop = forEachBatch(stream, progress, [&](const ImageBatch& batch) {
         const RunResult result = engine.run(request, forwardInputsFromBatch(engine.model(), batch.images));
         const at::Tensor mask = conditionMask(
@@ -142,8 +142,8 @@ FolderRunSummary recordBatches(
     return summary;
 }
 
-FolderRunSummary recordTensor(Engine& engine, Recorder& recorder, const at::Tensor& samples,
-    const std::vector<int64_t>& labels, int batchSize, const BatchProgress& progress)
+FolderRunResult recordTensor(Engine& engine, Recorder& recorder, const at::Tensor& samples,
+    const std::vector<int64_t>& labels, int batchSize, const ProgressCallback& progress)
 {
     return recordBatches(engine, recorder, tensorBatches(samples, labels, batchSize), progress);
 }

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "common/progress.h"
+
 #include <ATen/core/Tensor.h>
 
 #include <exception>
@@ -39,12 +41,7 @@ struct ImageBatch {
     std::exception_ptr error; // a batch that cannot be formed (images of different sizes)
 };
 
-struct FolderRunProgress {
-    int64_t imagesDone = 0;
-    int64_t imagesTotal = 0;
-};
-
-struct FolderRunSummary {
+struct FolderRunResult {
     int64_t images = 0; // run through the model
     int64_t selected = 0; // that satisfied the condition
     double seconds = 0.0;
@@ -63,8 +60,6 @@ struct BatchStream {
     std::function<void()> stop = [] {};
 };
 
-using BatchProgress = std::function<bool(const FolderRunProgress&)>; // false: cancel
-
 // What the loop over a stream did.
 struct BatchLoop {
     int64_t samples = 0; // handed to `handle`
@@ -77,7 +72,7 @@ struct BatchLoop {
 // after every batch, and returning false cancels (whole batches only, so what was handled stays
 // consistent) and calls the stream's `stop`.
 BatchLoop forEachBatch(
-    const BatchStream& stream, const BatchProgress& progress, const std::function<void(const ImageBatch&)>& handle);
+    const BatchStream& stream, const ProgressCallback& progress, const std::function<void(const ImageBatch&)>& handle);
 
 // The rows of a tensor ([N, ...], as saved by torch.save) in batches; labels: one per row, or empty.
 // `total` stays the whole tensor's rows when the stream is a shard.
@@ -93,12 +88,12 @@ at::Tensor conditionMask(const Condition& condition, const c10::IValue& output, 
     const std::vector<int64_t>& labels);
 
 // Runs every batch of the stream through the model and feeds the recorder.
-FolderRunSummary recordBatches(
-    Engine& engine, Recorder& recorder, const BatchStream& stream, const BatchProgress& progress = {});
+FolderRunResult recordBatches(
+    Engine& engine, Recorder& recorder, const BatchStream& stream, const ProgressCallback& progress = {});
 
 // Streams the rows of a tensor through the model in batches and feeds the recorder; labels (one
 // per row, or empty) serve the conditions.
-FolderRunSummary recordTensor(Engine& engine, Recorder& recorder, const at::Tensor& samples,
-    const std::vector<int64_t>& labels, int batchSize, const BatchProgress& progress = {});
+FolderRunResult recordTensor(Engine& engine, Recorder& recorder, const at::Tensor& samples,
+    const std::vector<int64_t>& labels, int batchSize, const ProgressCallback& progress = {});
 
 } // namespace torchscope

@@ -2,6 +2,7 @@
 
 #include "common/atomic_file.h"
 #include "common/strings.h"
+#include "export/manifest.h"
 #include "export/pt_export.h"
 #include "export/tensor_formats.h"
 #include "export/write_tensors.h"
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <optional>
 
 namespace torchscope {
 namespace {
@@ -27,7 +29,7 @@ std::string fileNameFor(const std::string& key)
 
 } // namespace
 
-std::string recordingSummary(const Recorder& recorder, const FolderRunSummary& run, const RecordingSource& source)
+std::string recordingSummary(const Recorder& recorder, const FolderRunResult& run, const RecordingSource& source)
 {
     nlohmann::json samples = nlohmann::json::object();
     for (const auto& key : recorder.keys())
@@ -51,12 +53,26 @@ std::string recordingSummary(const Recorder& recorder, const FolderRunSummary& r
 }
 
 std::vector<std::string> writeRecording(
-    const std::string& out, const Recorder& recorder, const std::string& summaryJson)
+    const std::string& out, const Recorder& recorder, const std::string& summaryJson, const ExportManifest* manifest)
 {
     const NamedValues results = recorder.results();
     const bool stats = recorder.config().reduction == Reduction::Stats;
+    std::optional<ExportManifest> described;
+    if (manifest) { // each result key under the capture it reduces: "layer1:mean" is layer1's mean
+        described = *manifest;
+        described->keys.clear();
+        for (const auto& [name, value] : results)
+            for (const auto& key : recorder.keys())
+                if (name == key || startsWith(name, key + ":")) {
+                    ManifestKey entry = ManifestKey::capture(key);
+                    entry.key = name;
+                    entry.statistic = name == key ? "" : name.substr(key.size() + 1);
+                    described->keys.push_back(entry);
+                    break;
+                }
+    }
     if (tensorFormatForPath(out)) {
-        const std::vector<std::string> leftOut = writeTensors(out, results);
+        const std::vector<std::string> leftOut = writeTensors(out, results, described ? &*described : nullptr);
         std::filesystem::path beside(out);
         if (stats)
             writeFileAtomically(beside.replace_extension(".csv").string(), recorder.channelCsv());
@@ -75,6 +91,8 @@ std::vector<std::string> writeRecording(
     if (stats)
         writeFileAtomically((folder / "statistics.csv").string(), recorder.channelCsv());
     writeFileAtomically((folder / "summary.json").string(), summaryJson);
+    if (described)
+        writeManifest(out, *described);
     return {};
 }
 

@@ -6,8 +6,10 @@
 
 namespace torchscope {
 
+struct ExportManifest;
+
 class Recorder;
-struct FolderRunSummary;
+struct FolderRunResult;
 
 // Where a recording's samples came from, for its summary.
 struct RecordingSource {
@@ -21,14 +23,15 @@ struct RecordingSource {
 
 // The summary JSON of a recording: what ran, how long, which images in which order (so
 // `top_samples` and `none` rows map to files), what failed.
-std::string recordingSummary(const Recorder& recorder, const FolderRunSummary& run, const RecordingSource& source);
+std::string recordingSummary(const Recorder& recorder, const FolderRunResult& run, const RecordingSource& source);
 
 // Writes a recording. FILE.pt/.npz/.safetensors: one file of every key, with FILE.csv (per-channel
 // statistics) and FILE.json (the summary) beside it. A folder: one .pt per recorded key (as
 // torchfunc saves one file per layer), statistics.csv and summary.json. Every file is written
 // atomically. Returns the keys left out because they are not tensors (as writeTensors). Throws
-// torchscope::Error.
-std::vector<std::string> writeRecording(
-    const std::string& out, const Recorder& recorder, const std::string& summaryJson);
+// torchscope::Error. With a manifest, FILE.manifest.json (a folder: manifest.json) describes every
+// key, its capture and its statistic.
+std::vector<std::string> writeRecording(const std::string& out, const Recorder& recorder,
+    const std::string& summaryJson, const ExportManifest* manifest = nullptr);
 
 } // namespace torchscope

@@ -90,7 +90,7 @@ private:
 
 // A unit that stays at one value never got a gradient (typically a channel after a ReLU that the
 // starting image leaves at 0); one that is not finite comes from the model.
-void warnAboutStuckObjectives(Visualization& out, const std::string& layer)
+void warnAboutStuckObjectives(VisualizeResult& out, const std::string& layer)
 {
     if (out.trajectory.size() < 2)
         return;
@@ -112,8 +112,8 @@ void warnAboutStuckObjectives(Visualization& out, const std::string& layer)
 
 } // namespace
 
-Visualization visualize(Engine& engine, const Preprocessing& preprocessing, const VisualizeConfig& config,
-    const VisualizeProgressFn& progress)
+VisualizeResult visualize(
+    Engine& engine, const Preprocessing& preprocessing, const VisualizeConfig& config, const ProgressCallback& progress)
 {
     config.check();
     const auto [height, width] = imageSize(config, preprocessing);
@@ -122,7 +122,7 @@ Visualization visualize(Engine& engine, const Preprocessing& preprocessing, cons
     const c10::Device device(engine.model().device());
     const torch::AutoGradMode gradients(true);
 
-    Visualization out;
+    VisualizeResult out;
     for (const auto& o : config.objectives)
         out.descriptions.push_back(o.describe());
     const auto groups = diverseGroups(config.objectives);
@@ -155,7 +155,7 @@ Visualization visualize(Engine& engine, const Preprocessing& preprocessing, cons
             const at::Tensor cpu = values.detach().to(at::kCPU, at::kDouble).contiguous();
             out.trajectory.emplace_back(cpu.data_ptr<double>(), cpu.data_ptr<double>() + count);
             out.steps = step + 1;
-            if (progress && !progress({out.steps, config.steps, out.trajectory.back()})) {
+            if (progress && !progress(Progress{out.steps, config.steps, "steps", out.trajectory.back()})) {
                 out.cancelled = true;
                 break;
             }

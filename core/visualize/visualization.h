@@ -64,12 +64,6 @@ struct VisualizeConfig {
     std::string cacheKey() const;
 };
 
-struct VisualizeProgress {
-    int step = 0; // done
-    int steps = 0;
-    std::vector<double> objectives; // this step's, one per image (before the update)
-};
-
 Parameterization parseParameterization(const std::string& text); // "fft", "pixel"; throws
 std::string parameterizationName(Parameterization parameterization);
 

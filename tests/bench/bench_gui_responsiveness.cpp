@@ -3,9 +3,9 @@
 // results are drawn. Prints JSON. (Offscreen; goal: never more than 100 ms.)
 //
 //   torchscope-bench-gui MODEL.pt IMAGE_FOLDER [--images 200] [--grab SPEC ...]
-#include "document.h"
-#include "main_window.h"
-#include "run_controller.h"
+#include "document/document.h"
+#include "jobs/run_controller.h"
+#include "window/main_window.h"
 
 #include <QApplication>
 #include <QDir>

@@ -40,7 +40,7 @@ struct Setup {
     int batch = 16;
 };
 
-FolderRunSummary runFolder(Setup& s, const ImageFolder& folder)
+FolderRunResult runFolder(Setup& s, const ImageFolder& folder)
 {
     Engine engine(s.model);
     Recorder recorder(s.config);
@@ -134,7 +134,7 @@ int main(int argc, char** argv)
         const ImageFolder folder = ImageFolder::scan(dir.string());
 
         const double forward = forwardOnlyRate(s, folder);
-        const FolderRunSummary run = runFolder(s, folder);
+        const FolderRunResult run = runFolder(s, folder);
         auto peak = [&](int n) {
             std::string command = "'" + fs::read_symlink("/proc/self/exe").string() + "' '" + args[0] + "' '"
                 + dir.string() + "' --batch " + std::to_string(s.batch) + " --peak-memory-of " + std::to_string(n);

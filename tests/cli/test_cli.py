@@ -2,6 +2,7 @@
 expectations the fixture script computed with forward hooks."""
 import csv
 import fcntl
+import hashlib
 import json
 import os
 import pathlib
@@ -31,7 +32,7 @@ torch.set_num_threads(int(THREADS))
 TIMEOUT = 600  # the sanitized CLI is several times slower
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))  # probe_reference: probes trained by PyTorch
-from demo_hooks import demo_hooked, demo_model  # noqa: E402  (the eager demo model, forward hooks on it)
+from demo_hooks import MEAN, STD, demo_hooked, demo_model  # noqa: E402  (the eager demo model, forward hooks on it)
 
 
 def cli(*args):
@@ -1640,6 +1641,182 @@ def eager_fashion_channel_means(x, layer):
     images in [0, 1]."""
     from demo_hooks import MEAN, STD
     return demo_hooked((x - MEAN) / STD, [layer], batch=len(x))[layer].mean((2, 3))
+
+
+@unittest.skipIf(HEADLESS, "reads image files")
+class CliCompareMaps(unittest.TestCase):
+    """compare --maps: one image through a layer of each run (what the window's Compare tab shows for
+    a clicked cell), against forward hooks on the eager demo model."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = pathlib.Path(self.tmp.name)
+        self.image = FIXTURES / "probe" / "footwear" / "00.png"
+        self.x = fashion_image(self.image)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def maps(self, *args):
+        return cli("compare", FASHION, "--input", self.image, "--maps", "--threads", THREADS, *args)
+
+    def test_a_layer_of_a_and_another_of_b_equal_forward_hooks(self):
+        out = self.dir / "maps.pt"
+        result = self.maps(FASHION, "--layer", "features.1", "--layer-b", "features.2", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        got = torch.load(out)
+        hooked = demo_hooked(self.x, ["features.1", "features.2"], batch=1)
+        self.assertEqual(got["a"].shape, hooked["features.1"][0].shape)
+        self.assertEqual(max_diff(got["a"], hooked["features.1"][0]), 0.0)
+        self.assertEqual(max_diff(got["b"], hooked["features.2"][0]), 0.0)
+
+    def test_precision_gives_float64_and_the_lower_precision(self):
+        out = self.dir / "drift.safetensors"
+        result = self.maps("--layer", "features.2", "--precision", "float32", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        got = read_safetensors(out)
+        float32 = demo_hooked(self.x, ["features.2"], batch=1)["features.2"][0]
+        self.assertEqual(max_diff(got["b"], float32), 0.0)
+        model, grabbed = demo_model().double(), []
+        hook = dict(model.named_modules())["features.2"].register_forward_hook(lambda m, i, o: grabbed.append(o))
+        with torch.no_grad():
+            model(self.x.double())
+        hook.remove()
+        # A is the float64 run, given as float32: equal to float64 hooks rounded to float32.
+        self.assertLess(max_diff(got["a"], grabbed[0][0].float()), 1e-6)
+        self.assertGreater(max_diff(got["a"], float32), 0.0, "float64 and float32 runs must differ somewhere")
+
+    def test_mistakes_are_named(self):
+        two = cli("compare", FASHION, FASHION, "--input", self.image, "--input", self.image, "--maps",
+                  "--layer", "features.1", "--out", self.dir / "m.pt")
+        self.assertEqual(two.returncode, 2)
+        self.assertIn("one image as --input", two.stderr)
+        json_out = self.maps(FASHION, "--layer", "features.1", "--out", self.dir / "m.json")
+        self.assertEqual(json_out.returncode, 2)
+        self.assertIn("FILE.pt, FILE.npz or FILE.safetensors", json_out.stderr)
+        unknown = self.maps(FASHION, "--layer", "featurs.1", "--out", self.dir / "m.pt")
+        self.assertEqual(unknown.returncode, 1)
+        self.assertIn("features.1", unknown.stderr)
+        self.assertFalse((self.dir / "m.pt").exists())
+
+
+@unittest.skipIf(HEADLESS, "reads image files")
+class CliManifest(unittest.TestCase):
+    """Every tensor export has NAME.manifest.json beside it (and .safetensors in its metadata): the
+    versions, the model and images by SHA-256 (hashlib's), each key's module, kind and call, the edits
+    and truncation, the targets."""
+
+    IMAGES = [ROOT / "resources" / "demo" / "images" / name for name in ("bag.png", "coat.png")]
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = pathlib.Path(self.tmp.name)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    @staticmethod
+    def sha(path):
+        return hashlib.sha256(pathlib.Path(path).read_bytes()).hexdigest()
+
+    def manifest(self, name):
+        return json.loads((self.dir / name).read_text())
+
+    def check_common(self, m, command):
+        self.assertEqual(m["format"], "torchscope-manifest/1")
+        self.assertEqual(m["command"], command)
+        version = re.match(r"torchscope-cli (\S+) \(LibTorch (\S+)\)", cli("--version").stdout)
+        self.assertEqual((m["torchscope"], m["libtorch"]), version.groups())
+        self.assertEqual(m["libtorch"], torch.__version__.split("+")[0])
+        self.assertEqual(m["model"]["sha256"], self.sha(FASHION))
+        self.assertEqual(m["model"]["bytes"], FASHION.stat().st_size)
+        self.assertEqual(m["device"], "cpu")
+        self.assertRegex(m["created"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        for image in m["images"]:
+            self.assertEqual(image["sha256"], self.sha(image["path"]))
+
+    def test_run_describes_its_keys_images_edits_and_targets(self):
+        out = self.dir / "acts.safetensors"
+        result = cli("run", FASHION, "--input", *self.IMAGES, "--grab", "features.1", "--grab", "features.0:in0",
+                     "--grab", "features.2:grad", "--edit", "features.1:zero:0,3", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        m = self.manifest("acts.manifest.json")
+        self.check_common(m, "torchscope-cli run")
+        self.assertEqual([i["path"] for i in m["images"]], [str(p) for p in self.IMAGES])
+        from safetensors import safe_open
+        with safe_open(str(out), framework="pt") as f:
+            written = sorted(f.keys())
+            inside = json.loads(f.metadata()["torchscope_manifest"])
+        self.assertEqual(inside, m)
+        kinds = {k["key"]: (k["module"], k["kind"], k["call"]) for k in m["keys"]}
+        self.assertEqual(sorted(kinds), written)
+        self.assertEqual(kinds["features.1"], ("features.1", "output", 0))
+        self.assertEqual(kinds["features.0:in0"], ("features.0", "input", 0))
+        self.assertEqual(kinds["features.2:grad"], ("features.2", "gradient", 0))
+        self.assertEqual(kinds["output"], ("", "model output", 0))
+        self.assertEqual(m["edits"], ["features.1:zero:0,3"])
+        self.assertEqual(len(m["targets"]), 1)
+        self.assertIn(m["targets"][0], result.stdout)  # "gradients are of class N"
+        # The demo's stored setup (scripts/train_demo_model.py): grey 28 x 28, its mean and std.
+        self.assertEqual(m["preprocessing"]["grayscale"], True)
+        self.assertAlmostEqual(m["preprocessing"]["mean"][0], MEAN, places=6)
+        self.assertAlmostEqual(m["preprocessing"]["std"][0], STD, places=6)
+
+    def test_each_image_names_each_images_own_gradient_class(self):
+        out = self.dir / "each.pt"
+        images = sorted((ROOT / "resources" / "demo" / "images").glob("*.png"))[:4]
+        result = cli("run", FASHION, "--each-image", "--input", *images, "--grab", "features.2:grad",
+                     "--target", "-1", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        m = self.manifest("each.manifest.json")
+        self.check_common(m, "torchscope-cli run")
+        self.assertEqual([i["path"] for i in m["images"]], [str(p) for p in images])
+        self.assertEqual([i["size"] for i in m["images"]], [[28, 28]] * 4)
+        # Each image's own predicted class, as the eager model predicts it.
+        model = demo_model()
+        with torch.no_grad():
+            predicted = [int(model(fashion_image(p)).argmax()) for p in images]
+        self.assertEqual([int(re.search(r"class (\d+)", t).group(1)) for t in m["targets"]], predicted)
+        self.assertGreater(len(set(predicted)), 1, "the test images must be of different classes")
+        self.assertIn("gradients are of each image's own target:", result.stdout)
+        for image, target in zip(images, m["targets"]):
+            self.assertIn(f"{image}: {target}", result.stdout)
+        self.assertNotIn("the first image's", result.stdout)
+
+    def test_record_to_a_folder_gives_each_statistic_its_capture(self):
+        out = self.dir / "rec"
+        result = cli("record", FASHION, "--input", FIXTURES / "labelled", "--grab", "features.1", "--grab",
+                     "features.2:grad", "--reduce", "mean", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        m = json.loads((out / "manifest.json").read_text())
+        self.check_common(m, "torchscope-cli record")
+        summary = json.loads((out / "summary.json").read_text())
+        self.assertEqual([i["path"] for i in m["images"]], summary["image_files"])
+        keys = {k["key"]: k for k in m["keys"]}
+        self.assertEqual(keys["features.1:mean"]["module"], "features.1")
+        self.assertEqual(keys["features.1:mean"]["statistic"], "mean")
+        self.assertEqual(keys["features.2:grad:mean"]["kind"], "gradient")
+        self.assertEqual(m["settings"]["reduce"], "mean")
+
+    def test_gradcam_and_compare_write_theirs(self):
+        out = self.dir / "cam.npz"
+        result = cli("gradcam", FASHION, "--input", *self.IMAGES, "--layer", "features.2", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        m = self.manifest("cam.manifest.json")
+        self.check_common(m, "torchscope-cli gradcam")
+        self.assertEqual(sorted(k["key"] for k in m["keys"]), sorted(np.load(out).files))
+        self.assertEqual({k["key"]: k["module"] for k in m["keys"]}["gradcam"], "features.2")
+        self.assertEqual(len(m["targets"]), 2)
+
+        out = self.dir / "cka.json"
+        result = cli("compare", FASHION, FASHION, "--input", *self.IMAGES, "--input", *self.IMAGES,
+                     "--layer", "features.1", "--batch", "4", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        m = self.manifest("cka.manifest.json")
+        self.check_common(m, "torchscope-cli compare")
+        self.assertEqual(m["model_b"]["sha256"], self.sha(FASHION))
+        self.assertEqual(m["settings"]["mode"], "cka")
+        self.assertEqual(len(m["images"]), 4)
 
 
 @unittest.skipIf(HEADLESS, "writes PNG files")

@@ -204,7 +204,7 @@ TEST(Compare, ACancelledRunKeepsItsBatches)
     config.layers = {"features.1"};
     int calls = 0;
     const CompareResult result = compareModels(loadModel("compare_a.pt"), loadModel("compare_b.pt"), config,
-        tensorBatches(samples(), {}, Batch), [&](const FolderRunProgress&) { return ++calls < 2; });
+        tensorBatches(samples(), {}, Batch), [&](const Progress&) { return ++calls < 2; });
     EXPECT_TRUE(result.cancelled);
     EXPECT_EQ(result.samples, 2 * Batch);
     EXPECT_EQ(result.ckaBatches, 2);

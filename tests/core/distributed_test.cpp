@@ -234,7 +234,7 @@ TEST(Lockstep, RanksExchangeAndAFailureReachesEveryRank)
         environment.agentStore = true;
         Cluster cluster(environment, std::chrono::seconds(60));
         Lockstep lockstep(cluster);
-        StepReport mine;
+        StepResult mine;
         mine.images = 10 + r;
         mine.agreement = std::string(r == 0 ? 3 : 5000, 'x'); // payloads of different sizes
         const auto all = lockstep.exchange(mine);

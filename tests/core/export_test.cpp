@@ -1,6 +1,8 @@
 #include "test_support.h"
 
 #include "common/atomic_file.h"
+#include "common/error.h"
+#include "export/manifest.h"
 #include "export/pt_export.h"
 
 #include <filesystem>
@@ -61,6 +63,39 @@ TEST(AtomicFile, GetsTheModeAPlainNewFileGets)
     EXPECT_EQ(fs::status(dir / "bytes").permissions(), plain);
     EXPECT_EQ(fs::status(dir / "written").permissions(), plain);
     fs::remove_all(dir);
+}
+
+TEST(Manifest, HashesFilesWithSha256)
+{
+    // FIPS 180-2's examples: "abc" and the empty message.
+    const fs::path dir = freshFolder("sha");
+    writeFileAtomically((dir / "abc").string(), "abc");
+    writeFileAtomically((dir / "empty").string(), "");
+    EXPECT_EQ(sha256OfFile((dir / "abc").string()), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    EXPECT_EQ(
+        sha256OfFile((dir / "empty").string()), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    EXPECT_THROW(sha256OfFile((dir / "missing").string()), Error);
+}
+
+TEST(Manifest, SitsBesideTheExportAndInsideAFolder)
+{
+    const fs::path dir = freshFolder("manifest");
+    EXPECT_EQ(manifestPathFor((dir / "acts.pt").string()), (dir / "acts.manifest.json").string());
+    EXPECT_EQ(manifestPathFor((dir / "a.b.safetensors").string()), (dir / "a.b.manifest.json").string());
+    EXPECT_EQ(manifestPathFor(dir.string()), (dir / "manifest.json").string());
+}
+
+TEST(Manifest, NamesEachCapturesModuleKindAndCall)
+{
+    const ManifestKey input = ManifestKey::capture("layer1.0:in1#2");
+    EXPECT_EQ(input.module, "layer1.0");
+    EXPECT_EQ(input.kind, "input");
+    EXPECT_EQ(input.inputIndex, 1);
+    EXPECT_EQ(input.call, 2);
+    EXPECT_EQ(ManifestKey::capture("fc:grad").kind, "gradient");
+    EXPECT_EQ(ManifestKey::capture("features.3#1").call, 1);
+    EXPECT_EQ(ManifestKey::capture("output").kind, "model output");
+    EXPECT_EQ(ManifestKey::capture("probe:shoes").module, "shoes");
 }
 
 TEST(TensorFile, ReadsPythonTorchSave)

@@ -110,7 +110,7 @@ TEST(ImageRun, WritesWhatPythonReads)
 TEST(ImageRun, CancelKeepsWhatRan)
 {
     DemoRun demo;
-    const ImageRunResult result = demo.runner.run(demo.config, [](const ImageRunProgress& p) { return p.done < 5; });
+    const ImageRunResult result = demo.runner.run(demo.config, [](const Progress& p) { return p.done < 5; });
     EXPECT_TRUE(result.cancelled);
     ASSERT_EQ(result.images.size(), 5u);
     EXPECT_EQ(result.images[4].path, demo.config.images[4]);

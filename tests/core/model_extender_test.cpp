@@ -195,7 +195,7 @@ TEST(ActivationCache, CancelledCollectionKeepsNothing)
     ProbeSamples samples = footwearSamples();
     int calls = 0;
     const ProbeDataset dataset = collectProbeDataset(
-        engine, {"features.1"}, ProbePooling::Average, samples, &cache, [&](int64_t, int64_t) { return ++calls < 2; });
+        engine, {"features.1"}, ProbePooling::Average, samples, &cache, [&](const Progress&) { return ++calls < 2; });
     EXPECT_TRUE(dataset.cancelled);
     EXPECT_EQ(dataset.samplesRun, 64); // two batches of 32
     EXPECT_EQ(cache.entries(), 0u);
@@ -207,7 +207,7 @@ TEST(LayerSweep, FootwearIsFoundInEveryBlockAndTheBestIsMarked)
     const std::vector<std::string> layers{"features.0", "features.1", "features.2", "classifier.2"};
     ProbeSamples samples = footwearSamples();
     const ProbeDataset dataset = collectProbeDataset(engine, layers, ProbePooling::Average, samples);
-    const LayerSweep sweep = sweepLayers(dataset, layers);
+    const LayerSweepResult sweep = sweepLayers(dataset, layers);
     ASSERT_EQ(sweep.layers.size(), 4u);
     ASSERT_GE(sweep.best, 0);
     for (const auto& l : sweep.layers)

@@ -98,12 +98,13 @@ TEST(Probe, TrainedFromAnImageFolderSeparatesFootwearOnHeldOutImages)
     EXPECT_EQ(samples.classNames, (std::vector<std::string>{"footwear", "rest"}));
     Engine engine(model);
     int64_t lastDone = 0;
-    const ProbeDataset dataset = collectProbeDataset(
-        engine, {"features.1"}, ProbePooling::Average, samples, nullptr, [&](int64_t done, int64_t total) {
-            EXPECT_EQ(total, 120);
-            lastDone = done;
-            return true;
-        });
+    const ProbeDataset dataset
+        = collectProbeDataset(engine, {"features.1"}, ProbePooling::Average, samples, nullptr, [&](const Progress& p) {
+              EXPECT_EQ(p.total, 120);
+              EXPECT_EQ(p.stage, "activations");
+              lastDone = p.done;
+              return true;
+          });
     EXPECT_EQ(lastDone, 120);
     EXPECT_EQ(dataset.labels.sum().item<int64_t>(), 60); // "rest" is class 1
     ProbeTrainingConfig config;

@@ -12,7 +12,7 @@ namespace {
 
 struct Recording {
     std::unique_ptr<Recorder> recorder;
-    FolderRunSummary summary;
+    FolderRunResult summary;
 };
 
 std::shared_ptr<Model> demoModel()
@@ -21,7 +21,7 @@ std::shared_ptr<Model> demoModel()
 }
 
 Recording record(const std::string& reduction, const std::string& condition, int batch = 8,
-    std::function<bool(const FolderRunProgress&)> progress = {}, int64_t memoryCap = int64_t{1} << 30,
+    ProgressCallback progress = {}, int64_t memoryCap = int64_t{1} << 30,
     std::optional<std::pair<double, double>> histogramRange = std::nullopt)
 {
     auto model = demoModel();
@@ -124,7 +124,7 @@ TEST(Record, FolderLabelsComeFromTheModelsLabels)
 
 TEST(Record, CancelKeepsWholeBatchesConsistent)
 {
-    const Recording r = record("stats", "all", 8, [](const FolderRunProgress&) { return false; });
+    const Recording r = record("stats", "all", 8, [](const Progress&) { return false; });
     EXPECT_TRUE(r.summary.cancelled);
     EXPECT_EQ(r.recorder->samples("features.1"), 8);
     const auto expected = loadExpected("labelled_expected.pt");

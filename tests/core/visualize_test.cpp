@@ -94,7 +94,7 @@ TEST(Visualize, FollowsTheEagerReferenceStepByStep)
         const std::string model = c.at("model");
         const auto loaded = model == "demo" ? demoModel() : loadModel(model);
         Engine engine(loaded);
-        const Visualization result = visualize(engine, defaultSetup(*loaded).preprocessing, configFrom(c));
+        const VisualizeResult result = visualize(engine, defaultSetup(*loaded).preprocessing, configFrom(c));
         std::vector<std::vector<double>> expected = c.at("trajectory");
         ASSERT_EQ(result.steps, static_cast<int>(expected.size()));
         EXPECT_TRUE(tensorsCloseRelative(
@@ -110,8 +110,8 @@ TEST(Visualize, IsDeterministicForASeed)
     Engine engine(model);
     const Preprocessing preprocessing = defaultSetup(*model).preprocessing;
     VisualizeConfig config = demoChannels({5}, 10);
-    const Visualization a = visualize(engine, preprocessing, config);
-    const Visualization b = visualize(engine, preprocessing, config);
+    const VisualizeResult a = visualize(engine, preprocessing, config);
+    const VisualizeResult b = visualize(engine, preprocessing, config);
     EXPECT_TRUE(at::equal(a.images, b.images));
     EXPECT_EQ(a.trajectory, b.trajectory);
     config.seed = 1;
@@ -128,7 +128,7 @@ TEST(Visualize, ExcitesItsChannelMoreThanEveryDemoImageAndNoise)
     const Preprocessing preprocessing = defaultSetup(*model).preprocessing;
     const std::vector<int64_t> channels = {0, 17, 64, 101};
     const VisualizeConfig config = demoChannels(channels, 128);
-    const Visualization result = visualize(engine, preprocessing, config);
+    const VisualizeResult result = visualize(engine, preprocessing, config);
     ASSERT_EQ(result.images.sizes().vec(), (std::vector<int64_t>{4, 1, 28, 28}));
 
     at::manual_seed(0);
@@ -171,7 +171,7 @@ TEST(Visualize, AProbesDirectionRaisesItsScore)
     Objective objective{ObjectiveKind::Probe, 1};
     objective.probePath = path;
     config.objectives = {objective};
-    const Visualization result = visualize(engine, preprocessing, config);
+    const VisualizeResult result = visualize(engine, preprocessing, config);
     std::filesystem::remove(path);
 
     const at::Tensor scores = applyProbe(probe.training, probeFeatures(activations)).select(1, 1);
@@ -186,8 +186,8 @@ TEST(Visualize, CancelReturnsTheImageSoFar)
 {
     const auto model = demoModel();
     Engine engine(model);
-    const Visualization result = visualize(engine, defaultSetup(*model).preprocessing, demoChannels({3, 4}, 100),
-        [](const VisualizeProgress& p) { return p.step < 5; });
+    const VisualizeResult result = visualize(engine, defaultSetup(*model).preprocessing, demoChannels({3, 4}, 100),
+        [](const Progress& p) { return p.done < 5; });
     EXPECT_TRUE(result.cancelled);
     EXPECT_EQ(result.steps, 5);
     EXPECT_EQ(result.trajectory.size(), 5u);
@@ -245,7 +245,7 @@ TEST(Visualize, DiversityPushesApartOnlyImagesOfOneObjective)
     Engine engine(model);
     VisualizeConfig config = demoChannels({0, 1}, 2);
     config.diversity = 1.0;
-    const Visualization result = visualize(engine, defaultSetup(*model).preprocessing, config);
+    const VisualizeResult result = visualize(engine, defaultSetup(*model).preprocessing, config);
     ASSERT_EQ(result.warnings.size(), 1u);
     EXPECT_NE(result.warnings[0].find("does nothing"), std::string::npos);
 }

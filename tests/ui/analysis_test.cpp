@@ -1,20 +1,20 @@
 // Probes, Grad-CAM and patching in the workbench, offscreen, against the core computations
 // (which their own tests check against Python) and what patching must do by construction.
 #include "attribution/grad_cam.h"
-#include "attribution_view.h"
-#include "color_bar.h"
-#include "document.h"
+#include "document/document.h"
 #include "graph/engine.h"
 #include "gui_test_support.h"
 #include "imaging/image_tensor.h"
-#include "main_window.h"
+#include "jobs/run_controller.h"
 #include "model/model.h"
-#include "module_tree_model.h"
-#include "module_tree_panel.h"
-#include "patching_view.h"
-#include "probes_panel.h"
-#include "qcustomplot_include.h"
-#include "run_controller.h"
+#include "panels/probes_panel.h"
+#include "tree/module_tree_model.h"
+#include "tree/module_tree_panel.h"
+#include "views/attribution_view.h"
+#include "views/color_bar.h"
+#include "views/patching_view.h"
+#include "views/qcustomplot_include.h"
+#include "window/main_window.h"
 
 #include <ATen/ATen.h>
 
@@ -60,7 +60,7 @@ private Q_SLOTS:
         QSignalSpy finished(probes, &ProbesPanel::finished);
         probes->train(probes->tickedLayers());
         QVERIFY(finished.wait(Timeout));
-        const ProbeSnapshotPtr result = probes->lastResult();
+        const ProbeJobResultPtr result = probes->lastResult();
         QCOMPARE(result->layers.size(), size_t{3});
         QCOMPARE(result->samples, int64_t{120});
         QCOMPARE(result->classNames, (std::vector<std::string>{"footwear", "rest"}));

@@ -1,14 +1,14 @@
 // A channel's page, offscreen: its optimised image against core's own run with the same settings,
 // the session cache, cancel, the top images of a recording with the channel's map over them, and
 // the page exported as PNG.
-#include "channel_page.h"
-#include "document.h"
+#include "dialogs/channel_page.h"
+#include "document/document.h"
 #include "graph/engine.h"
 #include "gui_test_support.h"
-#include "main_window.h"
 #include "model/model.h"
 #include "model/model_setup.h"
 #include "visualize/activation_maximization.h"
+#include "window/main_window.h"
 
 #include <QLabel>
 #include <QProgressBar>
@@ -53,7 +53,7 @@ private Q_SLOTS:
         config.steps = 256;
         config.objectives.resize(1);
         config.objectives[0].channel = 5;
-        const Visualization direct = visualize(engine, defaultSetup(*model).preprocessing, config);
+        const VisualizeResult direct = visualize(engine, defaultSetup(*model).preprocessing, config);
         QVERIFY2(page->valueText().contains(QString::number(direct.objectives[0], 'f', 3)),
             qPrintable(page->valueText() + " / " + QString::number(direct.objectives[0])));
         bool imageShown = false;
@@ -104,7 +104,7 @@ private Q_SLOTS:
     {
         MainWindow window;
         test::openDemo(window);
-        auto recording = std::make_shared<RecordSnapshot>();
+        auto recording = std::make_shared<RecordJobResult>();
         const QStringList images = test::demoImages();
         for (const auto& path : images)
             recording->imagePaths.push_back(path.toStdString());

@@ -1,20 +1,20 @@
 // The Compare tab and the patching view's difference mode in the workbench, offscreen: the numbers
 // against NumPy's minibatch CKA on forward hooks (the fixture), the maps against the engine's own
 // run of the same image, and what the plots, exports and clicks must do.
-#include "channel_grid.h"
-#include "compare_panel.h"
-#include "compare_plots.h"
-#include "document.h"
+#include "document/document.h"
 #include "export/pt_export.h"
 #include "graph/engine.h"
 #include "gui_test_support.h"
 #include "imaging/image_tensor.h"
-#include "main_window.h"
+#include "jobs/run_controller.h"
 #include "model/model.h"
 #include "model/model_setup.h"
-#include "patching_view.h"
-#include "qcustomplot_include.h"
-#include "run_controller.h"
+#include "panels/compare_panel.h"
+#include "views/channel_grid.h"
+#include "views/compare_plots.h"
+#include "views/patching_view.h"
+#include "views/qcustomplot_include.h"
+#include "window/main_window.h"
 
 #include <ATen/ATen.h>
 
@@ -103,7 +103,7 @@ private Q_SLOTS:
         const QPointF centre = heatMap->cellCentre(1, 2);
         QTest::mouseClick(heatMap->plot(), Qt::LeftButton, {}, centre.toPoint());
         QVERIFY(shown.wait(Timeout));
-        const auto maps = shown.takeFirst().at(0).value<LayerPairMaps>();
+        const auto maps = shown.takeFirst().at(0).value<LayerPairResult>();
         QCOMPARE(maps.layerA, std::string("features.1"));
         QCOMPARE(maps.layerB, std::string("features.2"));
         QCOMPARE(maps.a.shape, (std::vector<int64_t>{64, 7, 7}));

@@ -1,7 +1,7 @@
 #include "gui_test_support.h"
 
-#include "main_window.h"
-#include "run_controller.h"
+#include "jobs/run_controller.h"
+#include "window/main_window.h"
 
 #include <QDir>
 #include <QProcess>

@@ -1,27 +1,32 @@
 // The workbench end to end, offscreen: open a model, drop images, tick a layer, truncate,
 // export and read the files back (from Python), save and reopen a session, bad inputs.
-#include "activation_view.h"
-#include "attribution_view.h"
-#include "color_bar.h"
-#include "document.h"
+#include "dialogs/save_dialog.h"
+#include "document/document.h"
 #include "export/pt_export.h"
-#include "export_actions.h"
 #include "gui_test_support.h"
-#include "image_strip.h"
 #include "jobs/job_runner.h"
-#include "log_dock.h"
-#include "main_window.h"
-#include "module_tree_model.h"
-#include "module_tree_panel.h"
-#include "predictions_panel.h"
-#include "qcustomplot_include.h"
-#include "recorders_panel.h"
-#include "run_controller.h"
-#include "save_dialog.h"
+#include "jobs/run_controller.h"
+#include "panels/compare_panel.h"
+#include "panels/job_setup_column.h"
+#include "panels/log_dock.h"
+#include "panels/predictions_panel.h"
+#include "panels/probes_panel.h"
+#include "panels/recorders_panel.h"
+#include "panels/statistics_panel.h"
 #include "session/session_file.h"
-#include "startup_script.h"
-#include "statistics_panel.h"
-#include "statistics_plots.h"
+#include "tree/module_tree_model.h"
+#include "tree/module_tree_panel.h"
+#include "views/activation_view.h"
+#include "views/attribution_view.h"
+#include "views/channel_grid.h"
+#include "views/color_bar.h"
+#include "views/compare_plots.h"
+#include "views/image_strip.h"
+#include "views/qcustomplot_include.h"
+#include "views/statistics_plots.h"
+#include "window/export_actions.h"
+#include "window/main_window.h"
+#include "window/startup_script.h"
 #include <ATen/ATen.h>
 
 #include <QComboBox>
@@ -29,10 +34,15 @@
 #include <QLineEdit>
 #include <QListWidget>
 #include <QMimeData>
+#include <QPushButton>
 #include <QStandardPaths>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <algorithm>
+
+#include <sys/stat.h>
 
 using namespace torchscope;
 
@@ -170,6 +180,73 @@ private Q_SLOTS:
         QTest::qWait(300); // a Grad-CAM the first model's script started would be on its way by now
         QVERIFY(!window.attributionView()->lastResult());
         QCOMPARE(errors.count(), 0);
+    }
+
+    void openingAModelResetsEveryTab()
+    {
+        // Model A with a run, a recording and a comparison; then model B: no tab keeps A's results.
+        MainWindow window;
+        test::openDemo(window);
+        window.document()->addImages(test::demoImages().mid(0, 2));
+        QVERIFY(waitForRun(window));
+        recordLabelledFolder(window, "features.1");
+        ComparePanel* compare = window.comparePanel();
+        compare->setUp("precision", {}, "features.1 classifier.2", test::fixture("labelled"));
+        QSignalSpy compared(compare, &ComparePanel::finished);
+        compare->start();
+        QVERIFY(compared.wait(Timeout));
+        QVERIFY(compare->result());
+        QVERIFY(compare->driftPlot()->graphCount() > 0);
+        QVERIFY(compare->setupColumn()->exportButton()->isEnabled());
+
+        QSignalSpy opened(window.controller(), &RunController::modelOpened);
+        QSignalSpy errors(&window, &MainWindow::errorReported);
+        window.openModel(test::fixture("compare_b.pt")); // another file: a new model
+        QVERIFY(opened.wait(Timeout));
+        QVERIFY(!compare->result());
+        QCOMPARE(compare->driftPlot()->graphCount(), 0);
+        QVERIFY(compare->driftPlot()->plot()->yAxis->label().isEmpty()); // no axes of A's result
+        QVERIFY(!compare->setupColumn()->exportButton()->isEnabled());
+        QVERIFY(!window.recordersPanel()->snapshot());
+        QVERIFY(!window.probesPanel()->lastResult());
+        QVERIFY(waitForRun(window)); // the images run through B
+        QCOMPARE(errors.count(), 0);
+        QCOMPARE(window.document()->snapshot()->images.size(), size_t{2});
+    }
+
+    void resultsAppearAsEachImageRuns()
+    {
+        // The selected image runs first and shows at once; the others follow one by one; the whole
+        // result keeps the strip's order.
+        MainWindow window;
+        test::openDemo(window);
+        const QStringList images = test::demoImages().mid(0, 6);
+        std::vector<size_t> sizes;
+        QString firstShown;
+        QStringList captions;
+        connect(window.document(), &Document::resultsChanged, &window, [&] {
+            const auto snapshot = window.document()->snapshot();
+            if (!snapshot)
+                return;
+            if (sizes.empty() && !snapshot->images.empty())
+                firstShown = QString::fromStdString(snapshot->images.front().path);
+            sizes.push_back(snapshot->images.size());
+            captions << window.predictionsPanel()->caption();
+        });
+        window.document()->addImages(images);
+        window.document()->setSelectedImage(4);
+        QVERIFY(waitForRun(window));
+        QCOMPARE(firstShown, images[4]);
+        QVERIFY2(sizes.size() >= 6, qPrintable(QString::number(sizes.size())));
+        QCOMPARE(sizes.front(), size_t{1});
+        QVERIFY(std::is_sorted(sizes.begin(), sizes.end()));
+        const auto snapshot = window.document()->snapshot();
+        QCOMPARE(snapshot->images.size(), size_t{6});
+        for (int i = 0; i < 6; ++i)
+            QCOMPARE(QString::fromStdString(snapshot->images[size_t(i)].path), images[i]);
+        // Image 0 had no result while image 4 ran: its caption said the run was on.
+        window.document()->setSelectedImage(0);
+        QVERIFY(!window.predictionsPanel()->caption().contains("Running"));
     }
 
     void vectorOutputsArePlotted()
@@ -430,13 +507,51 @@ private Q_SLOTS:
         QVERIFY2(report.section(' ', 4, 4) == "True", qPrintable(report)); // exact: the tests' thread count
         QVERIFY(QFile::remove(dir.filePath("inputs.f32")));
 
+        // out.manifest.json beside them (and inside the .safetensors): the model and images by
+        // SHA-256 as hashlib computes it, the images in run order, every key with its module and kind.
+        const QString manifest = test::runPython(
+            QString("import hashlib, json\n"
+                    "from safetensors import safe_open\n"
+                    "m = json.load(open('%1'))\n"
+                    "sha = lambda p: hashlib.sha256(open(p, 'rb').read()).hexdigest()\n"
+                    "with safe_open('%2', framework='pt') as f:\n"
+                    "    inside = json.loads(f.metadata()['torchscope_manifest'])\n"
+                    "images = [i['path'] for i in m['images']]\n"
+                    "print(m['model']['sha256'] == sha('%3'), images == %4,\n"
+                    "      all(i['sha256'] == sha(i['path']) for i in m['images']), m['images'][0]['size'],\n"
+                    "      sorted((k['key'], k['module'], k['kind']) for k in m['keys']),\n"
+                    "      inside['keys'] == m['keys'], m['device'], m['libtorch'] == "
+                    "__import__('torch').__version__.split('+')[0])")
+                .arg(dir.filePath("out.manifest.json"), dir.filePath("out.safetensors"), test::demoModel(),
+                    "['" + test::demoImages().mid(0, 3).join("', '") + "']"));
+        QCOMPARE(manifest,
+            QString("True True True [28, 28] [('features.0:grad', 'features.0', 'gradient'), ('features.2', "
+                    "'features.2', 'output'), ('output', '', 'model output')] True cpu True"));
+
         QCOMPARE(window.exportActions()->exportActivationGrid(dir.filePath("grid.png")), QString());
-        QVERIFY(!QImage(dir.filePath("grid.png")).isNull());
+        // A figure, not bare tiles: a title strip with text above the grid, the colour bar beside it.
+        const QImage grid(dir.filePath("grid.png"));
+        QVERIFY(grid.width() > window.activationView()->findChild<ChannelGrid*>()->image().width() + 60);
+        bool titled = false;
+        for (int x = 0; x < grid.width() && !titled; ++x)
+            for (int y = 0; y < 30 && !titled; ++y)
+                titled = qGray(grid.pixel(x, y)) < 100;
+        QVERIFY(titled);
         QCOMPARE(window.exportActions()->exportPlot(dir.filePath("plot.png")), QString());
         QCOMPARE(window.exportActions()->exportPlot(dir.filePath("plot.pdf")), QString());
         QVERIFY(QFile(dir.filePath("plot.pdf")).size() > 0);
-        // Only the files themselves: temporary files were renamed into place.
-        QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size(), 6);
+        // Every file with the mode a plain new file gets (0666 less the umask), not a temporary
+        // file's 0600.
+        const mode_t mask = ::umask(0);
+        ::umask(mask);
+        for (const char* name :
+            {"out.pt", "out.safetensors", "out.manifest.json", "grid.png", "plot.png", "plot.pdf"}) {
+            struct stat info { };
+            QCOMPARE(::stat(QFile::encodeName(dir.filePath(name)).constData(), &info), 0);
+            QCOMPARE(info.st_mode & 0777, 0666 & ~mask);
+        }
+        // Only the files and the manifest: temporary files were renamed into place.
+        QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size(), 7);
     }
 
     void savesAndReopensASession()

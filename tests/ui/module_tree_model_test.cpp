@@ -1,9 +1,9 @@
 // The module tree model, checked by QAbstractItemModelTester and against the core's tree.
-#include "document.h"
+#include "document/document.h"
 #include "gui_test_support.h"
 #include "model/model.h"
-#include "module_filter_proxy.h"
-#include "module_tree_model.h"
+#include "tree/module_filter_proxy.h"
+#include "tree/module_tree_model.h"
 
 #include <QAbstractItemModelTester>
 #include <QtTest>

@@ -11,13 +11,14 @@
 #include "imaging/image_decoder.h"
 #include "imaging/image_folder.h"
 #include "imaging/image_tensor.h"
+#include "imaging/layer_pair_maps.h"
 #include "imaging/patch_images.h"
 #include "jobs/job_runner.h"
 #include "model/model.h"
-#include "overlay_image.h"
 #include "preprocess/preprocess_tensor.h"
 #include "probe/linear_probe.h"
 #include "probe/model_extender.h"
+#include "views/overlay_image.h"
 #include "visualize/activation_maximization.h"
 #include "visualize/unit_objective.h"
 
@@ -47,7 +48,7 @@ QImage pictureOf(const at::Tensor& image)
 
 // The channel's map over each image, on one scale from the smallest to the largest value among
 // them (a channel may be negative everywhere, before a ReLU).
-std::vector<QImage> mapsOverImages(Engine& engine, const VisualizeRequest& request)
+std::vector<QImage> mapsOverImages(Engine& engine, const VisualizeRequest& request, float& low, float& high)
 {
     const std::string& layer = request.config.layer;
     const int64_t channel = request.config.objectives.front().channel;
@@ -59,7 +60,8 @@ std::vector<QImage> mapsOverImages(Engine& engine, const VisualizeRequest& reque
         const RunResult result = engine.run(grab, forwardInputsFromBatch(engine.model(), inputs.back()));
         maps.push_back(unitMaps(result.tensor(layer), layer)[0][channel].to(at::kCPU, at::kFloat));
     }
-    float low = std::numeric_limits<float>::max(), high = std::numeric_limits<float>::lowest();
+    low = std::numeric_limits<float>::max();
+    high = std::numeric_limits<float>::lowest();
     for (const auto& map : maps) {
         low = std::min(low, map.min().item<float>());
         high = std::max(high, map.max().item<float>());
@@ -138,7 +140,7 @@ CompareResultPtr compare(JobContext& job, const CompareRequest& request)
     FolderRunOptions options;
     options.batchSize = request.batch;
     const BatchStream stream = folderBatches(folder, request.preprocessing, options);
-    const auto progress = [&](const FolderRunProgress& p) { return job.progress(p.imagesDone, p.imagesTotal); };
+    const auto progress = [&](const Progress& p) { return job.progress(p.done, p.total); };
     if (request.config.mode == CompareMode::Precision) // loads the model once per precision itself
         return std::make_shared<const CompareResult>(
             comparePrecisions(request.modelA, LoadOptions{}, request.config, stream, progress));
@@ -147,41 +149,29 @@ CompareResultPtr compare(JobContext& job, const CompareRequest& request)
     return std::make_shared<const CompareResult>(compareModels(a, b, request.config, stream, progress));
 }
 
-LayerPairMaps layerPairMaps(JobContext& job, const CompareRequest& request, const std::string& image,
+LayerPairResult layerPairMaps(JobContext& job, const CompareRequest& request, const std::string& image,
     const std::string& layerA, const std::string& layerB)
 {
-    LayerPairMaps maps;
-    maps.image = image;
-    maps.layerA = layerA;
-    maps.layerB = layerB;
-    const at::NoGradGuard noGrad;
-    const at::Tensor batch = loadImageBatch({image}, request.preprocessing);
     const bool precision = request.config.mode == CompareMode::Precision;
-    auto outputOf = [&](const std::string& path, const std::string& layer, const std::string& dtype) {
-        auto engine = job.models().engine(JobLane::Batch, keyOf(path, precision ? "cpu" : request.device, dtype));
-        const Model& model = engine->model();
-        Request grab;
-        grab.grabOutput(layer);
-        const at::Tensor input = dtype.empty() ? batch : batch.to(scalarTypeNamed(dtype));
-        const RunResult result
-            = engine->run(grab, forwardInputsFromBatch(model, input.to(c10::Device(model.device()))));
-        return toFloatTensor(result.tensor(layer)[0]);
-    };
-    maps.a = precision ? outputOf(request.modelA, layerA, "float64") : outputOf(request.modelA, layerA, "");
-    maps.b = precision ? outputOf(request.modelA, layerB, "float32") : outputOf(request.modelB, layerB, "");
-    return maps;
+    LayerPairRequest pair{
+        image, layerA, layerB, request.preprocessing, precision ? "float64" : "", precision ? "float32" : ""};
+    const std::string device = precision ? "cpu" : request.device;
+    auto a = job.models().engine(JobLane::Batch, keyOf(request.modelA, device, pair.dtypeA));
+    auto b
+        = job.models().engine(JobLane::Batch, keyOf(precision ? request.modelA : request.modelB, device, pair.dtypeB));
+    return torchscope::layerPairMaps(*a, *b, pair);
 }
 
-VisualizeOutcome visualize(JobContext& job, const VisualizeRequest& request)
+VisualizeJobResult visualize(JobContext& job, const VisualizeRequest& request)
 {
     auto engine = job.models().engine(JobLane::Batch, keyOf(request.model, request.device));
-    VisualizeOutcome outcome;
+    VisualizeJobResult outcome;
     outcome.key = request.cacheKey();
     outcome.mapsOnly = request.mapsOnly;
     if (!request.mapsOnly) {
-        const Visualization result
-            = torchscope::visualize(*engine, request.preprocessing, request.config, [&](const VisualizeProgress& p) {
-                  return job.progress(p.step, p.steps, QString::number(p.objectives.front(), 'g', 4));
+        const VisualizeResult result
+            = torchscope::visualize(*engine, request.preprocessing, request.config, [&](const Progress& p) {
+                  return job.progress(p.done, p.total, QString::number(p.values.front(), 'g', 4));
               });
         outcome.image = pictureOf(result.images[0]);
         outcome.value = result.objectives.front();
@@ -191,7 +181,7 @@ VisualizeOutcome visualize(JobContext& job, const VisualizeRequest& request)
             outcome.warnings << QString::fromStdString(warning);
     }
     try {
-        outcome.topMaps = mapsOverImages(*engine, request);
+        outcome.topMaps = mapsOverImages(*engine, request, outcome.mapLow, outcome.mapHigh);
     } catch (const std::exception& e) {
         outcome.warnings << QCoreApplication::translate(
             "torchscope::ChannelPage", "The channel's maps over the top images failed: %1")

@@ -1,10 +1,11 @@
 #pragma once
 
-// What the Compare panel asks of its jobs (core/compare over an image folder, and one image through
-// a layer of each model) and gets back. No Torch.
+// What the Compare panel asks of its jobs (core/compare over an image folder; one image through a
+// layer of each model is imaging/layer_pair_maps) and gets back. No Torch.
 
 #include "common/float_tensor.h"
 #include "compare/comparison.h"
+#include "imaging/layer_pair_maps.h"
 #include "preprocess/preprocessing.h"
 
 #include <QMetaType>
@@ -24,14 +25,7 @@ struct CompareRequest {
 };
 using CompareResultPtr = std::shared_ptr<const CompareResult>;
 
-// One image through A and B: a layer of each, for the cell of the heat map that was clicked.
-struct LayerPairMaps {
-    std::string image;
-    std::string layerA, layerB;
-    FloatTensor a, b; // one sample's output: [C, H, W], [F] ...
-};
-
 } // namespace torchscope
 
 Q_DECLARE_METATYPE(torchscope::CompareResultPtr)
-Q_DECLARE_METATYPE(torchscope::LayerPairMaps)
+Q_DECLARE_METATYPE(torchscope::LayerPairResult)

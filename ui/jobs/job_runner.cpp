@@ -67,6 +67,11 @@ bool JobContext::progress(qint64 done, qint64 total, const QString& stage)
     return !*cancelled_;
 }
 
+void JobContext::post(std::function<void()> onGui) const
+{
+    QMetaObject::invokeMethod(runner_, std::move(onGui), Qt::QueuedConnection);
+}
+
 ModelCache& JobContext::models() const
 {
     return runner_->models();

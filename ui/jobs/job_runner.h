@@ -35,6 +35,9 @@ public:
     bool isCancelled() const { return *cancelled_; }
     // Reports progress (JobRunner::progress, emitted on this thread); false once the job is cancelled.
     bool progress(qint64 done, qint64 total, const QString& stage = {});
+    // Runs `onGui` on the GUI thread soon (queued): a part of the result the window shows before
+    // the job ends, such as one image's maps.
+    void post(std::function<void()> onGui) const;
     ModelCache& models() const;
 
 private:

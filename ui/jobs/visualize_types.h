@@ -26,7 +26,7 @@ struct VisualizeRequest {
     std::string cacheKey() const;
 };
 
-struct VisualizeOutcome {
+struct VisualizeJobResult {
     std::string key; // the request's cacheKey()
     bool mapsOnly = false; // only topMaps is set
     QImage image; // the optimised image, RGB
@@ -35,8 +35,10 @@ struct VisualizeOutcome {
     bool cancelled = false;
     int steps = 0;
     std::vector<QImage> topMaps; // per top image: the channel's map over it (null when it failed)
+    float mapLow = 0.f; // the values at the bottom and top of the maps' one scale
+    float mapHigh = 0.f;
 };
 
 } // namespace torchscope
 
-Q_DECLARE_METATYPE(torchscope::VisualizeOutcome)
+Q_DECLARE_METATYPE(torchscope::VisualizeJobResult)

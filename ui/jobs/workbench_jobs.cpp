@@ -39,6 +39,23 @@ int coreCount()
     return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
+// The window's exports name what they hold as the CLI's do (export/manifest.h).
+ExportManifest windowManifest(const std::string& what, const ModelKey& key, const ModelSetup& setup,
+    const std::vector<EditSpec>& edits, const std::optional<std::string>& truncation)
+{
+    ExportManifest m;
+    m.command = "TorchScope window: " + what;
+    m.model = key.path;
+    m.device = key.device;
+    m.dtype = key.dtype;
+    m.preprocessing = setup.preprocessing;
+    m.labels = setup.labels;
+    for (const auto& edit : edits)
+        m.edits.push_back(edit.toString());
+    m.truncation = truncation.value_or("");
+    return m;
+}
+
 } // namespace
 
 ModelSummary openModel(JobContext& job, WorkbenchState& state, const ModelKey& key)
@@ -65,16 +82,26 @@ ModelSummary openModel(JobContext& job, WorkbenchState& state, const ModelKey& k
     return summary;
 }
 
-RunSnapshotPtr runImages(JobContext& job, WorkbenchState& state, const RunRequest& request)
+RunJobResultPtr runImages(JobContext& job, WorkbenchState& state, const RunRequest& request,
+    const std::function<void(const ImageResult&)>& onImage)
 {
-    auto snapshot = std::make_shared<RunSnapshot>();
+    auto snapshot = std::make_shared<RunJobResult>();
     snapshot->generation = request.generation;
     snapshot->requestedImages = static_cast<int>(request.images.size());
     try {
         if (!state.runner)
             throw Error("no model is open");
-        static_cast<ImageRunResult&>(*snapshot)
-            = state.runner->run(request, [&](const ImageRunProgress& p) { return job.progress(p.done, p.total); });
+        static_cast<ImageRunResult&>(*snapshot) = state.runner->run(
+            request, [&](const Progress& p) { return job.progress(p.done, p.total); }, onImage);
+        state.runManifest = windowManifest(
+            "Export Recorded Tensors", state.key, request.setup, request.request.edits, request.request.truncateAt);
+        for (const auto& image : snapshot->images) {
+            state.runManifest.images.push_back({image.path, image.width, image.height});
+            if (!image.gradientTarget.empty())
+                state.runManifest.targets.push_back(image.gradientTarget);
+        }
+        for (const auto& grab : request.request.grabs)
+            state.runManifest.settings.emplace_back("grab", grab.selector + grab.suffix());
         if (!snapshot->setupAdvice.empty())
             snapshot->error += "\n\n" + snapshot->setupAdvice + ": set the input in Model > Input Setup…";
     } catch (const std::exception& e) {
@@ -88,7 +115,7 @@ QStringList exportTensors(WorkbenchState& state, const QString& path)
     if (!state.runner || !state.runner->hasRecorded())
         throw Error("nothing has been recorded yet: open images and run the model first");
     QStringList leftOut;
-    for (const auto& key : state.runner->writeRecorded(path.toStdString()))
+    for (const auto& key : state.runner->writeRecorded(path.toStdString(), &state.runManifest))
         leftOut << QString::fromStdString(key);
     return leftOut;
 }
@@ -109,7 +136,7 @@ void saveSetupIntoModel(const ModelKey& key, const QString& path, const ModelSet
     writeModelWithSetup(key.path, path.toStdString(), setup);
 }
 
-RecordSnapshotPtr record(JobContext& job, WorkbenchState& state, const ModelKey& key, const RecordRequest& request)
+RecordJobResultPtr record(JobContext& job, WorkbenchState& state, const ModelKey& key, const RecordRequest& request)
 {
     RecorderConfig config;
     config.grabs = request.grabs;
@@ -123,10 +150,9 @@ RecordSnapshotPtr record(JobContext& job, WorkbenchState& state, const ModelKey&
     FolderRunOptions options;
     options.batchSize = request.batchSize;
     options.decodeThreads = 2;
-    const FolderRunSummary summary
-        = recordFolder(*job.models().engine(JobLane::Batch, key), *recorder, folder, request.setup.preprocessing,
-            options, [&](const FolderRunProgress& p) { return job.progress(p.imagesDone, p.imagesTotal); });
-    auto snapshot = std::make_shared<RecordSnapshot>();
+    const FolderRunResult summary = recordFolder(*job.models().engine(JobLane::Batch, key), *recorder, folder,
+        request.setup.preprocessing, options, [&](const Progress& p) { return job.progress(p.done, p.total); });
+    auto snapshot = std::make_shared<RecordJobResult>();
     snapshot->cancelled = summary.cancelled;
     snapshot->images = summary.images;
     snapshot->selected = summary.selected;
@@ -146,6 +172,11 @@ RecordSnapshotPtr record(JobContext& job, WorkbenchState& state, const ModelKey&
     source.model = key.path;
     source.condition = request.condition;
     state.recordingSummary = recordingSummary(*recorder, summary, source);
+    state.recordingManifest = windowManifest("Export Recording", key, request.setup, request.edits, std::nullopt);
+    for (const auto& file : source.imageFiles)
+        state.recordingManifest.images.push_back({file});
+    state.recordingManifest.settings
+        = {{"folder", request.folder}, {"reduce", request.reduction}, {"condition", request.condition}};
     state.recording = std::move(recorder);
     return snapshot;
 }
@@ -155,12 +186,13 @@ QStringList exportRecording(WorkbenchState& state, const QString& path)
     if (!state.recording)
         throw Error("nothing has been recorded yet: start a folder run in the Recorders panel");
     QStringList leftOut;
-    for (const auto& key : writeRecording(path.toStdString(), *state.recording, state.recordingSummary))
+    for (const auto& key :
+        writeRecording(path.toStdString(), *state.recording, state.recordingSummary, &state.recordingManifest))
         leftOut << QString::fromStdString(key);
     return leftOut;
 }
 
-ProbeSnapshotPtr trainProbes(JobContext& job, WorkbenchState& state, const ModelKey& key, const ProbeRequest& request)
+ProbeJobResultPtr trainProbes(JobContext& job, WorkbenchState& state, const ModelKey& key, const ProbeRequest& request)
 {
     if (!state.activationCache) {
         const QString cache = QStandardPaths::writableLocation(QStandardPaths::CacheLocation);
@@ -172,10 +204,10 @@ ProbeSnapshotPtr trainProbes(JobContext& job, WorkbenchState& state, const Model
     const ProbePooling pooling = parseProbePooling(request.pooling);
     const QString activations = QCoreApplication::translate("torchscope::RunController", "activations");
     const QString training = QCoreApplication::translate("torchscope::RunController", "training");
-    const ProbeDataset dataset = collectProbeDataset(*job.models().engine(JobLane::Batch, key), request.layers, pooling,
-        samples, state.activationCache.get(),
-        [&](int64_t done, int64_t total) { return job.progress(done, total, activations); });
-    auto snapshot = std::make_shared<ProbeSnapshot>();
+    const ProbeDataset dataset
+        = collectProbeDataset(*job.models().engine(JobLane::Batch, key), request.layers, pooling, samples,
+            state.activationCache.get(), [&](const Progress& p) { return job.progress(p.done, p.total, activations); });
+    auto snapshot = std::make_shared<ProbeJobResult>();
     snapshot->classNames = dataset.classNames;
     snapshot->cachedLayers = dataset.cachedLayers;
     snapshot->failures = dataset.failures;
@@ -187,8 +219,8 @@ ProbeSnapshotPtr trainProbes(JobContext& job, WorkbenchState& state, const Model
     config.seed = request.seed;
     config.validationFraction = request.validationFraction;
     const auto layerCount = static_cast<qint64>(request.layers.size());
-    const LayerSweep sweep = sweepLayers(dataset, request.layers, config, [&](int layer, int epoch) {
-        return epoch != 0 || job.progress(layer, layerCount, training) ? !job.isCancelled() : false;
+    const LayerSweepResult sweep = sweepLayers(dataset, request.layers, config, [&](const Progress& p) {
+        return p.values.front() != 0 || job.progress(p.done, layerCount, training) ? !job.isCancelled() : false;
     });
     snapshot->cancelled = sweep.cancelled;
     snapshot->best = sweep.best;

@@ -5,8 +5,8 @@
 
 #include "jobs/compare_types.h"
 #include "jobs/model_cache.h"
+#include "jobs/run_metatypes.h"
 #include "jobs/visualize_types.h"
-#include "run_metatypes.h"
 
 #include <QStringList>
 
@@ -25,7 +25,8 @@ namespace jobs {
 
 // Interactive lane.
 ModelSummary openModel(JobContext& job, WorkbenchState& state, const ModelKey& key);
-RunSnapshotPtr runImages(JobContext& job, WorkbenchState& state, const RunRequest& request);
+RunJobResultPtr runImages(JobContext& job, WorkbenchState& state, const RunRequest& request,
+    const std::function<void(const ImageResult&)>& onImage = {});
 QStringList exportTensors(WorkbenchState& state, const QString& path);
 SetupAdvice adviseSetup(JobContext& job, const ModelKey& key, const ModelSetup& current);
 void saveSetupIntoModel(const ModelKey& key, const QString& path, const ModelSetup& setup);
@@ -35,14 +36,14 @@ ProbeScoresPtr applyProbeFile(
     JobContext& job, const ModelKey& key, const QString& path, const QStringList& images, const ModelSetup& setup);
 
 // Batch lane.
-RecordSnapshotPtr record(JobContext& job, WorkbenchState& state, const ModelKey& key, const RecordRequest& request);
+RecordJobResultPtr record(JobContext& job, WorkbenchState& state, const ModelKey& key, const RecordRequest& request);
 QStringList exportRecording(WorkbenchState& state, const QString& path);
-ProbeSnapshotPtr trainProbes(JobContext& job, WorkbenchState& state, const ModelKey& key, const ProbeRequest& request);
+ProbeJobResultPtr trainProbes(JobContext& job, WorkbenchState& state, const ModelKey& key, const ProbeRequest& request);
 void exportProbe(WorkbenchState& state, const QString& layer, const QString& path, bool stateDict);
 CompareResultPtr compare(JobContext& job, const CompareRequest& request);
-LayerPairMaps layerPairMaps(JobContext& job, const CompareRequest& request, const std::string& image,
+LayerPairResult layerPairMaps(JobContext& job, const CompareRequest& request, const std::string& image,
     const std::string& layerA, const std::string& layerB);
-VisualizeOutcome visualize(JobContext& job, const VisualizeRequest& request);
+VisualizeJobResult visualize(JobContext& job, const VisualizeRequest& request);
 
 } // namespace jobs
 } // namespace torchscope

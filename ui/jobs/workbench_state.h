@@ -3,6 +3,7 @@
 // The window's state on the job lanes (see workbench_jobs.h). Includes Torch: for the jobs'
 // translation units only.
 
+#include "export/manifest.h"
 #include "imaging/image_run.h"
 #include "jobs/model_cache.h"
 #include "probe/linear_probe.h"
@@ -22,10 +23,12 @@ struct WorkbenchState {
     std::shared_ptr<Model> model;
     std::shared_ptr<Engine> engine; // the runner's: kept here, the cache may let it go
     std::unique_ptr<ImageRunner> runner;
+    ExportManifest runManifest; // what the last run's tensors are, for their export
     // Batch lane: the last folder recording with its summary JSON, the last probe per layer, and
     // the activations cached across trainings.
     std::unique_ptr<Recorder> recording;
     std::string recordingSummary;
+    ExportManifest recordingManifest;
     std::map<std::string, LinearProbe> probes;
     std::shared_ptr<ActivationCache> activationCache;
 };

@@ -1,0 +1,28 @@
+#pragma once
+
+// The run types as Qt meta types, so they travel through queued signals between threads.
+// Included by every header whose signals carry them, before moc sees their use.
+
+#include "graph/setup_advice.h"
+#include "jobs/run_types.h"
+
+#include <QMetaType>
+
+Q_DECLARE_METATYPE(torchscope::ModelSummary)
+Q_DECLARE_METATYPE(torchscope::WorkerTask)
+Q_DECLARE_METATYPE(torchscope::RunRequest)
+Q_DECLARE_METATYPE(torchscope::RunJobResultPtr)
+Q_DECLARE_METATYPE(torchscope::RecordRequest)
+Q_DECLARE_METATYPE(torchscope::RecordJobResultPtr)
+Q_DECLARE_METATYPE(torchscope::SetupAdvice)
+
+#include "jobs/analysis_types.h"
+
+Q_DECLARE_METATYPE(torchscope::ModelSetup)
+Q_DECLARE_METATYPE(torchscope::ProbeRequest)
+Q_DECLARE_METATYPE(torchscope::ProbeJobResultPtr)
+Q_DECLARE_METATYPE(torchscope::ProbeScoresPtr)
+Q_DECLARE_METATYPE(torchscope::GradCamRequest)
+Q_DECLARE_METATYPE(torchscope::GradCamResultPtr)
+Q_DECLARE_METATYPE(torchscope::PatchRequest)
+Q_DECLARE_METATYPE(torchscope::PatchResultPtr)

@@ -1,0 +1,59 @@
+#pragma once
+
+// The left column of every analysis tab (Compare, Recorders, Probes): the tab's form, the buttons
+// that start its jobs with Cancel (and Export where the tab has one), a progress bar and a
+// summary; what else a tab shows there goes below. One widget, so the tabs look and behave alike.
+
+#include <QWidget>
+
+class QFormLayout;
+class QHBoxLayout;
+class QLabel;
+class QLayout;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QVBoxLayout;
+
+namespace torchscope {
+
+class JobSetupColumn : public QWidget {
+    Q_OBJECT
+public:
+    explicit JobSetupColumn(QWidget* parent = nullptr);
+
+    QFormLayout* form() const { return form_; }
+    // A row of the form: `field` with a Browse… button that picks a folder into it.
+    void addFolderRow(const QString& label, QLineEdit* field, const QString& caption);
+    // Buttons that start the tab's jobs, before Cancel; they are disabled while one runs.
+    void addStartButton(QPushButton* button);
+    // An Export… button after Cancel, disabled until the tab has a result.
+    QPushButton* addExportButton();
+    // Below the summary, in order; a stretch > 0 lets the widget take the column's free height.
+    void addBelow(QWidget* widget, int stretch = 0);
+    void addBelow(QLayout* layout);
+
+    QPushButton* cancelButton() const { return cancel_; }
+    QPushButton* exportButton() const { return export_; }
+    QProgressBar* progressBar() const { return progress_; }
+    QLabel* summary() const { return summary_; }
+
+    // Start buttons off and Cancel on while running; the progress bar shows from the first run on.
+    void setRunning(bool running);
+    void showProgress(qint64 done, qint64 total);
+    // A fresh tab: not running, no progress, nothing to export, `text` as the summary.
+    void reset(const QString& text);
+
+private:
+    QVBoxLayout* layout_;
+    QFormLayout* form_;
+    QHBoxLayout* buttons_;
+    QList<QPushButton*> starts_;
+    QPushButton* cancel_;
+    QPushButton* export_ = nullptr;
+    QProgressBar* progress_;
+    QLabel* summary_;
+    bool stretched_ = false;
+};
+
+} // namespace torchscope
