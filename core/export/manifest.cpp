@@ -127,8 +127,8 @@ std::string manifestJson(const ExportManifest& m)
         json["model_b"] = fileEntry(m.modelB);
     json["device"] = m.device;
     json["dtype"] = m.dtype.empty() ? "as saved" : m.dtype;
-    json["preprocessing"] = m.preprocessing ? nlohmann::ordered_json(preprocessingToObject(*m.preprocessing))
-                                            : nlohmann::ordered_json();
+    json["preprocessing"]
+        = m.preprocessing ? nlohmann::ordered_json(preprocessingToObject(*m.preprocessing)) : nlohmann::ordered_json();
     json["labels"] = m.labels;
     json["truncation"] = m.truncation.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(m.truncation);
     json["edits"] = m.edits;
