@@ -159,12 +159,11 @@ int runCompare(const CliOptions& options)
         throw UsageError("compare: --precision belongs to --mode precision");
     if (config.mode != CompareMode::Cka && !options.layersB.empty())
         throw UsageError("compare: --layer-b belongs to --mode cka (checkpoints compare the same layers)");
+    if (options.maps) // an image's maps: its own --out formats
+        return runCompareMaps(options, config);
     if (!options.out.empty()
         && !(endsWith(options.out, ".pt") || endsWith(options.out, ".json") || endsWith(options.out, ".csv")))
         throw UsageError("compare: --out must be FILE.pt, FILE.json or FILE.csv, got '" + options.out + "'");
-
-    if (options.maps)
-        return runCompareMaps(options, config);
 
     const bool tensorInput = options.inputs.size() == 1 && isTensorFile(options.inputs[0]);
     for (const auto& input : options.inputs)

@@ -66,7 +66,9 @@ std::vector<std::string> writeRecording(
                 if (name == key || startsWith(name, key + ":")) {
                     ManifestKey entry = ManifestKey::capture(key);
                     entry.key = name;
-                    entry.statistic = name == key ? "" : name.substr(key.size() + 1);
+                    // The key itself holds the reduction's value ("mean"); KEY:samples and the
+                    // like what the name after it says.
+                    entry.statistic = name == key ? toString(recorder.config().reduction) : name.substr(key.size() + 1);
                     described->keys.push_back(entry);
                     break;
                 }

@@ -460,7 +460,7 @@ class CliRecord(unittest.TestCase):
         self.assertEqual(summary["images"], 36)
         self.assertEqual(summary["selected"], int(self.expected["correct/features.1:samples"]))
         self.assertEqual(sorted(p.name for p in out.iterdir()),
-                         ["classifier.2.pt", "features.1.pt", "statistics.csv", "summary.json"])
+                         ["classifier.2.pt", "features.1.pt", "manifest.json", "statistics.csv", "summary.json"])
         layer = torch.load(out / "features.1.pt")
         for field in ("mean", "var"):
             want = self.expected[f"correct/features.1/stats:{field}"]
@@ -1456,17 +1456,20 @@ class CliFaceExpression(unittest.TestCase):
             self.assertEqual(int(probabilities[i].argmax()), int(tfjs.argmax()), photo.stem)
 
 
+def inputs(paths):
+    """--input PATH for each path."""
+    return [arg for path in paths for arg in ("--input", path)]
+
+
 def fashion_image(path):
     """A probe fixture image as the model saw it in TorchScope ([1, 1, 28, 28]; its preprocessing has
     tests of its own): the first layer's input, grabbed by `run`, so that the eager oracle starts from
     the very same values."""
-    out = pathlib.Path(tempfile.mkdtemp()) / "input.pt"
-    result = cli("run", FASHION, "--input", path, "--grab", "features.0:in0", "--out", out)
-    assert result.returncode == 0, result.stderr
-    x = torch.load(out)["features.0:in0"]
-    out.unlink()
-    out.parent.rmdir()
-    return x
+    with tempfile.TemporaryDirectory() as folder:
+        out = pathlib.Path(folder) / "input.pt"
+        result = cli("run", FASHION, "--input", path, "--grab", "features.0:in0", "--out", out)
+        assert result.returncode == 0, result.stderr
+        return torch.load(out)["features.0:in0"]
 
 
 def eager_grad_cam(x, layer, target=None):
@@ -1737,8 +1740,8 @@ class CliManifest(unittest.TestCase):
 
     def test_run_describes_its_keys_images_edits_and_targets(self):
         out = self.dir / "acts.safetensors"
-        result = cli("run", FASHION, "--input", *self.IMAGES, "--grab", "features.1", "--grab", "features.0:in0",
-                     "--grab", "features.2:grad", "--edit", "features.1:zero:0,3", "--out", out)
+        result = cli("run", FASHION, *inputs(self.IMAGES), "--grab", "features.1", "--grab", "features.0:in0",
+                     "--grab", "features.2:grad", "--target", "-1", "--edit", "features.1:zero:0,3", "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
         m = self.manifest("acts.manifest.json")
         self.check_common(m, "torchscope-cli run")
@@ -1765,7 +1768,7 @@ class CliManifest(unittest.TestCase):
     def test_each_image_names_each_images_own_gradient_class(self):
         out = self.dir / "each.pt"
         images = sorted((ROOT / "resources" / "demo" / "images").glob("*.png"))[:4]
-        result = cli("run", FASHION, "--each-image", "--input", *images, "--grab", "features.2:grad",
+        result = cli("run", FASHION, "--each-image", *inputs(images), "--grab", "features.2:grad",
                      "--target", "-1", "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
         m = self.manifest("each.manifest.json")
@@ -1786,21 +1789,22 @@ class CliManifest(unittest.TestCase):
     def test_record_to_a_folder_gives_each_statistic_its_capture(self):
         out = self.dir / "rec"
         result = cli("record", FASHION, "--input", FIXTURES / "labelled", "--grab", "features.1", "--grab",
-                     "features.2:grad", "--reduce", "mean", "--out", out)
+                     "features.2:grad", "--target", "3", "--reduce", "mean", "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
         m = json.loads((out / "manifest.json").read_text())
         self.check_common(m, "torchscope-cli record")
         summary = json.loads((out / "summary.json").read_text())
         self.assertEqual([i["path"] for i in m["images"]], summary["image_files"])
         keys = {k["key"]: k for k in m["keys"]}
-        self.assertEqual(keys["features.1:mean"]["module"], "features.1")
-        self.assertEqual(keys["features.1:mean"]["statistic"], "mean")
-        self.assertEqual(keys["features.2:grad:mean"]["kind"], "gradient")
+        self.assertEqual(sorted(keys), sorted(k for f in out.glob("*.pt") for k in torch.load(f)))
+        self.assertEqual((keys["features.1"]["module"], keys["features.1"]["statistic"]), ("features.1", "mean"))
+        self.assertEqual(keys["features.1:samples"]["statistic"], "samples")
+        self.assertEqual((keys["features.2:grad"]["kind"], keys["features.2:grad"]["module"]), ("gradient", "features.2"))
         self.assertEqual(m["settings"]["reduce"], "mean")
 
     def test_gradcam_and_compare_write_theirs(self):
         out = self.dir / "cam.npz"
-        result = cli("gradcam", FASHION, "--input", *self.IMAGES, "--layer", "features.2", "--out", out)
+        result = cli("gradcam", FASHION, *inputs(self.IMAGES), "--layer", "features.2", "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
         m = self.manifest("cam.manifest.json")
         self.check_common(m, "torchscope-cli gradcam")
@@ -1809,7 +1813,7 @@ class CliManifest(unittest.TestCase):
         self.assertEqual(len(m["targets"]), 2)
 
         out = self.dir / "cka.json"
-        result = cli("compare", FASHION, FASHION, "--input", *self.IMAGES, "--input", *self.IMAGES,
+        result = cli("compare", FASHION, FASHION, *inputs(self.IMAGES + self.IMAGES),
                      "--layer", "features.1", "--batch", "4", "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
         m = self.manifest("cka.manifest.json")

@@ -201,7 +201,9 @@ private Q_SLOTS:
 
         QSignalSpy opened(window.controller(), &RunController::modelOpened);
         QSignalSpy errors(&window, &MainWindow::errorReported);
-        window.openModel(test::fixture("compare_b.pt")); // another file: a new model
+        QSignalSpy ran(window.controller(), &RunController::runCompleted);
+        // Another model with a setup of its own: the face network (its images: the fashion ones).
+        window.openModel(QString(TORCHSCOPE_SOURCE_DIR) + "/resources/face/face_expression.pt");
         QVERIFY(opened.wait(Timeout));
         QVERIFY(!compare->result());
         QCOMPARE(compare->driftPlot()->graphCount(), 0);
@@ -209,7 +211,7 @@ private Q_SLOTS:
         QVERIFY(!compare->setupColumn()->exportButton()->isEnabled());
         QVERIFY(!window.recordersPanel()->snapshot());
         QVERIFY(!window.probesPanel()->lastResult());
-        QVERIFY(waitForRun(window)); // the images run through B
+        QVERIFY(ran.count() > 0 || ran.wait(Timeout)); // the images run through B
         QCOMPARE(errors.count(), 0);
         QCOMPARE(window.document()->snapshot()->images.size(), size_t{2});
     }

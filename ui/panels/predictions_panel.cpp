@@ -20,7 +20,12 @@ PredictionsPanel::PredictionsPanel(Document* document, QWidget* parent)
     , table_(new QTableWidget(0, 3))
 {
     table_->setHorizontalHeaderLabels({tr("Class"), tr("Label"), tr("Probability")});
+    // The label takes the room; the class number and the percentage keep theirs in a narrow dock.
+    table_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
     table_->horizontalHeader()->setSectionResizeMode(1, QHeaderView::Stretch);
+    table_->horizontalHeader()->setSectionResizeMode(2, QHeaderView::Fixed);
+    table_->horizontalHeader()->resizeSection(2, 86);
+    table_->setTextElideMode(Qt::ElideMiddle);
     table_->verticalHeader()->hide();
     table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     caption_->setWordWrap(true);
