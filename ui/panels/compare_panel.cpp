@@ -311,7 +311,7 @@ void ComparePanel::cancel()
 
 void ComparePanel::showResult(const CompareResultPtr& result)
 {
-    column_->setRunning(false);
+    column_->finish(result->cancelled);
     result_ = result;
     shownRequest_ = lastRequest_; // runs are one at a time: the last started made this
     column_->exportButton()->setEnabled(true);

@@ -86,6 +86,7 @@ void JobSetupColumn::setRunning(bool running)
         progress_->setValue(1);
     }
     if (running) {
+        progress_->setFormat(QStringLiteral("%p%"));
         progress_->setRange(0, 0); // busy until the first count
         progress_->show();
     }
@@ -95,6 +96,15 @@ void JobSetupColumn::showProgress(qint64 done, qint64 total)
 {
     progress_->setRange(0, static_cast<int>(total));
     progress_->setValue(static_cast<int>(done));
+}
+
+void JobSetupColumn::finish(bool cancelled)
+{
+    setRunning(false);
+    if (!cancelled) {
+        progress_->setValue(progress_->maximum());
+        progress_->setFormat(tr("done"));
+    }
 }
 
 void JobSetupColumn::reset(const QString& text)

@@ -41,6 +41,8 @@ public:
     // Start buttons off and Cancel on while running; the progress bar shows from the first run on.
     void setRunning(bool running);
     void showProgress(qint64 done, qint64 total);
+    // A job ended: not running; the bar full unless it was cancelled (then it shows how far it came).
+    void finish(bool cancelled);
     // A fresh tab: not running, no progress, nothing to export, `text` as the summary.
     void reset(const QString& text);
 

@@ -7,6 +7,7 @@
 #include "panels/job_setup_column.h"
 #include "panels/setup_and_results.h"
 #include "views/plot_file.h"
+#include "views/plot_legend.h"
 #include "views/qcustomplot_include.h"
 
 #include <QComboBox>
@@ -98,7 +99,8 @@ void ProbesPanel::buildSetupColumn()
     scores_->hide();
     column_->addBelow(files);
     column_->addBelow(note);
-    column_->addBelow(scores_, 1);
+    scores_->setMinimumHeight(160);
+    column_->addBelow(scores_);
 }
 
 QWidget* ProbesPanel::buildResultsColumn()
@@ -107,15 +109,8 @@ QWidget* ProbesPanel::buildResultsColumn()
     lossPlot_->xAxis->setLabel(tr("epoch"));
     lossPlot_->yAxis->setLabel(tr("loss"));
     for (QCustomPlot* plot : {sweepPlot_, lossPlot_}) {
-        // The legend in a row of its own under the plot: it never covers a bar or a curve.
-        auto* legendRow = new QCPLayoutGrid;
-        plot->axisRect()->insetLayout()->take(plot->legend);
-        plot->plotLayout()->addElement(1, 0, legendRow);
-        legendRow->setMargins(QMargins(5, 0, 5, 5));
-        legendRow->addElement(0, 0, plot->legend);
-        plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
-        plot->legend->setBorderPen(Qt::NoPen);
-        plot->plotLayout()->setRowStretchFactor(1, 0.001);
+        placeLegendBelow(plot);
+        plot->legend->setWrap(2); // two entries a line: a narrow tab shows every entry whole
         plot->legend->setVisible(false); // until there is something in it
         plot->yAxis->ticker()->setTickCount(4); // readable in a short plot
     }
@@ -159,7 +154,7 @@ void ProbesPanel::connectJobs()
             stage == "training" ? tr("training layer %v of %m") : tr("activations: %v / %m images"));
     });
     connect(controller_, &RunController::probesFinished, this, [this](const ProbeJobResultPtr& snapshot) {
-        column_->setRunning(false);
+        column_->finish(snapshot->cancelled);
         showResult(snapshot);
         Q_EMIT finished(snapshot);
     });
@@ -276,7 +271,7 @@ void ProbesPanel::showResult(const ProbeJobResultPtr& snapshot)
     sweepPlot_->clearPlottables();
     auto* bars = new QCPBars(sweepPlot_->xAxis, sweepPlot_->yAxis);
     auto* bestBar = new QCPBars(sweepPlot_->xAxis, sweepPlot_->yAxis);
-    bars->setName(tr("validation accuracy"));
+    bars->setName(tr("layer")); // the axis says what the bars are
     bars->setBrush(QColor(70, 130, 180));
     bestBar->setBrush(QColor(230, 140, 30));
     bestBar->setName(tr("best layer"));

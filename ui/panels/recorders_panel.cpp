@@ -210,7 +210,7 @@ void RecordersPanel::exportRecording()
 void RecordersPanel::showRecording(const RecordJobResultPtr& snapshot)
 {
     snapshot_ = snapshot;
-    column_->setRunning(false);
+    column_->finish(snapshot->cancelled);
     column_->exportButton()->setEnabled(true);
     QString text = tr("%1 image(s) in %2 s (%3 images/s), %4 selected by the condition")
                        .arg(snapshot->images)

@@ -1,8 +1,11 @@
 #include "panels/setup_and_results.h"
 
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSplitter>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace torchscope {
 
@@ -17,7 +20,9 @@ void layOutSetupAndResults(QWidget* tab, QWidget* setup, QWidget* results)
     splitter->addWidget(results);
     splitter->setStretchFactor(0, 0);
     splitter->setStretchFactor(1, 1);
-    splitter->setSizes({360, 800});
+    // The setup column as wide as its form wants (buttons and fields whole), at least 360 pixels.
+    const int setupWidth = std::max(360, setup->sizeHint().width() + scroll->verticalScrollBar()->sizeHint().width());
+    splitter->setSizes({setupWidth, 800});
     splitter->setChildrenCollapsible(false);
     auto* layout = new QVBoxLayout(tab);
     layout->setContentsMargins(0, 0, 0, 0);

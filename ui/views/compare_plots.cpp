@@ -1,6 +1,7 @@
 #include "views/compare_plots.h"
 
 #include "maps/colormap.h"
+#include "views/plot_legend.h"
 #include "views/qcustomplot_include.h"
 
 #include <QToolTip>
@@ -175,12 +176,8 @@ DriftPlot::DriftPlot(QWidget* parent)
     plot_->legend->setVisible(true);
     plot_->legend->setFont(QFont(font().family(), 8));
     plot_->xAxis->setTickLabelRotation(-45);
-    // The legend in a row of its own under the plot: over the axis rect it hides points.
-    plot_->axisRect()->insetLayout()->take(plot_->legend);
-    plot_->plotLayout()->addElement(1, 0, plot_->legend);
-    plot_->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    placeLegendBelow(plot_); // over the axis rect it would hide points
     plot_->legend->setWrap(4);
-    plot_->plotLayout()->setRowStretchFactor(1, 0.001);
 }
 
 void DriftPlot::clear()

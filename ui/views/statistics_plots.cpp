@@ -96,7 +96,7 @@ void StatisticsPlots::labelSortedChannels()
         return;
     const QFontMetrics metrics(sorted_->xAxis->tickLabelFont());
     const bool upright = count > 12;
-    const int room = upright ? metrics.height() + 2 : metrics.horizontalAdvance(QString::number(count)) + 8;
+    const int room = upright ? metrics.height() + 6 : metrics.horizontalAdvance(QString::number(count)) + 8;
     const int width
         = std::max(50, sorted_->axisRect()->width() > 0 ? sorted_->axisRect()->width() : sorted_->width() - 60);
     const int every = std::max(1, (count * room + width - 1) / width);
