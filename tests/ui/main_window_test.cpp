@@ -138,7 +138,9 @@ private Q_SLOTS:
         QCOMPARE(view->shownShape(), (std::vector<int64_t>{64, 7, 7}));
         QCOMPARE(view->channelCount(), 64);
         QVERIFY(!view->gridImage().isNull());
-        QCOMPARE(view->overlayImage().size(), QSize(28, 28)); // the map over the 28x28 input
+        QCOMPARE(view->overlayPicture().size(), QSize(28, 28)); // the map over the 28x28 input
+        // Its export is a figure: title above, the colour bar beside.
+        QVERIFY(view->overlayImage().width() > 28 + 60 && view->overlayImage().height() > 28 + 20);
         // The colour bar is the picked channel's scale, which takes in zero: features.1 ends in a ReLU.
         QVERIFY(view->colorBar()->title().startsWith("channel "));
         QCOMPARE(view->colorBar()->low(), 0.0);

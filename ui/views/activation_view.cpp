@@ -7,6 +7,7 @@
 #include "session/session_file.h"
 #include "views/channel_grid.h"
 #include "views/color_bar.h"
+#include "views/figure_image.h"
 #include "views/overlay_image.h"
 #include "views/qcustomplot_include.h"
 
@@ -15,7 +16,6 @@
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
-#include <QPainter>
 #include <QScrollArea>
 #include <QSlider>
 #include <QSpinBox>
@@ -149,10 +149,9 @@ QImage ActivationView::gridImage() const
 {
     if (isPlotShown())
         return plot_->toPixmap().toImage();
-    const QImage grid = grid_->figureImage();
     const ImageResult* result = document_->selectedResult();
-    if (grid.isNull() || !result)
-        return grid;
+    if (!result)
+        return grid_->figureImage();
     // A figure that says what it is: the title (layer, image, model), the numbered grid, the scale.
     ColorBar bar;
     const auto map = ColorMap(colorMap_->currentData().toInt());
@@ -162,24 +161,23 @@ QImage ActivationView::gridImage() const
         const ChannelRange range = grid_->channelRange(0);
         bar.setScale(range.low, range.high, map, tr("all channels"));
     }
-    const QImage scale = bar.image(std::max(200, std::min(grid.height(), 480)));
-    const QString title = tr("%1 — %2 — %3")
-                              .arg(shownKey_, QFileInfo(QString::fromStdString(result->path)).fileName(),
-                                  QFileInfo(document_->modelPath()).fileName());
-    QFont font;
-    font.setPixelSize(14);
-    const QFontMetrics metrics(font);
-    const int margin = 10, titleHeight = metrics.height() + 2 * margin;
-    QImage figure(std::max(grid.width() + scale.width() + 3 * margin, metrics.horizontalAdvance(title) + 2 * margin),
-        titleHeight + std::max(grid.height(), scale.height()) + margin, QImage::Format_RGB32);
-    figure.fill(Qt::white);
-    QPainter painter(&figure);
-    painter.setFont(font);
-    painter.setPen(Qt::black);
-    painter.drawText(QRect(margin, margin, figure.width() - 2 * margin, metrics.height()), Qt::AlignLeft, title);
-    painter.drawImage(margin, titleHeight, grid);
-    painter.drawImage(grid.width() + 2 * margin, titleHeight, scale);
-    return figure;
+    return figureImage(figureTitle(*result, shownKey_), grid_->figureImage(), bar);
+}
+
+QImage ActivationView::overlayImage() const
+{
+    const ImageResult* result = document_->selectedResult();
+    if (overlay_.isNull() || !result)
+        return overlay_;
+    return figureImage(figureTitle(*result, tr("%1, channel %2").arg(shownKey_).arg(channel_)), overlay_, *colorBar_);
+}
+
+// "layer — image.png — model.pt"
+QString ActivationView::figureTitle(const ImageRunItem& result, const QString& what) const
+{
+    return tr("%1 — %2 — %3")
+        .arg(what, QFileInfo(QString::fromStdString(result.path)).fileName(),
+            QFileInfo(document_->modelPath()).fileName());
 }
 
 bool ActivationView::isPlotShown() const

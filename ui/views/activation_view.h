@@ -19,6 +19,8 @@ class QStackedWidget;
 
 namespace torchscope {
 
+struct ImageRunItem;
+
 struct SessionView;
 class ChannelGrid;
 class ColorBar;
@@ -37,7 +39,9 @@ public:
     std::vector<int64_t> shownShape() const { return shownShape_; }
     int channelCount() const;
     QImage gridImage() const;
-    QImage overlayImage() const { return overlay_; }
+    // Exports: figures with a title (key, image, model) and the colour scale.
+    QImage overlayImage() const;
+    const QImage& overlayPicture() const { return overlay_; } // the map over the input, as shown
     // What a session keeps: colour map, contrast, zoom and overlay opacity. A restored zoom
     // applies to the next layer shown (the session's) instead of the fitted one.
     SessionView viewSettings() const;
@@ -60,6 +64,7 @@ private:
     void showPlot(const FloatTensor& value);
     void updateOverlay();
     void updateColorBar();
+    QString figureTitle(const ImageRunItem& result, const QString& what) const;
     Contrast shownContrast() const;
 
     Document* document_;

@@ -402,7 +402,9 @@ QString MainWindow::coreIdeasText()
               "concept becomes linearly readable.</p>"
               "<p><b>Grad-CAM and patching</b> ask which pixels and which activations a prediction depends on.</p>"
               "<p>Everything recorded exports to files Python reads (<code>torch.load</code>, NumPy, "
-              "safetensors) with a summary that lists the image files in sample order.</p>");
+              "safetensors), each with <code>NAME.manifest.json</code> beside it: the model and the image files "
+              "in sample order with their SHA-256, the setup, edits and truncation, and every key's layer and "
+              "kind. Picture exports carry a title and their colour scale.</p>");
 }
 
 void MainWindow::setInteractive(bool interactive)
