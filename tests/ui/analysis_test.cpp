@@ -12,6 +12,7 @@
 #include "tree/module_tree_panel.h"
 #include "views/attribution_view.h"
 #include "views/color_bar.h"
+#include "views/figure_image.h"
 #include "views/patching_view.h"
 #include "views/qcustomplot_include.h"
 #include "window/main_window.h"
@@ -133,13 +134,20 @@ private Q_SLOTS:
 
         QTemporaryDir dir;
         QCOMPARE(view->savePng(dir.filePath("gradcam.png")), QString());
-        // The 28 × 28 map enlarged ten times, its colour bar beside it (title, scale, numbers).
+        // A figure: a title over the 28 × 28 map enlarged ten times, its colour bar beside it.
         const QImage exported(dir.filePath("gradcam.png"));
-        QCOMPARE(exported.size(), QSize(280 + 8 + 96, 280));
-        QCOMPARE(exported.pixel(5, 5), exported.pixel(9, 9)); // one map pixel, enlarged
+        const QPoint origin = figurePictureOrigin();
+        QVERIFY(exported.width() >= figureScaleLeft(280) + 96 && exported.height() >= origin.y() + 280);
+        QCOMPARE(exported.pixel(origin + QPoint(5, 5)), exported.pixel(origin + QPoint(9, 9))); // one map pixel
+        QCOMPARE(exported.pixel(origin + QPoint(5, 5)), view->image().pixel(0, 0));
         const QRgb middle = view->colorBar()->image(280).pixel(8, 140);
         QVERIFY(middle != qRgb(255, 255, 255));
-        QCOMPARE(exported.pixel(288 + 8, 140), middle);
+        QCOMPARE(exported.pixel(figureScaleLeft(280) + 8, origin.y() + 140), middle);
+        bool titled = false; // dark text above the picture
+        for (int x = 0; x < exported.width() && !titled; ++x)
+            for (int y = 0; y < origin.y() && !titled; ++y)
+                titled = qGray(exported.pixel(x, y)) < 100;
+        QVERIFY(titled);
         view->setShowSaliency(true);
         QCOMPARE(view->savePng(dir.filePath("saliency.png")), QString());
         QVERIFY(QImage(dir.filePath("saliency.png")) != QImage(dir.filePath("gradcam.png")));

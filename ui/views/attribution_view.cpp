@@ -5,6 +5,7 @@
 #include "document/document.h"
 #include "jobs/run_controller.h"
 #include "views/color_bar.h"
+#include "views/figure_image.h"
 #include "views/overlay_image.h"
 
 #include <QComboBox>
@@ -214,6 +215,10 @@ void AttributionView::redraw()
         header += tr(" — ran the whole model: the truncation at %1 is not applied, Grad-CAM needs the score")
                       .arg(document_->truncation());
     header_->setText(header);
+    figureTitle_ = tr("%1 for %2 — %3 — %4")
+                       .arg(what, QString::fromStdString(shown.targetDescription),
+                           QFileInfo(QString::fromStdString(shown.image)).fileName(),
+                           QFileInfo(document_->modelPath()).fileName());
     target_->setSpecialValueText(
         result_->outputKind == OutputKind::Detection ? tr("top detection") : tr("predicted class"));
     target_->setToolTip(result_->outputKind == OutputKind::Detection
@@ -291,14 +296,7 @@ QString AttributionView::savePng(const QString& path) const
     const int scale = std::max(
         1, (256 + std::min(image_.width(), image_.height()) - 1) / std::min(image_.width(), image_.height()));
     const QImage picture = image_.scaled(image_.size() * scale, Qt::IgnoreAspectRatio, Qt::FastTransformation);
-    const QImage bar = colorBar_->image(std::max(picture.height(), 160));
-    QImage exported(picture.width() + 8 + bar.width(), bar.height(), QImage::Format_RGB32);
-    exported.fill(Qt::white);
-    {
-        QPainter painter(&exported);
-        painter.drawImage(0, 0, picture);
-        painter.drawImage(picture.width() + 8, 0, bar);
-    }
+    const QImage exported = figureImage(figureTitle_, picture, *colorBar_); // title, map, scale
     QSaveFile file(path);
     if (!file.open(QIODevice::WriteOnly) || !exported.save(&file, "PNG") || !file.commit())
         return tr("could not write %1: %2").arg(path, file.errorString());

@@ -68,6 +68,7 @@ private:
     QPoint dragStart_;
     GradCamResultPtr result_;
     QImage image_;
+    QString figureTitle_; // what the exported picture says it is
     bool ranFullModel_ = false; // the last request ignored a truncation (Grad-CAM needs the score)
     std::vector<int64_t> region_; // segmentation: x0, y0, x1, y1 in model-input pixels, drawn by the user
 };
