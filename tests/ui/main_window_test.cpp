@@ -1,5 +1,6 @@
 // The workbench end to end, offscreen: open a model, drop images, tick a layer, truncate,
 // export and read the files back (from Python), save and reopen a session, bad inputs.
+#include "dialogs/channel_page.h"
 #include "dialogs/save_dialog.h"
 #include "document/document.h"
 #include "export/pt_export.h"
@@ -34,6 +35,7 @@
 #include <QLineEdit>
 #include <QListWidget>
 #include <QMimeData>
+#include <QPointer>
 #include <QPushButton>
 #include <QStandardPaths>
 #include <QTableWidget>
@@ -201,6 +203,9 @@ private Q_SLOTS:
         QVERIFY(compare->driftPlot()->graphCount() > 0);
         QVERIFY(compare->setupColumn()->exportButton()->isEnabled());
 
+        const QPointer<ChannelPage> page = window.openChannelPage("features.1", 3);
+        QVERIFY(page);
+
         QSignalSpy opened(window.controller(), &RunController::modelOpened);
         QSignalSpy errors(&window, &MainWindow::errorReported);
         QSignalSpy ran(window.controller(), &RunController::runCompleted);
@@ -213,6 +218,7 @@ private Q_SLOTS:
         QVERIFY(!compare->setupColumn()->exportButton()->isEnabled());
         QVERIFY(!window.recordersPanel()->snapshot());
         QVERIFY(!window.probesPanel()->lastResult());
+        QTRY_VERIFY(page.isNull()); // A's channel page closed
         QVERIFY(ran.count() > 0 || ran.wait(Timeout)); // the images run through B
         QCOMPARE(errors.count(), 0);
         QCOMPARE(window.document()->snapshot()->images.size(), size_t{2});

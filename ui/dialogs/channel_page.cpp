@@ -141,6 +141,12 @@ ChannelPage::ChannelPage(Document* document, RunController* controller, RecordJo
     connect(run_, &QPushButton::clicked, this, &ChannelPage::optimise);
     connect(cancel_, &QPushButton::clicked, this, [this] { controller_->cancelJob(job_); });
     connect(close, &QPushButton::clicked, this, &QDialog::close);
+    // The page is of the model it was opened on: another model closes it (its job is cancelled
+    // on close); the same file again (a device change) keeps it.
+    connect(document_, &Document::modelChanged, this, [this, model = document_->modelPath()] {
+        if (document_->modelPath() != model)
+            QDialog::close();
+    });
     connect(exportButton, &QPushButton::clicked, this, [this] {
         const QString path = askSavePath(this, tr("Export the channel page"),
             QString("%1_channel_%2.png").arg(layer_).arg(channel_), tr("PNG image (*.png)"));
@@ -274,8 +280,8 @@ void ChannelPage::showOutcome(const VisualizeJobResult& outcome)
     progress_->setValue(progress_->maximum());
     image_->setPixmap(enlarged(outcome.image, PictureSide));
     value_->setText(outcome.cancelled
-            ? tr("cancelled after %1 steps: objective %2").arg(outcome.steps).arg(outcome.value, 0, 'f', 3)
-            : tr("channel mean %1 after %2 steps").arg(outcome.value, 0, 'f', 3).arg(outcome.steps));
+            ? tr("cancelled after %1 steps: objective %2").arg(outcome.steps).arg(outcome.value, 0, 'g', 4)
+            : tr("channel mean %1 after %2 steps").arg(outcome.value, 0, 'g', 4).arg(outcome.steps));
     notes_->setText(outcome.warnings.join("\n"));
     Q_EMIT optimised();
 }

@@ -20,8 +20,8 @@ void layOutSetupAndResults(QWidget* tab, QWidget* setup, QWidget* results)
     splitter->addWidget(results);
     splitter->setStretchFactor(0, 0);
     splitter->setStretchFactor(1, 1);
-    // The setup column as wide as its form wants (buttons and fields whole), at least 360 pixels.
-    const int setupWidth = std::max(360, setup->sizeHint().width() + scroll->verticalScrollBar()->sizeHint().width());
+    // The setup column as wide as its form wants (buttons and fields whole), at least 400 pixels.
+    const int setupWidth = std::max(400, setup->sizeHint().width() + scroll->verticalScrollBar()->sizeHint().width());
     splitter->setSizes({setupWidth, 800});
     splitter->setChildrenCollapsible(false);
     auto* layout = new QVBoxLayout(tab);
