@@ -219,6 +219,34 @@ CliOptions parseCommandLine(int argc, char** argv)
     addTarget(gradcam, o, box);
     gradcam->add_option("--out,-o", o.out, "FILE.pt, FILE.npz or FILE.safetensors")->required();
 
+    CLI::App* attribute = app.add_subcommand("attribute", "input attributions: which input values drove the score");
+    addModelOptions(attribute, o,
+        "Methods: saliency (|d score / d input|), input_x_gradient (input * gradient), integrated_gradients\n"
+        "(Sundararajan et al. 2017; from a black baseline, the path integral by --rule with --steps points,\n"
+        "evaluated in batches under --memory-mb). Each image is explained for its own predicted class unless\n"
+        "--target names one. Writes FILE.pt/.npz/.safetensors: for each method M a float32 [N, C, H, W] tensor\n"
+        "\"M\" (the model's input size), \"targets\" (int64 [N]) and \"integrated_gradients:delta\" ([N]: the\n"
+        "attributions' sum minus the score's change from the baseline).\n");
+    repeatable(attribute, "--input", o.inputs, "images, folders of images, or one tensor file [N, C, H, W]")
+        ->required();
+    repeatable(attribute, "--method", o.methods, "saliency, input_x_gradient or integrated_gradients (repeatable)")
+        ->required()
+        ->check(CLI::IsMember({"saliency", "input_x_gradient", "integrated_gradients"}));
+    attribute->add_option("--target", o.target, "the class explained; -1: each image's prediction (default)");
+    attribute->add_option("--steps", o.attributionSteps, "integrated_gradients: points on the path")
+        ->check(CLI::Range(1, 100000))
+        ->capture_default_str();
+    attribute->add_option("--rule", o.rule, "integrated_gradients: the integration rule, as Captum names them")
+        ->check(
+            CLI::IsMember({"gausslegendre", "riemann_left", "riemann_right", "riemann_middle", "riemann_trapezoid"}))
+        ->capture_default_str();
+    attribute->add_option("--baseline", o.baseline, "integrated_gradients: the path's start (black: zeros)")
+        ->check(CLI::IsMember({"black"}))
+        ->capture_default_str();
+    attribute->add_option("--memory-mb", o.memoryMb, "the memory one batch of evaluated inputs may take")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+    attribute->add_option("--out,-o", o.out, "FILE.pt, FILE.npz or FILE.safetensors")->required();
+
     CLI::App* patch
         = app.add_subcommand("patch", "activation patching, channel ablation or the difference of two inputs");
     addModelOptions(patch, o,
@@ -411,7 +439,8 @@ CliOptions parseCommandLine(int argc, char** argv)
         return o;
     } catch (const CLI::ParseError& e) {
         CLI::App* failed = &app; // the deepest command the parser entered
-        for (CLI::App* command : {inspect, setup, run, gradcam, patch, record, probe, train, sweep, compare, visualize})
+        for (CLI::App* command :
+            {inspect, setup, run, gradcam, attribute, patch, record, probe, train, sweep, compare, visualize})
             if (command->parsed())
                 failed = command;
         if (failed == probe)
@@ -419,7 +448,8 @@ CliOptions parseCommandLine(int argc, char** argv)
                              "for the subcommands.");
         if (failed == &app && dynamic_cast<const CLI::ExtrasError*>(&e))
             throw UsageError("unknown command '" + std::string(argv[1])
-                + "'; expected inspect, setup, run, gradcam, patch, record, probe, compare or visualize\nRun "
+                + "'; expected inspect, setup, run, gradcam, attribute, patch, record, probe, compare or "
+                  "visualize\nRun "
                   "'torchscope-cli --help' for the commands.");
         const std::string name
             = failed == &app ? "" : (failed->get_parent() == probe ? "probe " : "") + failed->get_name();
@@ -427,7 +457,7 @@ CliOptions parseCommandLine(int argc, char** argv)
             + (name.empty() ? "" : name + " ") + "--help' for the options.");
     }
     if (o.command.empty()) {
-        for (CLI::App* command : {inspect, setup, run, gradcam, patch, record, compare, visualize})
+        for (CLI::App* command : {inspect, setup, run, gradcam, attribute, patch, record, compare, visualize})
             if (command->parsed())
                 o.command = command->get_name();
         if (probe->parsed()) {

@@ -84,6 +84,12 @@ struct CliOptions {
     std::string imageB;
     std::string ablateChannels; // "C1,C2,..."
     std::string compareLayer;
+    // attribute
+    std::vector<std::string> methods;
+    int attributionSteps = 50;
+    std::string rule = "gausslegendre";
+    std::string baseline = "black";
+    int64_t memoryMb = 0; // 0: a quarter of the machine's free memory
 };
 
 // CLI11 does the parsing: per-command options, ranges and choices checked, --help per command.

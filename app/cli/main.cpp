@@ -1,6 +1,7 @@
 // torchscope-cli: inspect a TorchScript model's module tree, or run it while grabbing, editing
 // and truncating ('torchscope-cli --help'). Errors go to stderr with exit code 1 (2 for usage errors).
 #include "analysis_commands.h"
+#include "attribute_command.h"
 #include "cli_options.h"
 #include "commands.h"
 #include "common/error.h"
@@ -34,6 +35,8 @@ int main(int argc, char** argv)
             return runGradCam(options);
         if (options.command == "patch")
             return runPatch(options);
+        if (options.command == "attribute")
+            return runAttribute(options);
         if (options.command == "record")
             return runRecord(options);
         if (options.command == "compare")

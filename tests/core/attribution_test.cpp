@@ -3,8 +3,12 @@
 #include "test_support.h"
 
 #include "attribution/grad_cam.h"
+#include "attribution/input_attributions.h"
+#include "common/error.h"
 #include "export/pt_export.h"
 #include "graph/patching.h"
+
+#include <cmath>
 
 namespace torchscope::test {
 namespace {
@@ -81,6 +85,39 @@ std::pair<at::Tensor, at::Tensor> tShirtAndBoot()
     const at::Tensor samples = dict.at("samples").toTensor(), labels = dict.at("labels").toTensor();
     const int64_t a = (labels == 0).nonzero()[0].item<int64_t>(), b = (labels == 9).nonzero()[0].item<int64_t>();
     return {samples.narrow(0, a, 1), samples.narrow(0, b, 1)};
+}
+
+TEST(IntegrationPoints, GaussLegendreHasTheTabulatedNodesAndWeights)
+{
+    // Abramowitz and Stegun 25.4.29 on [-1, 1], mapped to [0, 1] as Captum maps numpy's leggauss.
+    const IntegrationPoints two = integrationPoints(IntegrationRule::GaussLegendre, 2);
+    EXPECT_NEAR(two.alphas[0], 0.5 - 0.5 / std::sqrt(3.0), 1e-15);
+    EXPECT_NEAR(two.alphas[1], 0.5 + 0.5 / std::sqrt(3.0), 1e-15);
+    EXPECT_NEAR(two.weights[0], 0.5, 1e-15);
+    const IntegrationPoints three = integrationPoints(IntegrationRule::GaussLegendre, 3);
+    EXPECT_NEAR(three.alphas[0], 0.5 - 0.5 * std::sqrt(0.6), 1e-15);
+    EXPECT_NEAR(three.alphas[1], 0.5, 1e-15);
+    EXPECT_NEAR(three.weights[0], 0.5 * 5.0 / 9.0, 1e-15);
+    EXPECT_NEAR(three.weights[1], 0.5 * 8.0 / 9.0, 1e-15);
+    // Exact for polynomials up to degree 2n - 1: the integral of a^9 over [0, 1] with n = 5.
+    const IntegrationPoints five = integrationPoints(IntegrationRule::GaussLegendre, 5);
+    double integral = 0.0;
+    for (size_t i = 0; i < five.alphas.size(); ++i)
+        integral += five.weights[i] * std::pow(five.alphas[i], 9);
+    EXPECT_NEAR(integral, 0.1, 1e-14);
+}
+
+TEST(IntegrationPoints, RiemannRulesAsCaptumDefinesThem)
+{
+    const IntegrationPoints trapezoid = integrationPoints(IntegrationRule::RiemannTrapezoid, 4);
+    EXPECT_EQ(trapezoid.alphas, (std::vector<double>{0.0, 1.0 / 3.0, 2.0 / 3.0, 1.0}));
+    EXPECT_EQ(trapezoid.weights, (std::vector<double>{0.125, 0.25, 0.25, 0.125}));
+    EXPECT_EQ(integrationPoints(IntegrationRule::RiemannLeft, 4).alphas, (std::vector<double>{0.0, 0.25, 0.5, 0.75}));
+    EXPECT_EQ(integrationPoints(IntegrationRule::RiemannRight, 4).alphas, (std::vector<double>{0.25, 0.5, 0.75, 1.0}));
+    EXPECT_EQ(
+        integrationPoints(IntegrationRule::RiemannMiddle, 4).alphas, (std::vector<double>{0.125, 0.375, 0.625, 0.875}));
+    EXPECT_THROW(integrationPoints(IntegrationRule::RiemannTrapezoid, 1), Error);
+    EXPECT_THROW(parseIntegrationRule("simpson"), Error);
 }
 
 TEST(Patching, BsLastLayerInAMakesAPredictBsClass)

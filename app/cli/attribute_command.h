@@ -1,0 +1,11 @@
+#pragma once
+
+#include "cli_options.h"
+
+namespace torchscope::cli {
+
+// torchscope-cli attribute: core's attributeInputs over --input images or a tensor file, written
+// with the method names as keys, "targets" and "integrated_gradients:delta", and a manifest.
+int runAttribute(const CliOptions& options);
+
+} // namespace torchscope::cli
