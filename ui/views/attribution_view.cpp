@@ -35,7 +35,7 @@ AttributionView::AttributionView(Document* document, RunController* controller, 
     , mode_(new QComboBox)
     , target_(new QSpinBox)
     , alpha_(new QSlider(Qt::Horizontal))
-    , header_(new QLabel(tr("Select an image and a layer with spatial maps.")))
+    , header_(new QLabel(tr("Pick an image and a layer with spatial maps, then Compute.")))
     , picture_(new QLabel)
     , colorBar_(new ColorBar)
     , clearRegion_(new QPushButton(tr("Clear Region")))
@@ -104,7 +104,7 @@ AttributionView::AttributionView(Document* document, RunController* controller, 
         region_.clear();
         target_->setValue(-1);
         layer_->clearEditText();
-        header_->setText(tr("Select an image and a layer with spatial maps."));
+        header_->setText(tr("Pick an image and a layer with spatial maps, then Compute."));
         fillLayers();
     });
     connect(document_, &Document::modulesChanged, this, &AttributionView::fillLayers);
