@@ -46,6 +46,8 @@ int runAttribute(const CliOptions& options)
     request.labels = setup.labels;
     request.steps = options.attributionSteps;
     request.rule = parseIntegrationRule(options.rule);
+    request.window = options.window;
+    request.stride = options.stride;
     request.memoryBytes = options.memoryMb > 0 ? options.memoryMb << 20 : defaultMemoryBytes();
     if (images.dim() == 4)
         request.bytesPerSample = evaluationBytesPerSample(*model, images.narrow(0, 0, 1));

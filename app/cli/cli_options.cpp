@@ -222,16 +222,19 @@ CliOptions parseCommandLine(int argc, char** argv)
     CLI::App* attribute = app.add_subcommand("attribute", "input attributions: which input values drove the score");
     addModelOptions(attribute, o,
         "Methods: saliency (|d score / d input|), input_x_gradient (input * gradient), integrated_gradients\n"
-        "(Sundararajan et al. 2017; from a black baseline, the path integral by --rule with --steps points,\n"
-        "evaluated in batches under --memory-mb). Each image is explained for its own predicted class unless\n"
+        "(Sundararajan et al. 2017; from a black baseline, the path integral by --rule with --steps points),\n"
+        "occlusion (the mean score drop when a --window square, moved by --stride, is filled with 0; as\n"
+        "Captum's Occlusion). The path's points and the occluded images are evaluated in batches under\n"
+        "--memory-mb. Each image is explained for its own predicted class unless\n"
         "--target names one. Writes FILE.pt/.npz/.safetensors: for each method M a float32 [N, C, H, W] tensor\n"
         "\"M\" (the model's input size), \"targets\" (int64 [N]) and \"integrated_gradients:delta\" ([N]: the\n"
         "attributions' sum minus the score's change from the baseline).\n");
     repeatable(attribute, "--input", o.inputs, "images, folders of images, or one tensor file [N, C, H, W]")
         ->required();
-    repeatable(attribute, "--method", o.methods, "saliency, input_x_gradient or integrated_gradients (repeatable)")
+    repeatable(
+        attribute, "--method", o.methods, "saliency, input_x_gradient, integrated_gradients or occlusion (repeatable)")
         ->required()
-        ->check(CLI::IsMember({"saliency", "input_x_gradient", "integrated_gradients"}));
+        ->check(CLI::IsMember({"saliency", "input_x_gradient", "integrated_gradients", "occlusion"}));
     attribute->add_option("--target", o.target, "the class explained; -1: each image's prediction (default)");
     attribute->add_option("--steps", o.attributionSteps, "integrated_gradients: points on the path")
         ->check(CLI::Range(1, 100000))
@@ -242,6 +245,12 @@ CliOptions parseCommandLine(int argc, char** argv)
         ->capture_default_str();
     attribute->add_option("--baseline", o.baseline, "integrated_gradients: the path's start (black: zeros)")
         ->check(CLI::IsMember({"black"}))
+        ->capture_default_str();
+    attribute->add_option("--window", o.window, "occlusion: the square's side in pixels, over all channels")
+        ->check(CLI::Range(1, 1 << 16))
+        ->capture_default_str();
+    attribute->add_option("--stride", o.stride, "occlusion: how far the square moves, at most --window")
+        ->check(CLI::Range(1, 1 << 16))
         ->capture_default_str();
     attribute->add_option("--memory-mb", o.memoryMb, "the memory one batch of evaluated inputs may take")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));

@@ -90,6 +90,8 @@ struct CliOptions {
     std::string rule = "gausslegendre";
     std::string baseline = "black";
     int64_t memoryMb = 0; // 0: a quarter of the machine's free memory
+    int window = 8; // occlusion
+    int stride = 4;
 };
 
 // CLI11 does the parsing: per-command options, ranges and choices checked, --help per command.

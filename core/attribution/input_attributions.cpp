@@ -86,6 +86,60 @@ Gradients gradientsOf(Engine& engine, const at::Tensor& batch, const InputAttrib
     return out;
 }
 
+// The target class's score of each input of a batch, without gradients.
+at::Tensor scoresOf(Engine& engine, const at::Tensor& batch, const InputAttributionRequest& request, int64_t target)
+{
+    const at::NoGradGuard noGrad;
+    Request run;
+    run.scores = request.scores;
+    const RunResult result = engine.run(run, forwardInputsFromBatch(engine.model(), batch));
+    const ScoreOutput scores = findScores(*result.find("output"), request.scores);
+    if (scores.kind != OutputKind::Classes)
+        throw Error("occlusion explains class scores [N, classes]; this model's output is " + scores.described);
+    return scores.scores.select(1, target).to(at::kFloat).cpu();
+}
+
+// Captum's Occlusion for one image [1, C, H, W]: windows enumerated with the row offset changing
+// fastest, as Captum numbers them, so that each value's sum of score drops adds up in its order.
+at::Tensor occlusionOf(
+    Engine& engine, const at::Tensor& x, const InputAttributionRequest& request, int64_t target, int64_t batch)
+{
+    const int64_t height = x.size(2), width = x.size(3);
+    const int64_t window = request.window, stride = request.stride;
+    if (window < 1 || stride < 1 || window > std::min(height, width)
+        || (stride > window && (height > window || width > window)))
+        throw Error("occlusion needs 1 <= --stride <= --window <= the input's size (" + std::to_string(height) + " x "
+            + std::to_string(width) + "), got window " + std::to_string(window) + ", stride " + std::to_string(stride));
+    const auto shifts = [&](int64_t size) { return (size - window + stride - 1) / stride + 1; };
+    std::vector<std::pair<int64_t, int64_t>> origins; // (row, column)
+    for (int64_t column = 0; column < shifts(width); ++column)
+        for (int64_t row = 0; row < shifts(height); ++row)
+            origins.emplace_back(row * stride, column * stride);
+    const float initial = scoresOf(engine, x, request, target)[0].item<float>();
+    at::Tensor total = at::zeros({1, x.size(1), height, width}, at::kFloat);
+    at::Tensor covered = at::zeros_like(total);
+    for (size_t first = 0; first < origins.size(); first += static_cast<size_t>(batch)) {
+        const size_t count = std::min(origins.size() - first, static_cast<size_t>(batch));
+        at::Tensor occluded = x.repeat({static_cast<int64_t>(count), 1, 1, 1});
+        for (size_t k = 0; k < count; ++k) {
+            const auto [row, column] = origins[first + k];
+            occluded[static_cast<int64_t>(k)]
+                .narrow(1, row, std::min(window, height - row))
+                .narrow(2, column, std::min(window, width - column))
+                .zero_();
+        }
+        const at::Tensor scores = scoresOf(engine, occluded, request, target);
+        for (size_t k = 0; k < count; ++k) {
+            const auto [row, column] = origins[first + k];
+            const float drop = initial - scores[static_cast<int64_t>(k)].item<float>();
+            const int64_t rows = std::min(window, height - row), columns = std::min(window, width - column);
+            total.narrow(2, row, rows).narrow(3, column, columns).add_(drop);
+            covered.narrow(2, row, rows).narrow(3, column, columns).add_(1.0f);
+        }
+    }
+    return total / covered;
+}
+
 } // namespace
 
 IntegrationRule parseIntegrationRule(const std::string& name)
@@ -151,7 +205,7 @@ IntegrationPoints integrationPoints(IntegrationRule rule, int n)
 
 std::vector<std::string> inputAttributionMethods()
 {
-    return {Saliency, InputXGradient, IntegratedGradients};
+    return {Saliency, InputXGradient, IntegratedGradients, Occlusion};
 }
 
 int64_t evaluationBytesPerSample(Model& model, const at::Tensor& oneSample)
@@ -183,17 +237,18 @@ InputAttributionResult attributeInputs(
         throw Error(
             "input attributions need a batch of images [N, C, H, W], got " + shapeToString(images.sizes().vec()));
     for (const auto& method : request.methods)
-        if (method != Saliency && method != InputXGradient && method != IntegratedGradients)
+        if (method != Saliency && method != InputXGradient && method != IntegratedGradients && method != Occlusion)
             throw Error("unknown attribution method '" + method
-                + "'; expected saliency, input_x_gradient or "
-                  "integrated_gradients");
+                + "'; expected saliency, input_x_gradient, integrated_gradients or occlusion");
     const bool integrated
         = std::find(request.methods.begin(), request.methods.end(), IntegratedGradients) != request.methods.end();
     const IntegrationPoints points = integrated ? integrationPoints(request.rule, request.steps) : IntegrationPoints{};
     const int64_t perSample = request.bytesPerSample > 0 ? request.bytesPerSample
                                                          : 64 * images[0].numel() * static_cast<int64_t>(sizeof(float));
+    const bool occlusion
+        = std::find(request.methods.begin(), request.methods.end(), Occlusion) != request.methods.end();
     const auto batch = static_cast<int64_t>(std::clamp<int64_t>(request.memoryBytes / std::max<int64_t>(1, perSample),
-        1, std::max<int64_t>(1, static_cast<int64_t>(points.alphas.size()))));
+        1, std::max<int64_t>({int64_t{1}, static_cast<int64_t>(points.alphas.size()), occlusion ? int64_t{4096} : 1})));
 
     InputAttributionResult result;
     result.batch = static_cast<int>(batch);
@@ -213,6 +268,8 @@ InputAttributionResult attributeInputs(
                 maps[method].push_back(atX.input.abs().cpu());
             else if (method == InputXGradient)
                 maps[method].push_back((x * atX.input).cpu());
+            else if (method == Occlusion)
+                maps[method].push_back(occlusionOf(engine, x, request, atX.target, batch));
         }
         if (!integrated)
             continue;

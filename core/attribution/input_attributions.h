@@ -39,6 +39,7 @@ IntegrationPoints integrationPoints(IntegrationRule rule, int steps);
 inline constexpr const char* Saliency = "saliency";
 inline constexpr const char* InputXGradient = "input_x_gradient";
 inline constexpr const char* IntegratedGradients = "integrated_gradients";
+inline constexpr const char* Occlusion = "occlusion";
 std::vector<std::string> inputAttributionMethods();
 
 struct InputAttributionRequest {
@@ -48,6 +49,11 @@ struct InputAttributionRequest {
     std::vector<std::string> labels;
     int steps = 50; // Integrated Gradients
     IntegrationRule rule = IntegrationRule::GaussLegendre;
+    // Occlusion (Zeiler and Fergus 2014, as Captum's Occlusion): a window x window square over all
+    // channels, moved by stride, filled with 0; each value gets the mean score drop of the windows
+    // that covered it. Windows at the right and bottom edge may reach past it (Captum's count).
+    int window = 8;
+    int stride = 4;
     int64_t memoryBytes = int64_t{1} << 30; // the cap one batch of evaluated inputs stays under
     int64_t bytesPerSample = 0; // what one evaluated input costs (evaluationBytesPerSample); 0: 64 × its size
 };
@@ -67,7 +73,8 @@ struct InputAttributionResult {
     bool cancelled = false; // the images done so far are in the maps
 };
 
-// `images`: the model's input batch [N, C, H, W] (preprocessed). The baseline of Integrated
+// `images`: the model's input batch [N, C, H, W] (preprocessed). Occluded inputs are evaluated in
+// batches under the cap, like the path of Integrated Gradients. The baseline of Integrated
 // Gradients is zeros (black after preprocessing). Progress counts images. Throws torchscope::Error
 // for an unknown method or a model whose output has no score to explain.
 InputAttributionResult attributeInputs(Engine& engine, const at::Tensor& images, const InputAttributionRequest& request,

@@ -1882,6 +1882,20 @@ class CliAttribute(unittest.TestCase):
                                "--target", str(target), name="right.npz")["integrated_gradients"]
         self.assertGreater(max_diff(left, right), 1e-3 * float(right.abs().max()))
 
+    def test_occlusion_equals_captum(self):
+        from captum.attr import Occlusion
+        for window, stride in ((8, 4), (6, 5)):  # 28 - 6 = 22 is no multiple of 5: the last windows overhang
+            with self.subTest(window=window, stride=stride):
+                got = self.attribute("--method", "occlusion", "--window", str(window), "--stride", str(stride),
+                                     "--memory-mb", "1", name=f"occlusion{window}.npz")
+                want = Occlusion(self.model).attribute(self.x, sliding_window_shapes=(1, window, window),
+                                                       strides=(1, stride, stride), baselines=0, target=self.predicted)
+                self.assertClose(got["occlusion"], want)
+        bad = cli("attribute", FASHION, *inputs(self.IMAGES[:1]), "--method", "occlusion", "--window", "4",
+                  "--stride", "6", "--out", self.dir / "x.pt")
+        self.assertEqual(bad.returncode, 1)
+        self.assertIn("1 <= --stride <= --window", bad.stderr)
+
     def test_batches_under_the_memory_cap_change_nothing_but_memory(self):
         # One path point at a time (1 MiB) against all 20 together. Not every path is this calm: at
         # riemann_middle with 12 steps one fixture image's map differs by 1% between the two, and eager
@@ -1895,7 +1909,7 @@ class CliAttribute(unittest.TestCase):
     def test_mistakes_are_named(self):
         unknown = cli("attribute", FASHION, *inputs(self.IMAGES[:1]), "--method", "deeplift", "--out", self.dir / "x.pt")
         self.assertEqual(unknown.returncode, 2)
-        self.assertIn("integrated_gradients", unknown.stderr)
+        self.assertIn("occlusion", unknown.stderr)
         one = cli("attribute", FASHION, *inputs(self.IMAGES[:1]), "--method", "integrated_gradients", "--steps", "1",
                   "--rule", "riemann_trapezoid", "--out", self.dir / "x.pt")
         self.assertEqual(one.returncode, 1)
