@@ -1,6 +1,7 @@
 #include "attribute_command.h"
 
 #include "attribution/input_attributions.h"
+#include "attribution/layer_cams.h"
 #include "cli_manifest.h"
 #include "common/error.h"
 #include "export/write_tensors.h"
@@ -47,6 +48,7 @@ int runAttribute(const CliOptions& options)
     request.steps = options.attributionSteps;
     request.rule = parseIntegrationRule(options.rule);
     request.window = options.window;
+    request.layer = options.camLayer;
     request.stride = options.stride;
     request.memoryBytes = options.memoryMb > 0 ? options.memoryMb << 20 : defaultMemoryBytes();
     if (images.dim() == 4)
@@ -63,7 +65,12 @@ int runAttribute(const CliOptions& options)
     ExportManifest manifest = cliManifest(options, *model, setup, inputs.sampleNames);
     for (const auto& [method, map] : result.maps) {
         values.emplace_back(method, map.contiguous());
-        manifest.keys.push_back({method, "", method + " of the input"});
+        const auto colon = method.find(':');
+        manifest.keys.push_back(colon == std::string::npos && !isGradientCam(method)
+                ? ManifestKey{method, "", method + " of the input"}
+                : ManifestKey{method, request.layer,
+                    method.substr(0, colon)
+                        + (colon == std::string::npos ? " at the layer" : " upsampled to the input")});
     }
     values.emplace_back("targets", at::tensor(result.targets, at::kLong));
     manifest.keys.push_back({"targets", "", "target class"});

@@ -90,6 +90,7 @@ struct CliOptions {
     std::string rule = "gausslegendre";
     std::string baseline = "black";
     int64_t memoryMb = 0; // 0: a quarter of the machine's free memory
+    std::string camLayer; // attribute --layer
     int window = 8; // occlusion
     int stride = 4;
 };

@@ -1,5 +1,7 @@
 #include "attribution/input_attributions.h"
 
+#include "attribution/grad_cam.h"
+#include "attribution/layer_cams.h"
 #include "common/error.h"
 #include "common/strings.h"
 #include "graph/engine.h"
@@ -140,6 +142,29 @@ at::Tensor occlusionOf(
     return total / covered;
 }
 
+// The layer's output for one image and the target score's gradient there, as [1, C, h, w] maps
+// (vision transformer tokens as their patch grid).
+std::pair<at::Tensor, at::Tensor> layerGradients(
+    Engine& engine, const at::Tensor& x, const InputAttributionRequest& request, int64_t target)
+{
+    Request run;
+    run.grabs = {GrabSpec{request.layer, CaptureKind::Output, 0}, GrabSpec{request.layer, CaptureKind::Gradient, 0}};
+    run.targetClass = target;
+    run.targetRegion = request.target.region;
+    run.scores = request.scores;
+    const RunResult result = engine.run(run, forwardInputsFromBatch(engine.model(), x));
+    const auto maps = [&](const at::Tensor& value) {
+        if (value.dim() == 4)
+            return value.detach().to(at::kFloat);
+        if (at::Tensor tokens = value.dim() == 3 ? tokensAsMaps(value.detach().to(at::kFloat)) : at::Tensor();
+            tokens.defined())
+            return tokens;
+        throw Error("a CAM needs a layer with [batch, channels, height, width] output or vision transformer tokens; '"
+            + request.layer + "' gives " + shapeToString(value.sizes().vec()));
+    };
+    return {maps(result.tensor(request.layer)), maps(result.tensor(request.layer + ":grad"))};
+}
+
 } // namespace
 
 IntegrationRule parseIntegrationRule(const std::string& name)
@@ -205,7 +230,10 @@ IntegrationPoints integrationPoints(IntegrationRule rule, int n)
 
 std::vector<std::string> inputAttributionMethods()
 {
-    return {Saliency, InputXGradient, IntegratedGradients, Occlusion};
+    std::vector<std::string> methods{Saliency, InputXGradient, IntegratedGradients, Occlusion};
+    for (const auto& cam : gradientCamMethods())
+        methods.push_back(cam);
+    return methods;
 }
 
 int64_t evaluationBytesPerSample(Model& model, const at::Tensor& oneSample)
@@ -237,9 +265,14 @@ InputAttributionResult attributeInputs(
         throw Error(
             "input attributions need a batch of images [N, C, H, W], got " + shapeToString(images.sizes().vec()));
     for (const auto& method : request.methods)
-        if (method != Saliency && method != InputXGradient && method != IntegratedGradients && method != Occlusion)
+        if (method != Saliency && method != InputXGradient && method != IntegratedGradients && method != Occlusion
+            && !isGradientCam(method))
             throw Error("unknown attribution method '" + method
-                + "'; expected saliency, input_x_gradient, integrated_gradients or occlusion");
+                + "'; expected saliency, input_x_gradient, integrated_gradients, occlusion, grad_cam, grad_cam_pp, "
+                  "hires_cam, xgrad_cam or layer_cam");
+    const bool cams = std::any_of(request.methods.begin(), request.methods.end(), isGradientCam);
+    if (cams && request.layer.empty())
+        throw Error("the CAMs (grad_cam, grad_cam_pp, hires_cam, xgrad_cam, layer_cam) need --layer");
     const bool integrated
         = std::find(request.methods.begin(), request.methods.end(), IntegratedGradients) != request.methods.end();
     const IntegrationPoints points = integrated ? integrationPoints(request.rule, request.steps) : IntegrationPoints{};
@@ -270,6 +303,16 @@ InputAttributionResult attributeInputs(
                 maps[method].push_back((x * atX.input).cpu());
             else if (method == Occlusion)
                 maps[method].push_back(occlusionOf(engine, x, request, atX.target, batch));
+        }
+        if (cams) {
+            const auto [activations, gradients] = layerGradients(engine, x, request, atX.target);
+            for (const auto& method : request.methods)
+                if (isGradientCam(method)) {
+                    const at::Tensor cam = gradientCam(method, activations, gradients);
+                    maps[method].push_back(cam.cpu());
+                    maps[method + ":input"].push_back(
+                        at::upsample_bilinear2d(cam, {x.size(2), x.size(3)}, /*align_corners=*/false).cpu());
+                }
         }
         if (!integrated)
             continue;

@@ -54,6 +54,9 @@ struct InputAttributionRequest {
     // that covered it. Windows at the right and bottom edge may reach past it (Captum's count).
     int window = 8;
     int stride = 4;
+    // The layer of the CAMs (attribution/layer_cams.h: grad_cam, grad_cam_pp, hires_cam, xgrad_cam,
+    // layer_cam): [N, C, h, w] output, or vision transformer tokens on a square patch grid.
+    std::string layer;
     int64_t memoryBytes = int64_t{1} << 30; // the cap one batch of evaluated inputs stays under
     int64_t bytesPerSample = 0; // what one evaluated input costs (evaluationBytesPerSample); 0: 64 × its size
 };
@@ -63,7 +66,9 @@ struct InputAttributionRequest {
 int64_t evaluationBytesPerSample(Model& model, const at::Tensor& oneSample);
 
 struct InputAttributionResult {
-    std::map<std::string, at::Tensor> maps; // method -> [N, C, H, W] float32, the input's shape
+    // method -> [N, C, H, W] float32, the input's shape; a CAM: [N, 1, h, w] at the layer's size
+    // under its name and [N, 1, H, W] bilinearly upsampled under "NAME:input".
+    std::map<std::string, at::Tensor> maps;
     std::vector<int64_t> targets; // the class explained, per image
     std::vector<std::string> targetDescriptions;
     // Integrated Gradients' completeness error per image: sum of the attributions minus

@@ -1896,6 +1896,41 @@ class CliAttribute(unittest.TestCase):
         self.assertEqual(bad.returncode, 1)
         self.assertIn("1 <= --stride <= --window", bad.stderr)
 
+    def test_cams_equal_pytorch_grad_cam_at_the_layer(self):
+        from pytorch_grad_cam import GradCAM, GradCAMPlusPlus, HiResCAM, LayerCAM, XGradCAM
+        from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
+        peers = {"grad_cam": GradCAM, "grad_cam_pp": GradCAMPlusPlus, "hires_cam": HiResCAM,
+                 "xgrad_cam": XGradCAM, "layer_cam": LayerCAM}
+        layer = "features.1"
+        got = self.attribute(*[arg for name in peers for arg in ("--method", name)], "--layer", layer)
+        # The layer's output and the predicted class's gradient there, by a forward hook, image by image.
+        module = dict(self.model.named_modules())[layer]
+        activations, gradients = [], []
+        for i in range(len(self.x)):
+            seen = {}
+            hook = module.register_forward_hook(lambda m, inputs, output: seen.__setitem__("a", output))
+            out = self.model(self.x[i:i + 1])
+            hook.remove()
+            gradient, = torch.autograd.grad(out[0, self.predicted[i]], seen["a"])
+            activations.append(seen["a"].detach())
+            gradients.append(gradient)
+        a, g = torch.cat(activations).numpy(), torch.cat(gradients).numpy()
+        targets = [ClassifierOutputTarget(int(t)) for t in self.predicted]
+        for name, peer in peers.items():
+            with self.subTest(method=name):
+                # pytorch-grad-cam's own map at the layer before it rescales and resizes: ReLU of get_cam_image.
+                raw = peer(model=self.model, target_layers=[module]).get_cam_image(self.x, module, targets, a, g, False)
+                want = torch.from_numpy(np.maximum(raw, 0)).unsqueeze(1)
+                self.assertGreater(float(want.abs().max()), 0.0)
+                self.assertClose(got[name], want)
+                upsampled = torch.nn.functional.interpolate(got[name], size=self.x.shape[2:], mode="bilinear",
+                                                            align_corners=False)
+                self.assertClose(got[name + ":input"], upsampled)
+        self.assertGreater(max_diff(got["grad_cam"], got["layer_cam"]), 0.0)
+        missing = cli("attribute", FASHION, *inputs(self.IMAGES[:1]), "--method", "grad_cam", "--out", self.dir / "x.pt")
+        self.assertEqual(missing.returncode, 1)
+        self.assertIn("need --layer", missing.stderr)
+
     def test_batches_under_the_memory_cap_change_nothing_but_memory(self):
         # One path point at a time (1 MiB) against all 20 together. Not every path is this calm: at
         # riemann_middle with 12 steps one fixture image's map differs by 1% between the two, and eager
