@@ -66,7 +66,7 @@ int runAttribute(const CliOptions& options)
     for (const auto& [method, map] : result.maps) {
         values.emplace_back(method, map.contiguous());
         const auto colon = method.find(':');
-        manifest.keys.push_back(colon == std::string::npos && !isGradientCam(method)
+        manifest.keys.push_back(colon == std::string::npos && !isGradientCam(method) && method != ScoreCam
                 ? ManifestKey{method, "", method + " of the input"}
                 : ManifestKey{method, request.layer,
                     method.substr(0, colon)

@@ -225,7 +225,8 @@ CliOptions parseCommandLine(int argc, char** argv)
         "(Sundararajan et al. 2017; from a black baseline, the path integral by --rule with --steps points),\n"
         "occlusion (the mean score drop when a --window square, moved by --stride, is filled with 0; as\n"
         "Captum's Occlusion). The path's points and the occluded images are evaluated in batches under\n"
-        "--memory-mb. The CAMs (grad_cam, grad_cam_pp, hires_cam, xgrad_cam, layer_cam, as pytorch-grad-cam\n"
+        "--memory-mb. The CAMs (grad_cam, grad_cam_pp, hires_cam, xgrad_cam, layer_cam, score_cam, as "
+        "pytorch-grad-cam\n"
         "defines them) weigh --layer's output by the score's gradient there: \"M\" [N, 1, h, w] at the layer's\n"
         "size and \"M:input\" upsampled to the input. Each image is explained for its own predicted class unless\n"
         "--target names one. Writes FILE.pt/.npz/.safetensors: for each method M a float32 [N, C, H, W] tensor\n"
@@ -235,10 +236,10 @@ CliOptions parseCommandLine(int argc, char** argv)
         ->required();
     repeatable(attribute, "--method", o.methods,
         "saliency, input_x_gradient, integrated_gradients, occlusion, grad_cam, grad_cam_pp, hires_cam, "
-        "xgrad_cam or layer_cam (repeatable)")
+        "xgrad_cam, layer_cam or score_cam (repeatable)")
         ->required()
         ->check(CLI::IsMember({"saliency", "input_x_gradient", "integrated_gradients", "occlusion", "grad_cam",
-            "grad_cam_pp", "hires_cam", "xgrad_cam", "layer_cam"}));
+            "grad_cam_pp", "hires_cam", "xgrad_cam", "layer_cam", "score_cam"}));
     attribute->add_option("--target", o.target, "the class explained; -1: each image's prediction (default)");
     attribute->add_option("--steps", o.attributionSteps, "integrated_gradients: points on the path")
         ->check(CLI::Range(1, 100000))

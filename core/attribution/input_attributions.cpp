@@ -165,6 +165,27 @@ std::pair<at::Tensor, at::Tensor> layerGradients(
     return {maps(result.tensor(request.layer)), maps(result.tensor(request.layer + ":grad"))};
 }
 
+// Score-CAM (Wang et al. 2020) as pytorch-grad-cam computes it: each channel of the layer,
+// upsampled to the input (bilinear, corners aligned), scaled to [0, 1], masks the input; the
+// softmax over channels of the masked inputs' target scores weighs the channels.
+at::Tensor scoreCamOf(Engine& engine, const at::Tensor& x, const at::Tensor& activations,
+    const InputAttributionRequest& request, int64_t target, int64_t batch)
+{
+    const at::NoGradGuard noGrad;
+    const int64_t channels = activations.size(1);
+    at::Tensor masks = at::upsample_bilinear2d(activations, {x.size(2), x.size(3)}, /*align_corners=*/true);
+    const at::Tensor flat = masks.view({1, channels, -1});
+    const at::Tensor highs = std::get<0>(flat.max(-1)).view({1, channels, 1, 1});
+    const at::Tensor lows = std::get<0>(flat.min(-1)).view({1, channels, 1, 1});
+    masks = (masks - lows) / (highs - lows + 1e-8);
+    const at::Tensor masked = (x.unsqueeze(1) * masks.unsqueeze(2)).squeeze(0); // [C, Cin, H, W]
+    std::vector<at::Tensor> scores;
+    for (int64_t first = 0; first < channels; first += batch)
+        scores.push_back(scoresOf(engine, masked.narrow(0, first, std::min(batch, channels - first)), request, target));
+    const at::Tensor weights = at::softmax(at::cat(scores), 0).view({1, channels, 1, 1});
+    return at::relu((weights * activations).sum(1, true));
+}
+
 } // namespace
 
 IntegrationRule parseIntegrationRule(const std::string& name)
@@ -233,6 +254,7 @@ std::vector<std::string> inputAttributionMethods()
     std::vector<std::string> methods{Saliency, InputXGradient, IntegratedGradients, Occlusion};
     for (const auto& cam : gradientCamMethods())
         methods.push_back(cam);
+    methods.push_back(ScoreCam);
     return methods;
 }
 
@@ -266,20 +288,21 @@ InputAttributionResult attributeInputs(
             "input attributions need a batch of images [N, C, H, W], got " + shapeToString(images.sizes().vec()));
     for (const auto& method : request.methods)
         if (method != Saliency && method != InputXGradient && method != IntegratedGradients && method != Occlusion
-            && !isGradientCam(method))
+            && method != ScoreCam && !isGradientCam(method))
             throw Error("unknown attribution method '" + method
                 + "'; expected saliency, input_x_gradient, integrated_gradients, occlusion, grad_cam, grad_cam_pp, "
-                  "hires_cam, xgrad_cam or layer_cam");
-    const bool cams = std::any_of(request.methods.begin(), request.methods.end(), isGradientCam);
+                  "hires_cam, xgrad_cam, layer_cam or score_cam");
+    const auto isCam = [](const std::string& method) { return isGradientCam(method) || method == ScoreCam; };
+    const bool cams = std::any_of(request.methods.begin(), request.methods.end(), isCam);
     if (cams && request.layer.empty())
-        throw Error("the CAMs (grad_cam, grad_cam_pp, hires_cam, xgrad_cam, layer_cam) need --layer");
+        throw Error("the CAMs (grad_cam, grad_cam_pp, hires_cam, xgrad_cam, layer_cam, score_cam) need --layer");
     const bool integrated
         = std::find(request.methods.begin(), request.methods.end(), IntegratedGradients) != request.methods.end();
     const IntegrationPoints points = integrated ? integrationPoints(request.rule, request.steps) : IntegrationPoints{};
     const int64_t perSample = request.bytesPerSample > 0 ? request.bytesPerSample
                                                          : 64 * images[0].numel() * static_cast<int64_t>(sizeof(float));
-    const bool occlusion
-        = std::find(request.methods.begin(), request.methods.end(), Occlusion) != request.methods.end();
+    const bool occlusion = std::find(request.methods.begin(), request.methods.end(), Occlusion) != request.methods.end()
+        || std::find(request.methods.begin(), request.methods.end(), ScoreCam) != request.methods.end();
     const auto batch = static_cast<int64_t>(std::clamp<int64_t>(request.memoryBytes / std::max<int64_t>(1, perSample),
         1, std::max<int64_t>({int64_t{1}, static_cast<int64_t>(points.alphas.size()), occlusion ? int64_t{4096} : 1})));
 
@@ -307,8 +330,10 @@ InputAttributionResult attributeInputs(
         if (cams) {
             const auto [activations, gradients] = layerGradients(engine, x, request, atX.target);
             for (const auto& method : request.methods)
-                if (isGradientCam(method)) {
-                    const at::Tensor cam = gradientCam(method, activations, gradients);
+                if (isCam(method)) {
+                    const at::Tensor cam = method == ScoreCam
+                        ? scoreCamOf(engine, x, activations, request, atX.target, batch)
+                        : gradientCam(method, activations, gradients);
                     maps[method].push_back(cam.cpu());
                     maps[method + ":input"].push_back(
                         at::upsample_bilinear2d(cam, {x.size(2), x.size(3)}, /*align_corners=*/false).cpu());

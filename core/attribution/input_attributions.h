@@ -40,6 +40,7 @@ inline constexpr const char* Saliency = "saliency";
 inline constexpr const char* InputXGradient = "input_x_gradient";
 inline constexpr const char* IntegratedGradients = "integrated_gradients";
 inline constexpr const char* Occlusion = "occlusion";
+inline constexpr const char* ScoreCam = "score_cam"; // its masked inputs are batched under the cap
 std::vector<std::string> inputAttributionMethods();
 
 struct InputAttributionRequest {

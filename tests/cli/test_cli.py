@@ -1931,6 +1931,24 @@ class CliAttribute(unittest.TestCase):
         self.assertEqual(missing.returncode, 1)
         self.assertIn("need --layer", missing.stderr)
 
+    def test_score_cam_equals_pytorch_grad_cam_at_the_layer(self):
+        from pytorch_grad_cam import ScoreCAM
+        from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
+        layer = "features.1"
+        got = self.attribute("--method", "score_cam", "--layer", layer, "--memory-mb", "1")
+        module = dict(self.model.named_modules())[layer]
+        seen = {}
+        hook = module.register_forward_hook(lambda m, inputs, output: seen.__setitem__("a", output.detach()))
+        with torch.no_grad():
+            self.model(self.x)
+        hook.remove()
+        targets = [ClassifierOutputTarget(int(t)) for t in self.predicted]
+        raw = ScoreCAM(model=self.model, target_layers=[module]).get_cam_image(
+            self.x, module, targets, seen["a"].numpy(), None, False)
+        want = torch.from_numpy(np.maximum(raw, 0)).unsqueeze(1)
+        self.assertGreater(float(want.abs().max()), 0.0)
+        self.assertClose(got["score_cam"], want)
+
     def test_batches_under_the_memory_cap_change_nothing_but_memory(self):
         # One path point at a time (1 MiB) against all 20 together. Not every path is this calm: at
         # riemann_middle with 12 steps one fixture image's map differs by 1% between the two, and eager
