@@ -15,6 +15,11 @@ FloatTensor toFloatTensor(const at::Tensor& tensor)
     return out;
 }
 
+at::Tensor toTensor(const FloatTensor& values)
+{
+    return at::tensor(values.values, at::kFloat).view(values.shape).clone();
+}
+
 std::vector<double> toDoubles(const at::Tensor& tensor)
 {
     const at::Tensor cpu = tensor.detach().to(at::kCPU, at::kDouble).contiguous();

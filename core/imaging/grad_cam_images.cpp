@@ -19,11 +19,6 @@ std::pair<double, double> rangeOf(const at::Tensor& map)
     return {map.min().item<double>(), map.max().item<double>()};
 }
 
-at::Tensor toTensor(const FloatTensor& values)
-{
-    return at::tensor(values.values, at::kFloat).view(values.shape).clone();
-}
-
 // The images' maps stacked as "key", or "key/i" each when their sizes differ.
 void addMaps(NamedValues& values, const std::string& key, const std::vector<at::Tensor>& maps)
 {

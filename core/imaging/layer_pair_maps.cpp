@@ -25,11 +25,6 @@ FloatTensor outputOf(Engine& engine, const std::string& layer, const at::Tensor&
     return toFloatTensor(result.tensor(layer)[0]);
 }
 
-at::Tensor toTensor(const FloatTensor& values)
-{
-    return at::tensor(values.values, at::kFloat).view(values.shape).clone();
-}
-
 } // namespace
 
 LayerPairResult layerPairMaps(Engine& a, Engine& b, const LayerPairRequest& request)

@@ -16,11 +16,6 @@
 namespace torchscope {
 namespace {
 
-at::Tensor toTensor(const FloatTensor& values)
-{
-    return at::tensor(values.values, at::kFloat).view(values.shape).clone();
-}
-
 // One sample of compareLayer's output as a map: the mean over channels of [C, h, w], patch tokens
 // as their grid, anything else as one row.
 at::Tensor meanMap(const at::Tensor& output)
