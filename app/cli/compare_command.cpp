@@ -223,10 +223,6 @@ int runCompare(const CliOptions& options)
         manifest.preprocessing = setup.preprocessing;
         manifest.labels = setup.labels;
         manifest.images = imagesOf(options.inputs, tensorInput);
-        for (const auto& layer : result.layersA)
-            manifest.keys.push_back({layer, layer, "output of model A"});
-        for (const auto& layer : result.layersB)
-            manifest.keys.push_back({layer, layer, "output of model B"});
         manifest.settings = {{"mode", modeName(result.mode)}, {"inputs", join(options.inputs, " ")}};
         writeComparison(options.out, result, &manifest);
     }

@@ -168,8 +168,17 @@ void writeComparison(const std::string& path, const CompareResult& result, const
         writeFileAtomically(path, comparisonCsv(result));
     else
         throw Error("a comparison is written as FILE.pt, FILE.json or FILE.csv, not '" + path + "'");
-    if (manifest)
-        writeManifest(path, *manifest);
+    if (!manifest)
+        return;
+    // The layers compared are the comparison's keys, unless the caller named its own.
+    ExportManifest described = *manifest;
+    if (described.keys.empty()) {
+        for (const auto& layer : result.layersA)
+            described.keys.push_back({layer, layer, "output of model A"});
+        for (const auto& layer : result.layersB)
+            described.keys.push_back({layer, layer, "output of model B"});
+    }
+    writeManifest(path, described);
 }
 
 } // namespace torchscope

@@ -15,7 +15,8 @@ namespace torchscope {
 
 struct ExportManifest;
 
-// With a manifest, FILE.manifest.json beside. Throws torchscope::Error.
+// With a manifest, FILE.manifest.json beside (its keys, when not given, the layers of A and B).
+// Throws torchscope::Error.
 void writeComparison(const std::string& path, const CompareResult& result, const ExportManifest* manifest = nullptr);
 
 std::string comparisonCsv(const CompareResult& result);

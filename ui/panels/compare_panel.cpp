@@ -383,10 +383,6 @@ QString ComparePanel::exportTo(const QString& path, const QString& plot) const
             manifest.modelB = shownRequest_.modelB;
         manifest.device = shownRequest_.device;
         manifest.preprocessing = shownRequest_.preprocessing;
-        for (const auto& layer : result_->layersA)
-            manifest.keys.push_back({layer, layer, "output of model A"});
-        for (const auto& layer : result_->layersB)
-            manifest.keys.push_back({layer, layer, "output of model B"});
         manifest.settings = {{"mode", modeName(result_->mode)}, {"folder", shownRequest_.folder}};
         for (const auto& image : listImages(shownRequest_.folder))
             manifest.images.push_back({image});
