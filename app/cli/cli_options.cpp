@@ -153,6 +153,53 @@ void addJobTimeout(CLI::App* command, CliOptions& o)
         ->capture_default_str();
 }
 
+// The options every attribution command shares: attribute, evaluate and sanity.
+void addAttributionOptions(CLI::App* command, CliOptions& o)
+{
+    repeatable(command, "--input", o.inputs, "images, folders of images, or one tensor file [N, C, H, W]")->required();
+    repeatable(command, "--method", o.methods,
+        "saliency, input_x_gradient, integrated_gradients, smoothgrad, smoothgrad_sq, vargrad, occlusion, "
+        "grad_cam, grad_cam_pp, hires_cam, xgrad_cam, layer_cam, score_cam or eigen_cam (repeatable)")
+        ->required()
+        ->check(CLI::IsMember({"saliency", "input_x_gradient", "integrated_gradients", "smoothgrad", "smoothgrad_sq",
+            "vargrad", "occlusion", "grad_cam", "grad_cam_pp", "hires_cam", "xgrad_cam", "layer_cam", "score_cam",
+            "eigen_cam"}));
+    command->add_option("--layer", o.camLayer, "the layer methods' layer");
+    command->add_option("--target", o.target, "the class explained; -1: each image's prediction (default)");
+    command->add_option("--steps", o.attributionSteps, "integrated_gradients: points on the path")
+        ->check(CLI::Range(1, 100000))
+        ->capture_default_str();
+    command->add_option("--rule", o.rule, "integrated_gradients: the integration rule, as Captum names them")
+        ->check(
+            CLI::IsMember({"gausslegendre", "riemann_left", "riemann_right", "riemann_middle", "riemann_trapezoid"}))
+        ->capture_default_str();
+    command
+        ->add_option("--baseline", o.baseline,
+            "integrated_gradients' path start: black (zeros), blur (Gaussian, --blur-sigma), noise (uniform over "
+            "the image's range, --seed), or an image / tensor file (one for all or one per input)")
+        ->capture_default_str();
+    command
+        ->add_option("--blur-sigma", o.blurSigma, "the blur's sigma in pixels (default: a tenth of the shorter side)")
+        ->check(CLI::PositiveNumber);
+    command->add_option("--samples", o.samples, "smoothgrad, smoothgrad_sq, vargrad: noisy copies per image")
+        ->check(CLI::Range(1, 100000))
+        ->capture_default_str();
+    command->add_option("--noise", o.noise, "their noise's sigma as a fraction of the input's range")
+        ->check(CLI::Range(0.0, 100.0))
+        ->capture_default_str();
+    command->add_option("--seed", o.seed, "random seed of the noise (image i draws with seed + i)")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    command->add_option("--window", o.window, "occlusion: the square's side in pixels, over all channels")
+        ->check(CLI::Range(1, 1 << 16))
+        ->capture_default_str();
+    command->add_option("--stride", o.stride, "occlusion: how far the square moves, at most --window")
+        ->check(CLI::Range(1, 1 << 16))
+        ->capture_default_str();
+    command->add_option("--memory-mb", o.memoryMb, "the memory one batch of evaluated inputs may take")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+}
+
 } // namespace
 
 std::string bundledDemoModel()
@@ -219,47 +266,21 @@ CliOptions parseCommandLine(int argc, char** argv)
     addTarget(gradcam, o, box);
     gradcam->add_option("--out,-o", o.out, "FILE.pt, FILE.npz or FILE.safetensors")->required();
 
-    CLI::App* attribute = app.add_subcommand("attribute", "input attributions: which input values drove the score");
+    CLI::App* attribute = app.add_subcommand("attribute", "attributions: which input values drove the score");
     addModelOptions(attribute, o,
-        "Methods: saliency (|d score / d input|), input_x_gradient (input * gradient), integrated_gradients\n"
-        "(Sundararajan et al. 2017; from a black baseline, the path integral by --rule with --steps points),\n"
-        "occlusion (the mean score drop when a --window square, moved by --stride, is filled with 0; as\n"
-        "Captum's Occlusion). The path's points and the occluded images are evaluated in batches under\n"
-        "--memory-mb. The CAMs (grad_cam, grad_cam_pp, hires_cam, xgrad_cam, layer_cam, score_cam, as "
-        "pytorch-grad-cam\n"
-        "defines them) weigh --layer's output by the score's gradient there: \"M\" [N, 1, h, w] at the layer's\n"
-        "size and \"M:input\" upsampled to the input. Each image is explained for its own predicted class unless\n"
-        "--target names one. Writes FILE.pt/.npz/.safetensors: for each method M a float32 [N, C, H, W] tensor\n"
-        "\"M\" (the model's input size), \"targets\" (int64 [N]) and \"integrated_gradients:delta\" ([N]: the\n"
-        "attributions' sum minus the score's change from the baseline).\n");
-    repeatable(attribute, "--input", o.inputs, "images, folders of images, or one tensor file [N, C, H, W]")
-        ->required();
-    repeatable(attribute, "--method", o.methods,
-        "saliency, input_x_gradient, integrated_gradients, occlusion, grad_cam, grad_cam_pp, hires_cam, "
-        "xgrad_cam, layer_cam or score_cam (repeatable)")
-        ->required()
-        ->check(CLI::IsMember({"saliency", "input_x_gradient", "integrated_gradients", "occlusion", "grad_cam",
-            "grad_cam_pp", "hires_cam", "xgrad_cam", "layer_cam", "score_cam"}));
-    attribute->add_option("--target", o.target, "the class explained; -1: each image's prediction (default)");
-    attribute->add_option("--steps", o.attributionSteps, "integrated_gradients: points on the path")
-        ->check(CLI::Range(1, 100000))
-        ->capture_default_str();
-    attribute->add_option("--rule", o.rule, "integrated_gradients: the integration rule, as Captum names them")
-        ->check(
-            CLI::IsMember({"gausslegendre", "riemann_left", "riemann_right", "riemann_middle", "riemann_trapezoid"}))
-        ->capture_default_str();
-    attribute->add_option("--baseline", o.baseline, "integrated_gradients: the path's start (black: zeros)")
-        ->check(CLI::IsMember({"black"}))
-        ->capture_default_str();
-    attribute->add_option("--layer", o.camLayer, "the CAMs' layer");
-    attribute->add_option("--window", o.window, "occlusion: the square's side in pixels, over all channels")
-        ->check(CLI::Range(1, 1 << 16))
-        ->capture_default_str();
-    attribute->add_option("--stride", o.stride, "occlusion: how far the square moves, at most --window")
-        ->check(CLI::Range(1, 1 << 16))
-        ->capture_default_str();
-    attribute->add_option("--memory-mb", o.memoryMb, "the memory one batch of evaluated inputs may take")
-        ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+        "Input methods (as Captum computes them): saliency (|d score / d input|), input_x_gradient,\n"
+        "integrated_gradients (Sundararajan et al. 2017: from --baseline, the path integral by --rule with\n"
+        "--steps points), smoothgrad, smoothgrad_sq, vargrad (the gradient over --samples noisy copies,\n"
+        "sigma = --noise times the input's range, image i seeded --seed + i), occlusion (the mean score drop\n"
+        "when a --window square, moved by --stride, is filled with 0). Layer methods (as pytorch-grad-cam\n"
+        "computes them) at --layer: grad_cam, grad_cam_pp, hires_cam, xgrad_cam, layer_cam, score_cam,\n"
+        "eigen_cam (no gradient: any output). Many inputs are evaluated in batches under --memory-mb.\n"
+        "Each image is explained for its own predicted class unless --target names one. Writes\n"
+        "FILE.pt/.npz/.safetensors: for each method M a float32 [N, C, H, W] tensor \"M\" (the model's\n"
+        "input size; a layer method [N, 1, h, w] at the layer and \"M:input\" upsampled to the input),\n"
+        "\"targets\" (int64 [N]), \"integrated_gradients:delta\" ([N]: the attributions' sum minus the\n"
+        "score's change from the baseline) and, unless black, \"integrated_gradients:baseline\".\n");
+    addAttributionOptions(attribute, o);
     attribute->add_option("--out,-o", o.out, "FILE.pt, FILE.npz or FILE.safetensors")->required();
 
     CLI::App* patch

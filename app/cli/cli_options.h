@@ -93,6 +93,9 @@ struct CliOptions {
     std::string camLayer; // attribute --layer
     int window = 8; // occlusion
     int stride = 4;
+    double blurSigma = 0.0; // 0: a tenth of the shorter side
+    int samples = 25; // smoothgrad, smoothgrad_sq, vargrad
+    double noise = 0.15;
 };
 
 // CLI11 does the parsing: per-command options, ranges and choices checked, --help per command.

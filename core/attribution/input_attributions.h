@@ -1,10 +1,14 @@
 #pragma once
 
-// Input attributions: which input values drove a score. Saliency (|d score / d x| per value),
-// Input × Gradient and Integrated Gradients (Sundararajan et al. 2017) with Captum's integration
-// rules, so that `torchscope-cli attribute` equals Captum on the same model and input. Every
-// method that evaluates many inputs does so in batches under a memory cap, never all steps at once.
+// Attributions: which input values (or which positions of a layer) drove a score. The one core
+// operation behind `torchscope-cli attribute`, `evaluate`, `sanity` and the window's Attribution
+// tab. Each method follows its reference implementation (Captum for the input methods,
+// pytorch-grad-cam for the CAMs) so that the tests can hold it equal to them. Every method that
+// evaluates many inputs does so in batches under a memory cap, never all steps at once.
 
+#include "attribution/baselines.h"
+#include "attribution/integration_points.h"
+#include "attribution/smooth_gradients.h"
 #include "common/progress.h"
 #include "graph/model_output.h"
 
@@ -20,28 +24,18 @@ namespace torchscope {
 class Engine;
 class Model;
 
-// Captum's approximation methods for the path integral: the points alpha in [0, 1] where the
-// gradient is taken and the weight each gets.
-enum class IntegrationRule { RiemannLeft, RiemannRight, RiemannMiddle, RiemannTrapezoid, GaussLegendre };
-IntegrationRule parseIntegrationRule(const std::string& name); // "riemann_left" ... "gausslegendre"; throws
-std::string integrationRuleName(IntegrationRule rule);
-
-struct IntegrationPoints {
-    std::vector<double> alphas;
-    std::vector<double> weights;
-};
-// As captum.attr._utils.approximation_methods builds them (Gauss–Legendre: numpy's leggauss nodes
-// and weights mapped from [-1, 1] to [0, 1]). Throws torchscope::Error for steps < 1 (< 2 for the
-// trapezoid).
-IntegrationPoints integrationPoints(IntegrationRule rule, int steps);
-
 // The methods by their CLI names.
-inline constexpr const char* Saliency = "saliency";
+inline constexpr const char* Saliency = "saliency"; // |d score / d x| per input value
 inline constexpr const char* InputXGradient = "input_x_gradient";
-inline constexpr const char* IntegratedGradients = "integrated_gradients";
-inline constexpr const char* Occlusion = "occlusion";
-inline constexpr const char* ScoreCam = "score_cam"; // its masked inputs are batched under the cap
-std::vector<std::string> inputAttributionMethods();
+inline constexpr const char* IntegratedGradients = "integrated_gradients"; // Sundararajan et al. 2017
+inline constexpr const char* SmoothGrad = "smoothgrad"; // attribution/smooth_gradients.h
+inline constexpr const char* SmoothGradSquared = "smoothgrad_sq";
+inline constexpr const char* VarGrad = "vargrad";
+inline constexpr const char* Occlusion = "occlusion"; // attribution/perturbation_attributions.h
+inline constexpr const char* ScoreCam = "score_cam";
+inline constexpr const char* EigenCam = "eigen_cam"; // attribution/layer_cams.h, no gradient
+std::vector<std::string> attributionMethods(); // every name, the input methods first
+bool isLayerMethod(const std::string& method); // the CAMs: they need a layer
 
 struct InputAttributionRequest {
     std::vector<std::string> methods;
@@ -50,13 +44,11 @@ struct InputAttributionRequest {
     std::vector<std::string> labels;
     int steps = 50; // Integrated Gradients
     IntegrationRule rule = IntegrationRule::GaussLegendre;
-    // Occlusion (Zeiler and Fergus 2014, as Captum's Occlusion): a window x window square over all
-    // channels, moved by stride, filled with 0; each value gets the mean score drop of the windows
-    // that covered it. Windows at the right and bottom edge may reach past it (Captum's count).
-    int window = 8;
+    Baseline baseline; // Integrated Gradients' path start
+    NoiseSettings noise; // SmoothGrad, SmoothGrad², VarGrad
+    int window = 8; // Occlusion's square, in pixels over all channels
     int stride = 4;
-    // The layer of the CAMs (attribution/layer_cams.h: grad_cam, grad_cam_pp, hires_cam, xgrad_cam,
-    // layer_cam): [N, C, h, w] output, or vision transformer tokens on a square patch grid.
+    // The layer of the CAMs: [N, C, h, w] output, or vision transformer tokens on a square grid.
     std::string layer;
     int64_t memoryBytes = int64_t{1} << 30; // the cap one batch of evaluated inputs stays under
     int64_t bytesPerSample = 0; // what one evaluated input costs (evaluationBytesPerSample); 0: 64 × its size
@@ -66,23 +58,25 @@ struct InputAttributionRequest {
 // (the value and its gradient), from the model's dry run (made here when the model has none).
 int64_t evaluationBytesPerSample(Model& model, const at::Tensor& oneSample);
 
+// How many inputs one batch may hold under the cap, at least 1 and at most `useful`.
+int64_t batchUnderCap(int64_t memoryBytes, int64_t bytesPerSample, int64_t useful);
+
 struct InputAttributionResult {
     // method -> [N, C, H, W] float32, the input's shape; a CAM: [N, 1, h, w] at the layer's size
     // under its name and [N, 1, H, W] bilinearly upsampled under "NAME:input".
     std::map<std::string, at::Tensor> maps;
-    std::vector<int64_t> targets; // the class explained, per image
+    std::vector<int64_t> targets; // the class explained, per image (-1: none, EigenCAM alone)
     std::vector<std::string> targetDescriptions;
     // Integrated Gradients' completeness error per image: sum of the attributions minus
-    // (f(x) - f(baseline)) of the target score.
+    // (f(x) - f(baseline)) of the target score; and the baselines [N, C, H, W] unless black.
     std::vector<double> integratedGradientsDelta;
+    at::Tensor integratedGradientsBaselines;
     int batch = 0; // the inputs evaluated together under the memory cap
     bool cancelled = false; // the images done so far are in the maps
 };
 
-// `images`: the model's input batch [N, C, H, W] (preprocessed). Occluded inputs are evaluated in
-// batches under the cap, like the path of Integrated Gradients. The baseline of Integrated
-// Gradients is zeros (black after preprocessing). Progress counts images. Throws torchscope::Error
-// for an unknown method or a model whose output has no score to explain.
+// `images`: the model's input batch [N, C, H, W] (preprocessed). Progress counts images. Throws
+// torchscope::Error for an unknown method or a model whose output has no score to explain.
 InputAttributionResult attributeInputs(Engine& engine, const at::Tensor& images, const InputAttributionRequest& request,
     const ProgressCallback& progress = {});
 

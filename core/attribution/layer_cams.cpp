@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <vector>
 
 namespace torchscope {
 
@@ -46,6 +47,26 @@ at::Tensor gradientCam(const std::string& method, const at::Tensor& activations,
         throw Error("unknown CAM '" + method + "'; expected " + join(gradientCamMethods(), ", "));
     }
     return at::relu(cam);
+}
+
+at::Tensor eigenCam(const at::Tensor& activations)
+{
+    if (activations.dim() != 4)
+        throw Error(
+            "EigenCAM needs a layer's [N, C, h, w] activations, got " + shapeToString(activations.sizes().vec()));
+    const int64_t channels = activations.size(1), height = activations.size(2), width = activations.size(3);
+    std::vector<at::Tensor> maps;
+    for (int64_t n = 0; n < activations.size(0); ++n) {
+        const at::Tensor a = at::nan_to_num(activations[n].to(at::kDouble), 0.0, 0.0, 0.0);
+        at::Tensor rows = a.reshape({channels, height * width}).t();
+        rows = rows - rows.mean(0, true);
+        const at::Tensor vh = std::get<2>(at::linalg_svd(rows, /*full_matrices=*/false));
+        at::Tensor projection = at::mv(rows, vh[0]);
+        if (projection.min().abs().item<double>() > projection.max().abs().item<double>())
+            projection = -projection;
+        maps.push_back(projection.view({1, 1, height, width}));
+    }
+    return at::relu(at::cat(maps)).to(at::kFloat);
 }
 
 } // namespace torchscope

@@ -21,4 +21,11 @@ bool isGradientCam(const std::string& method);
 // unknown method or shapes that differ.
 at::Tensor gradientCam(const std::string& method, const at::Tensor& activations, const at::Tensor& gradients);
 
+// EigenCAM (Muhammad and Yeasin 2020): the activations' projection on their first principal
+// component (positions as rows, channels centred), as pytorch-grad-cam's get_2d_projection; the
+// SVD's arbitrary sign fixed as its get_2d_projection_with_sign_correction fixes it (flipped when
+// |min| > |max|, Seg-Eigen-CAM's Eq. 13), then ReLU. No gradient: any output, detection included.
+// [N, C, h, w] -> [N, 1, h, w]; NaNs count as 0.
+at::Tensor eigenCam(const at::Tensor& activations);
+
 } // namespace torchscope

@@ -1970,6 +1970,167 @@ class CliAttribute(unittest.TestCase):
         self.assertFalse((self.dir / "x.pt").exists())
 
 
+@unittest.skipIf(HEADLESS, "reads image files")
+class CliAttributeNoise(unittest.TestCase):
+    """attribute: SmoothGrad, SmoothGrad² and VarGrad against Captum's NoiseTunnel drawing the same
+    noise, and Integrated Gradients from a blurred, a noisy and a user's baseline against Captum
+    given that baseline (itself checked against torchvision's gaussian_blur and torch.rand)."""
+
+    IMAGES = CliAttribute.IMAGES[1:3]
+    SEED = 7
+
+    @classmethod
+    def setUpClass(cls):
+        cls.x = torch.cat([fashion_image(path) for path in cls.IMAGES])
+        cls.model = demo_model()
+        with torch.no_grad():
+            cls.predicted = cls.model(cls.x).argmax(1)
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = pathlib.Path(self.tmp.name)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def attribute(self, *args, name="maps.npz"):
+        return CliAttribute.attribute(self, *args, name=name)
+
+    def assertClose(self, got, want, relative=1e-5):
+        CliAttribute.assertClose(self, got, want, relative)
+
+    def test_noise_tunnel_methods_equal_captum_with_the_same_noise(self):
+        from captum.attr import NoiseTunnel, Saliency
+        samples, noise = 6, 0.2
+        got = self.attribute("--method", "smoothgrad", "--method", "smoothgrad_sq", "--method", "vargrad",
+                             "--samples", str(samples), "--noise", str(noise), "--seed", str(self.SEED),
+                             "--memory-mb", "1")
+        tunnel = NoiseTunnel(Saliency(self.model))
+        for name, nt_type in (("smoothgrad", "smoothgrad"), ("smoothgrad_sq", "smoothgrad_sq"), ("vargrad", "vargrad")):
+            with self.subTest(method=name):
+                want = []
+                for i in range(len(self.x)):
+                    x = self.x[i:i + 1]
+                    sigma = noise * float(x.max() - x.min())  # a fraction of the image's range
+                    torch.manual_seed(self.SEED + i)  # image i's noise: Captum draws it from the global generator
+                    want.append(tunnel.attribute(x, nt_type=nt_type, nt_samples=samples, stdevs=sigma,
+                                                 target=int(self.predicted[i]), abs=False))
+                self.assertClose(got[name], torch.cat(want))
+        # The noise matters: another seed gives another map, and SmoothGrad is not the plain gradient.
+        other = self.attribute("--method", "smoothgrad", "--samples", str(samples), "--noise", str(noise),
+                               "--seed", str(self.SEED + 100), name="other.npz")
+        self.assertGreater(max_diff(got["smoothgrad"], other["smoothgrad"]), 1e-3 * float(got["smoothgrad"].abs().max()))
+        self.assertGreater(float(got["vargrad"].min()), -1e-6)
+
+    def integrated_gradients_equal_captum(self, got, baselines):
+        from captum.attr import IntegratedGradients
+        want, delta = IntegratedGradients(self.model).attribute(
+            self.x, baselines=baselines, target=self.predicted, n_steps=10, return_convergence_delta=True)
+        self.assertClose(got["integrated_gradients"], want)
+        self.assertLessEqual(max_diff(got["integrated_gradients:delta"], delta.double()),
+                             1e-4 * float(delta.abs().max()) + 1e-5)
+
+    def test_blurred_baseline_is_torchvisions_gaussian_blur(self):
+        from torchvision.transforms.functional import gaussian_blur
+        for sigma, kernel in ((None, 19), (1.5, 11)):  # the default: a tenth of 28 px, 2 * ceil(3 * 2.8) + 1
+            with self.subTest(sigma=sigma):
+                extra = [] if sigma is None else ["--blur-sigma", str(sigma)]
+                got = self.attribute("--method", "integrated_gradients", "--steps", "10", "--baseline", "blur",
+                                     *extra, name=f"blur{sigma}.npz")
+                s = 2.8 if sigma is None else sigma
+                blurred = gaussian_blur(self.x, kernel_size=[kernel, kernel], sigma=[s, s])
+                self.assertClose(got["integrated_gradients:baseline"], blurred, relative=1e-6)
+                self.integrated_gradients_equal_captum(got, got["integrated_gradients:baseline"])
+
+    def test_noise_baseline_is_seeded_uniform_noise_over_the_range(self):
+        got = self.attribute("--method", "integrated_gradients", "--steps", "10", "--baseline", "noise",
+                             "--seed", str(self.SEED))
+        for i in range(len(self.x)):
+            x = self.x[i:i + 1]
+            unit = torch.rand(x.shape, generator=torch.Generator().manual_seed(self.SEED + i))
+            low, high = x.min(), x.max()
+            self.assertClose(got["integrated_gradients:baseline"][i:i + 1], low + unit * (high - low), relative=1e-6)
+        self.integrated_gradients_equal_captum(got, got["integrated_gradients:baseline"])
+
+    def test_a_user_image_as_baseline(self):
+        path = CliAttribute.IMAGES[3]
+        got = self.attribute("--method", "integrated_gradients", "--steps", "10", "--baseline", path)
+        baseline = fashion_image(path)
+        self.assertClose(got["integrated_gradients:baseline"], baseline.expand_as(self.x), relative=0)
+        self.integrated_gradients_equal_captum(got, baseline.expand_as(self.x))
+        wrong = torch.zeros(1, 1, 14, 14)
+        torch.save(wrong, self.dir / "small.pt")
+        bad = cli("attribute", FASHION, *inputs(self.IMAGES), "--method", "integrated_gradients",
+                  "--baseline", self.dir / "small.pt", "--out", self.dir / "x.npz")
+        self.assertEqual(bad.returncode, 1)
+        self.assertIn("[1, 1, 14, 14]", bad.stderr)
+        self.assertIn("one image of their size", bad.stderr)
+
+
+@unittest.skipIf(HEADLESS, "reads image files")
+class CliEigenCam(unittest.TestCase):
+    """attribute --method eigen_cam on a CNN, a detection model and a vision transformer's tokens,
+    against pytorch-grad-cam's get_2d_projection_with_sign_correction of the same activations."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = pathlib.Path(self.tmp.name)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def eigen_cam(self, model, layer, *input_args):
+        out = self.dir / "eigen.npz"
+        result = cli("attribute", model, *input_args, "--threads", THREADS, "--method", "eigen_cam", "--layer", layer,
+                     "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return {key: torch.from_numpy(value) for key, value in np.load(out).items()}
+
+    def assertEqualsPeer(self, got, activations):
+        from pytorch_grad_cam.utils.svd_on_activations import get_2d_projection, get_2d_projection_with_sign_correction
+        a = activations.double().numpy()
+        want = torch.from_numpy(np.maximum(get_2d_projection_with_sign_correction(a), 0)).unsqueeze(1)
+        self.assertGreater(float(want.max()), 0.0)
+        self.assertLessEqual(max_diff(got, want), 1e-4 * float(want.max()))
+        # EigenCAM itself keeps numpy's SVD sign, which is arbitrary: equal up to that sign.
+        plain = get_2d_projection(a)
+        for i in range(len(plain)):
+            flipped = plain[i] if abs(plain[i].min()) <= abs(plain[i].max()) else -plain[i]
+            self.assertLessEqual(max_diff(got[i, 0], np.maximum(flipped, 0)), 1e-4 * float(want.max()))
+
+    def test_a_cnn_layer(self):
+        layer = "features.1"
+        images = CliAttribute.IMAGES
+        got = self.eigen_cam(FASHION, layer, *inputs(images))
+        model = demo_model()
+        seen = {}
+        module = dict(model.named_modules())[layer]
+        hook = module.register_forward_hook(lambda m, i, output: seen.__setitem__("a", output.detach()))
+        with torch.no_grad():
+            predicted = model(torch.cat([fashion_image(p) for p in images])).argmax(1)
+        hook.remove()
+        self.assertEqualsPeer(got["eigen_cam"], seen["a"])
+        self.assertTrue(torch.equal(got["targets"], predicted))
+        upsampled = torch.nn.functional.interpolate(got["eigen_cam"], size=(28, 28), mode="bilinear",
+                                                    align_corners=False)
+        self.assertLessEqual(max_diff(got["eigen_cam:input"], upsampled), 1e-6)
+
+    def test_a_detection_model_needs_no_score(self):
+        layer = "backbone.body.13"
+        got = self.eigen_cam(FIXTURES / "fasterrcnn_scripted.pt", layer, "--input", FIXTURES / "fasterrcnn_input.pt")
+        expected = torch.load(FIXTURES / "fasterrcnn_expected.pt")
+        self.assertEqualsPeer(got["eigen_cam"], expected[f"0/{layer}"])
+        self.assertEqual(got["targets"].tolist(), [-1])
+
+    def test_vision_transformer_tokens_as_their_patch_grid(self):
+        layer = "encoder.layers.encoder_layer_10"
+        got = self.eigen_cam(FIXTURES / "vit_b_16_scripted.pt", layer, "--input", FIXTURES / "vit_input.pt")
+        tokens = torch.load(FIXTURES / "vit_expected.pt")[layer]
+        patches = tokens[:, 1:].transpose(1, 2).reshape(1, tokens.shape[2], 14, 14)
+        self.assertEqualsPeer(got["eigen_cam"], patches)
+        self.assertEqual(tuple(got["eigen_cam:input"].shape), (1, 1, 224, 224))
+
+
 @unittest.skipIf(HEADLESS, "writes PNG files")
 class CliVisualize(unittest.TestCase):
     """visualize: the images it writes, read back with PIL and run through the eager demo model."""

@@ -1,0 +1,123 @@
+#include "attribution_setup.h"
+
+#include "common/error.h"
+#include "common/strings.h"
+#include "model/model.h"
+#include "open_model.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <csignal>
+#include <iostream>
+#include <unistd.h>
+
+namespace torchscope::cli {
+namespace {
+
+std::atomic_bool interruptedFlag{false};
+
+// A quarter of the memory the machine has free, at least 256 MiB.
+int64_t defaultMemoryBytes()
+{
+    const long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    const int64_t free = pages > 0 && size > 0 ? int64_t{pages} * size : int64_t{4} << 30;
+    return std::max<int64_t>(int64_t{256} << 20, free / 4);
+}
+
+Baseline baselineFromOptions(const CliOptions& options, const Model& model, const ModelSetup& setup)
+{
+    Baseline baseline;
+    baseline.kind = parseBaselineKind(options.baseline);
+    baseline.blurSigma = options.blurSigma;
+    baseline.seed = static_cast<uint64_t>(options.seed);
+    if (baseline.kind != BaselineKind::Image)
+        return baseline;
+    const ForwardInputs file = loadForwardInputs(model, {options.baseline}, setup.preprocessing);
+    if (file.arguments.size() != 1 || !file.arguments[0].isTensor())
+        throw Error("--baseline " + options.baseline + " is not one image or tensor");
+    baseline.images = file.arguments[0].toTensor().to(at::kFloat);
+    return baseline;
+}
+
+} // namespace
+
+AttributionSetup prepareAttribution(const CliOptions& options)
+{
+    AttributionSetup out;
+    out.model = openModel(options);
+    out.setup = chooseSetup(*out.model, options);
+    out.inputs = loadForwardInputs(*out.model, options.inputs, out.setup.preprocessing);
+    const auto& arguments = out.inputs.arguments;
+    if (arguments.size() == 1 && arguments[0].isTensor()) {
+        out.images = arguments[0].toTensor();
+    } else if (arguments.size() == 1 && arguments[0].isTensorList()) { // detection models take List[Tensor]
+        const auto list = arguments[0].toTensorVector();
+        try {
+            out.images = list.empty() ? at::Tensor() : at::stack(list);
+        } catch (const c10::Error&) {
+            throw Error("attributions explain images of one size; these differ");
+        }
+    }
+    if (!out.images.defined())
+        throw Error(
+            "attributions explain a model with one tensor input; this one takes " + out.model->forwardSignature());
+
+    InputAttributionRequest& request = out.request;
+    request.methods = options.methods;
+    std::sort(request.methods.begin(), request.methods.end());
+    request.methods.erase(std::unique(request.methods.begin(), request.methods.end()), request.methods.end());
+    request.target.index = options.target.value_or(-1);
+    request.scores = out.setup.scores;
+    request.labels = out.setup.labels;
+    request.steps = options.attributionSteps;
+    request.rule = parseIntegrationRule(options.rule);
+    request.baseline = baselineFromOptions(options, *out.model, out.setup);
+    if (request.baseline.kind == BaselineKind::Image && out.images.dim() == 4) {
+        const at::Tensor& b = request.baseline.images;
+        if (b.dim() != 4 || !b.sizes().slice(1).equals(out.images.sizes().slice(1))
+            || (b.size(0) != 1 && b.size(0) != out.images.size(0)))
+            throw Error("--baseline " + options.baseline + " gives " + shapeToString(b.sizes().vec())
+                + "; the inputs are " + shapeToString(out.images.sizes().vec())
+                + ": give one image of their size, or one per input");
+    }
+    request.noise.samples = options.samples;
+    request.noise.noise = options.noise;
+    request.noise.seed = static_cast<uint64_t>(options.seed);
+    request.window = options.window;
+    request.stride = options.stride;
+    request.layer = options.camLayer;
+    request.memoryBytes = options.memoryMb > 0 ? options.memoryMb << 20 : defaultMemoryBytes();
+    if (out.images.dim() == 4)
+        request.bytesPerSample = evaluationBytesPerSample(*out.model, out.images.narrow(0, 0, 1));
+    return out;
+}
+
+InterruptibleProgress::InterruptibleProgress(std::string unit)
+    : unit_(std::move(unit))
+{
+    interruptedFlag = false;
+    std::signal(SIGINT, [](int) { interruptedFlag = true; });
+}
+
+InterruptibleProgress::~InterruptibleProgress()
+{
+    std::signal(SIGINT, SIG_DFL);
+}
+
+ProgressCallback InterruptibleProgress::callback() const
+{
+    return [unit = unit_](const Progress& p) {
+        std::cerr << "\r" << p.done << " / " << p.total << " " << unit << std::flush;
+        if (p.done == p.total)
+            std::cerr << '\n';
+        return !interruptedFlag;
+    };
+}
+
+bool InterruptibleProgress::interrupted()
+{
+    return interruptedFlag;
+}
+
+} // namespace torchscope::cli

@@ -1,0 +1,49 @@
+#pragma once
+
+// What attribute, evaluate and sanity share: the model opened with its setup, the input batch,
+// and core's attribution request filled from the command line.
+
+#include "attribution/input_attributions.h"
+#include "cli_options.h"
+#include "inputs.h"
+#include "model/model_setup.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <atomic>
+#include <memory>
+
+namespace torchscope {
+class Model;
+}
+
+namespace torchscope::cli {
+
+struct AttributionSetup {
+    std::shared_ptr<Model> model;
+    ModelSetup setup;
+    ForwardInputs inputs;
+    at::Tensor images; // [N, C, H, W]
+    InputAttributionRequest request;
+};
+
+// Throws torchscope::Error for a model with other than one tensor input or a baseline file that
+// does not fit.
+AttributionSetup prepareAttribution(const CliOptions& options);
+
+// A progress callback that prints "done / total UNIT" on stderr and stops after Ctrl+C (SIGINT is
+// caught while the returned guard lives; what finished is kept).
+class InterruptibleProgress {
+public:
+    explicit InterruptibleProgress(std::string unit);
+    ~InterruptibleProgress();
+    InterruptibleProgress(const InterruptibleProgress&) = delete;
+    InterruptibleProgress& operator=(const InterruptibleProgress&) = delete;
+    ProgressCallback callback() const;
+    static bool interrupted();
+
+private:
+    std::string unit_;
+};
+
+} // namespace torchscope::cli
