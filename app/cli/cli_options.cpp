@@ -283,6 +283,31 @@ CliOptions parseCommandLine(int argc, char** argv)
     addAttributionOptions(attribute, o);
     attribute->add_option("--out,-o", o.out, "FILE.pt, FILE.npz or FILE.safetensors")->required();
 
+    CLI::App* evaluate
+        = app.add_subcommand("evaluate", "faithfulness metrics: does each map point at what the model uses?");
+    addModelOptions(evaluate, o,
+        "Metrics: deletion and insertion (Petsiuk et al. 2018, RISE: the pixels, most important first by the map\n"
+        "summed over its channels, are removed from the image (--fill, default zero) or put back into it\n"
+        "(starting from --fill, default blur), --pixels-per-step at a time; the area under the target's\n"
+        "softmax probability curve), average_drop and increase_confidence (Chattopadhay et al. 2018: the image\n"
+        "times the map scaled to [0, 1]; drop max(0, p - p') / p in percent, increase 100 when p' > p). The\n"
+        "maps are made as `attribute` makes them, or read from --attributions (keys as attribute writes them;\n"
+        "a layer method's \"M:input\" first). Writes FILE.json (per image, mean and sd per method and metric,\n"
+        "the deletion / insertion curves) or FILE.csv (method, metric, image, value; mean and sd rows).\n");
+    addAttributionOptions(evaluate, o);
+    repeatable(evaluate, "--metric", o.metrics, "deletion, insertion, average_drop or increase_confidence (repeatable)")
+        ->required()
+        ->check(CLI::IsMember({"deletion", "insertion", "average_drop", "increase_confidence"}));
+    evaluate->add_option(
+        "--attributions", o.attributions, "score the maps in FILE.npz / FILE.pt instead of making them");
+    evaluate
+        ->add_option("--pixels-per-step", o.pixelsPerStep,
+            "deletion, insertion: pixels changed per step (default: a hundredth of the image)")
+        ->check(CLI::PositiveNumber);
+    evaluate->add_option("--fill", o.fill, "what deleted pixels become and insertion starts from: zero, blur or mean")
+        ->check(CLI::IsMember({"zero", "blur", "mean"}));
+    evaluate->add_option("--out,-o", o.out, "FILE.json or FILE.csv")->required();
+
     CLI::App* patch
         = app.add_subcommand("patch", "activation patching, channel ablation or the difference of two inputs");
     addModelOptions(patch, o,
@@ -476,7 +501,7 @@ CliOptions parseCommandLine(int argc, char** argv)
     } catch (const CLI::ParseError& e) {
         CLI::App* failed = &app; // the deepest command the parser entered
         for (CLI::App* command :
-            {inspect, setup, run, gradcam, attribute, patch, record, probe, train, sweep, compare, visualize})
+            {inspect, setup, run, gradcam, attribute, evaluate, patch, record, probe, train, sweep, compare, visualize})
             if (command->parsed())
                 failed = command;
         if (failed == probe)
@@ -484,7 +509,7 @@ CliOptions parseCommandLine(int argc, char** argv)
                              "for the subcommands.");
         if (failed == &app && dynamic_cast<const CLI::ExtrasError*>(&e))
             throw UsageError("unknown command '" + std::string(argv[1])
-                + "'; expected inspect, setup, run, gradcam, attribute, patch, record, probe, compare or "
+                + "'; expected inspect, setup, run, gradcam, attribute, evaluate, patch, record, probe, compare or "
                   "visualize\nRun "
                   "'torchscope-cli --help' for the commands.");
         const std::string name
@@ -493,7 +518,7 @@ CliOptions parseCommandLine(int argc, char** argv)
             + (name.empty() ? "" : name + " ") + "--help' for the options.");
     }
     if (o.command.empty()) {
-        for (CLI::App* command : {inspect, setup, run, gradcam, attribute, patch, record, compare, visualize})
+        for (CLI::App* command : {inspect, setup, run, gradcam, attribute, evaluate, patch, record, compare, visualize})
             if (command->parsed())
                 o.command = command->get_name();
         if (probe->parsed()) {

@@ -96,6 +96,11 @@ struct CliOptions {
     double blurSigma = 0.0; // 0: a tenth of the shorter side
     int samples = 25; // smoothgrad, smoothgrad_sq, vargrad
     double noise = 0.15;
+    // evaluate
+    std::vector<std::string> metrics;
+    std::string attributions; // FILE.npz / FILE.pt of maps made elsewhere
+    int64_t pixelsPerStep = 0; // 0: a hundredth of the image
+    std::string fill; // "": zero for deletion, blur for insertion
 };
 
 // CLI11 does the parsing: per-command options, ranges and choices checked, --help per command.

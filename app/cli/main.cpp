@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "compare_command.h"
 #include "each_image_command.h"
+#include "evaluate_command.h"
 #include "probe_command.h"
 #include "record_command.h"
 #include "setup_command.h"
@@ -37,6 +38,8 @@ int main(int argc, char** argv)
             return runPatch(options);
         if (options.command == "attribute")
             return runAttribute(options);
+        if (options.command == "evaluate")
+            return runEvaluate(options);
         if (options.command == "record")
             return runRecord(options);
         if (options.command == "compare")

@@ -2131,6 +2131,145 @@ class CliEigenCam(unittest.TestCase):
         self.assertEqual(tuple(got["eigen_cam:input"].shape), (1, 1, 224, 224))
 
 
+def rise_causal_curve(model, image, explanation, mode, step, substrate):
+    """RISE's CausalMetric.single_run (Petsiuk et al. 2018, github.com/eclique/RISE, evaluation.py)
+    transcribed for one image on the CPU, the model's softmax watched for class c. One change: the
+    pixels are ranked by a stable sort (RISE's np.argsort is a quicksort, its tie order arbitrary)."""
+    c, hw = image.shape[1], image.shape[2] * image.shape[3]
+    n_steps = (hw + step - 1) // step
+    start, finish = (image.clone(), substrate(image)) if mode == "del" else (substrate(image), image.clone())
+    with torch.no_grad():
+        target = int(model(image).argmax(1))
+    scores = np.empty(n_steps + 1)
+    salient_order = np.argsort(-explanation.reshape(-1, hw).numpy(), axis=1, kind="stable")
+    for i in range(n_steps + 1):
+        with torch.no_grad():
+            scores[i] = float(torch.softmax(model(start), 1)[0, target])
+        if i < n_steps:
+            coords = salient_order[:, step * i:step * (i + 1)]
+            start.numpy().reshape(1, c, hw)[0, :, coords] = finish.numpy().reshape(1, c, hw)[0, :, coords]
+    return scores
+
+
+def rise_auc(arr):
+    return (arr.sum() - arr[0] / 2 - arr[-1] / 2) / (arr.shape[0] - 1)
+
+
+@unittest.skipIf(HEADLESS, "reads image files")
+class CliEvaluate(unittest.TestCase):
+    """evaluate: deletion and insertion against RISE's own procedure, Average Drop and Increase in
+    Confidence against pytorch-grad-cam's DropInConfidence / IncreaseInConfidence, on maps made by
+    attribute and read back through --attributions."""
+
+    IMAGES = CliAttribute.IMAGES
+
+    @classmethod
+    def setUpClass(cls):
+        cls.x = torch.cat([fashion_image(path) for path in cls.IMAGES])
+        cls.model = demo_model()
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = pathlib.Path(self.tmp.name)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def evaluate(self, *args, name="metrics.json"):
+        out = self.dir / name
+        result = cli("evaluate", FASHION, *inputs(self.IMAGES), "--threads", THREADS, *args, "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return out
+
+    def maps(self, *methods, layer="features.1"):
+        out = self.dir / "maps.npz"
+        result = cli("attribute", FASHION, *inputs(self.IMAGES), "--threads", THREADS,
+                     *[a for m in methods for a in ("--method", m)], "--layer", layer, "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return out, {key: torch.from_numpy(value) for key, value in np.load(out).items()}
+
+    def test_deletion_and_insertion_equal_rise(self):
+        from torchvision.transforms.functional import gaussian_blur
+        path, maps = self.maps("saliency", "grad_cam")
+        report = json.loads(self.evaluate("--method", "saliency", "--method", "grad_cam", "--metric", "deletion",
+                                          "--metric", "insertion", "--pixels-per-step", "16",
+                                          "--attributions", path).read_text())
+        self.assertEqual(report["pixels_per_step"], 16)
+        blur = lambda image: gaussian_blur(image, kernel_size=[19, 19], sigma=[2.8, 2.8])  # a tenth of 28 px
+        zero = torch.zeros_like
+        for method, key in (("saliency", "saliency"), ("grad_cam", "grad_cam:input")):
+            for metric, mode, substrate in (("deletion", "del", zero), ("insertion", "ins", blur)):
+                with self.subTest(method=method, metric=metric):
+                    got = report["methods"][method][metric]
+                    for i in range(len(self.x)):
+                        want = rise_causal_curve(self.model, self.x[i:i + 1], maps[key][i].sum(0), mode, 16, substrate)
+                        self.assertLessEqual(max_diff(got["curves"][i], want), 1e-5)
+                        self.assertAlmostEqual(got["per_image"][i], rise_auc(want), delta=1e-6)
+                    self.assertAlmostEqual(got["mean"], float(np.mean(got["per_image"])), delta=1e-9)
+                    self.assertAlmostEqual(got["sd"], float(np.std(got["per_image"])), delta=1e-9)
+        # The ranking is the map's: the reversed map deletes other pixels first, and its curve starts at
+        # the same full image's probability.
+        reverse = self.dir / "reverse.npz"
+        np.savez(reverse, saliency=(-maps["saliency"]).numpy(), targets=maps["targets"].numpy())
+        reversed_ = json.loads(self.evaluate("--method", "saliency", "--metric", "deletion", "--pixels-per-step", "16",
+                                             "--attributions", reverse, name="reverse.json").read_text())
+        for forward, backward in zip(report["methods"]["saliency"]["deletion"]["curves"],
+                                     reversed_["methods"]["saliency"]["deletion"]["curves"]):
+            self.assertEqual(forward[0], backward[0])
+            self.assertGreater(max_diff(forward, backward), 1e-3)
+
+    def test_making_the_maps_itself_scores_what_attribute_writes(self):
+        path, _ = self.maps("integrated_gradients")
+        args = ("--method", "integrated_gradients", "--steps", "50", "--metric", "deletion", "--metric", "average_drop")
+        given = json.loads(self.evaluate(*args, "--attributions", path, name="given.json").read_text())
+        made = json.loads(self.evaluate(*args, name="made.json").read_text())
+        for metric in ("deletion", "average_drop"):
+            self.assertEqual(made["methods"]["integrated_gradients"][metric]["per_image"],
+                             given["methods"]["integrated_gradients"][metric]["per_image"])
+
+    def test_average_drop_and_increase_equal_pytorch_grad_cam(self):
+        from pytorch_grad_cam.metrics.cam_mult_image import DropInConfidence, IncreaseInConfidence
+        from pytorch_grad_cam.utils.model_targets import ClassifierOutputSoftmaxTarget
+        path, maps = self.maps("grad_cam", "layer_cam")
+        out = self.evaluate("--method", "grad_cam", "--method", "layer_cam", "--metric", "average_drop",
+                            "--metric", "increase_confidence", "--attributions", path, name="drop.csv")
+        with out.open() as f:
+            rows = list(csv.DictReader(f))
+        targets = [ClassifierOutputSoftmaxTarget(int(t)) for t in maps["targets"]]
+        with torch.no_grad():
+            full = torch.softmax(self.model(self.x), 1)[torch.arange(len(self.x)), maps["targets"]].numpy()
+        for method in ("grad_cam", "layer_cam"):
+            with self.subTest(method=method):
+                cam = maps[f"{method}:input"][:, 0]
+                flat = cam.reshape(len(cam), -1)
+                low, high = flat.min(1).values.view(-1, 1, 1), flat.max(1).values.view(-1, 1, 1)
+                cams = ((cam - low) / (high - low)).numpy()  # pytorch-grad-cam's maps are scaled to [0, 1]
+                drop = DropInConfidence()(self.x, cams, targets, self.model)
+                increase = IncreaseInConfidence()(self.x, cams, targets, self.model)
+                got = {(r["metric"], r["image"]): float(r["value"]) for r in rows if r["method"] == method}
+                for i, image in enumerate(self.IMAGES):
+                    # Chattopadhay et al. divide the drop by the full image's probability; pytorch-grad-cam
+                    # gives the drop itself.
+                    self.assertAlmostEqual(got[("average_drop", str(image))], 100 * drop[i] / full[i], delta=1e-3)
+                    self.assertEqual(got[("increase_confidence", str(image))], 100 * increase[i])
+                self.assertAlmostEqual(got[("average_drop", "mean")], float(np.mean(100 * drop / full)), delta=1e-3)
+
+    def test_mistakes_are_named(self):
+        path, _ = self.maps("saliency")
+        cases = (
+            (("--method", "occlusion", "--attributions", path, "--out", self.dir / "m.json"), "no key 'occlusion'"),
+            (("--method", "saliency", "--out", self.dir / "m.txt"), "FILE.json or FILE.csv"),
+            (("--method", "saliency", "--attributions", self.dir / "none.npz", "--out", self.dir / "m.json"),
+             "none.npz"),
+        )
+        for args, message in cases:
+            with self.subTest(message=message):
+                result = cli("evaluate", FASHION, *inputs(self.IMAGES), "--metric", "deletion", *args)
+                self.assertEqual(result.returncode, 1, result.stderr)
+                self.assertIn(message, result.stderr)
+        self.assertFalse((self.dir / "m.json").exists())
+
+
 @unittest.skipIf(HEADLESS, "writes PNG files")
 class CliVisualize(unittest.TestCase):
     """visualize: the images it writes, read back with PIL and run through the eager demo model."""

@@ -1,0 +1,205 @@
+#include "evaluate_command.h"
+
+#include "attribution/faithfulness.h"
+#include "attribution/input_attributions.h"
+#include "attribution_setup.h"
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "common/strings.h"
+#include "export/read_tensors.h"
+#include "graph/engine.h"
+#include "model/model.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+namespace torchscope::cli {
+namespace {
+
+struct MapsToScore {
+    std::map<std::string, at::Tensor> maps; // method -> [N, K, h, w]
+    std::vector<int64_t> targets;
+};
+
+MapsToScore mapsFromFile(const CliOptions& options, const AttributionSetup& job, Engine& engine)
+{
+    const auto file = readNamedTensors(options.attributions);
+    MapsToScore out;
+    const int64_t n = job.images.size(0);
+    for (const auto& method : job.request.methods) {
+        const auto upsampled = file.find(method + ":input");
+        const auto found = upsampled != file.end() ? upsampled : file.find(method);
+        if (found == file.end())
+            throw Error(options.attributions + " has no key '" + method + "' (nor '" + method + ":input')");
+        if (found->second.dim() != 4 || found->second.size(0) != n)
+            throw Error(options.attributions + ": '" + found->first + "' is "
+                + shapeToString(found->second.sizes().vec()) + "; [" + std::to_string(n)
+                + ", channels, height, width] was expected, one map per input");
+        out.maps[method] = found->second.to(at::kFloat);
+    }
+    if (const auto targets = file.find("targets"); targets != file.end()) {
+        const at::Tensor t = targets->second.to(at::kLong).contiguous();
+        if (t.numel() != n)
+            throw Error(options.attributions + ": 'targets' has " + std::to_string(t.numel()) + " entries for "
+                + std::to_string(n) + " inputs");
+        out.targets.assign(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + n);
+    } else if (options.target) {
+        out.targets.assign(static_cast<size_t>(n), *options.target);
+    } else {
+        const ScoreSource source{job.request.scores, job.request.target.region, job.request.labels};
+        const at::Tensor predicted = predictedClasses(engine, job.images, source).contiguous();
+        out.targets.assign(predicted.data_ptr<int64_t>(), predicted.data_ptr<int64_t>() + n);
+    }
+    return out;
+}
+
+struct Summary {
+    double mean = NAN, sd = NAN;
+    int count = 0;
+};
+
+Summary summarise(const std::vector<double>& values)
+{
+    Summary s;
+    double sum = 0.0;
+    for (double v : values)
+        if (std::isfinite(v)) {
+            sum += v;
+            ++s.count;
+        }
+    if (s.count == 0)
+        return s;
+    s.mean = sum / s.count;
+    double squares = 0.0;
+    for (double v : values)
+        if (std::isfinite(v))
+            squares += (v - s.mean) * (v - s.mean);
+    s.sd = std::sqrt(squares / s.count);
+    return s;
+}
+
+nlohmann::json number(double v)
+{
+    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+using Results = std::map<std::string, FaithfulnessResult>; // method -> metrics
+
+std::string asJson(const Results& results, const AttributionSetup& job, const std::vector<int64_t>& targets,
+    const FaithfulnessRequest& request, const CliOptions& options)
+{
+    nlohmann::json out;
+    out["model"] = options.model;
+    out["images"] = job.inputs.sampleNames;
+    out["targets"] = targets;
+    out["attributions"] = options.attributions;
+    out["deletion_fill"] = fillName(request.deletionFill);
+    out["insertion_start"] = fillName(request.insertionStart);
+    nlohmann::json methods = nlohmann::json::object();
+    for (const auto& [method, result] : results) {
+        out["pixels_per_step"] = result.pixelsPerStep;
+        for (const auto& [metric, values] : result.metrics) {
+            const Summary s = summarise(values.perImage);
+            nlohmann::json entry{{"mean", number(s.mean)}, {"sd", number(s.sd)}, {"images", s.count}};
+            entry["per_image"] = nlohmann::json::array();
+            for (double v : values.perImage)
+                entry["per_image"].push_back(number(v));
+            if (!values.curves.empty())
+                entry["curves"] = values.curves;
+            methods[method][metric] = entry;
+        }
+    }
+    out["methods"] = methods;
+    return out.dump(2) + "\n";
+}
+
+std::string asCsv(const Results& results, const std::vector<std::string>& names)
+{
+    std::ostringstream csv;
+    csv << std::setprecision(9) << "method,metric,image,value\n";
+    const auto quoted = [](const std::string& text) {
+        std::string q = "\"";
+        for (char c : text)
+            q += c == '"' ? std::string("\"\"") : std::string(1, c);
+        return q + "\"";
+    };
+    for (const auto& [method, result] : results)
+        for (const auto& [metric, values] : result.metrics) {
+            for (size_t i = 0; i < values.perImage.size(); ++i)
+                if (std::isfinite(values.perImage[i]))
+                    csv << method << ',' << metric << ','
+                        << quoted(i < names.size() ? names[i] : "sample " + std::to_string(i)) << ','
+                        << values.perImage[i] << '\n';
+            const Summary s = summarise(values.perImage);
+            csv << method << ',' << metric << ",mean," << s.mean << '\n';
+            csv << method << ',' << metric << ",sd," << s.sd << '\n';
+        }
+    return csv.str();
+}
+
+} // namespace
+
+int runEvaluate(const CliOptions& options)
+{
+    const bool csv = options.out.size() >= 4 && options.out.substr(options.out.size() - 4) == ".csv";
+    if (!csv && (options.out.size() < 5 || options.out.substr(options.out.size() - 5) != ".json"))
+        throw Error("evaluate writes FILE.json or FILE.csv; got " + options.out);
+    AttributionSetup job = prepareAttribution(options);
+    Engine engine(job.model);
+
+    MapsToScore scored;
+    bool cancelled = false;
+    if (!options.attributions.empty()) {
+        scored = mapsFromFile(options, job, engine);
+    } else {
+        const InterruptibleProgress progress("images explained");
+        InputAttributionResult made = attributeInputs(engine, job.images, job.request, progress.callback());
+        cancelled = made.cancelled;
+        for (const auto& method : job.request.methods)
+            scored.maps[method] = made.maps.count(method + ":input") ? made.maps[method + ":input"] : made.maps[method];
+        scored.targets = made.targets;
+    }
+    const auto explained = static_cast<int64_t>(scored.targets.size());
+
+    FaithfulnessRequest request;
+    request.metrics = options.metrics;
+    request.source = {job.request.scores, job.request.target.region, job.request.labels};
+    request.pixelsPerStep = options.pixelsPerStep;
+    if (!options.fill.empty())
+        request.deletionFill = request.insertionStart = parseFill(options.fill);
+    request.blurSigma = options.blurSigma;
+    request.memoryBytes = job.request.memoryBytes;
+    Results results;
+    for (const auto& [method, maps] : scored.maps) {
+        if (cancelled || InterruptibleProgress::interrupted())
+            break;
+        std::cerr << method << ":\n";
+        const InterruptibleProgress progress("images scored");
+        results[method] = evaluateFaithfulness(engine, job.images.narrow(0, 0, explained), maps.narrow(0, 0, explained),
+            scored.targets, request, progress.callback());
+        cancelled = results[method].cancelled;
+    }
+    if (results.empty())
+        throw Error("interrupted before any map was scored; nothing written");
+    writeFileAtomically(options.out,
+        csv ? asCsv(results, job.inputs.sampleNames) : asJson(results, job, scored.targets, request, options));
+
+    std::cout << std::fixed << std::setprecision(4);
+    for (const auto& [method, result] : results)
+        for (const auto& [metric, values] : result.metrics) {
+            const Summary s = summarise(values.perImage);
+            std::cout << "  " << method << "  " << metric << ": " << s.mean << " ± " << s.sd << " (" << s.count
+                      << " images)\n";
+        }
+    if (cancelled)
+        std::cerr << "torchscope-cli: interrupted; the file holds what was scored\n";
+    std::cout << "wrote " << options.out << '\n';
+    return 0;
+}
+
+} // namespace torchscope::cli
