@@ -308,6 +308,25 @@ CliOptions parseCommandLine(int argc, char** argv)
         ->check(CLI::IsMember({"zero", "blur", "mean"}));
     evaluate->add_option("--out,-o", o.out, "FILE.json or FILE.csv")->required();
 
+    CLI::App* sanity
+        = app.add_subcommand("sanity", "sanity checks: do the maps change when the weights are randomised?");
+    addModelOptions(sanity, o,
+        "The model-parameter randomisation test (Adebayo et al. 2018) on a copy of the model: cascading (the\n"
+        "layers re-initialised from the output down, each added to those before) or independent (one layer\n"
+        "at a time). Layers: Linear, convolutions and normalisation, re-initialised as PyTorch's\n"
+        "reset_parameters() does, each from a generator seeded --seed + 1 (as Quantus's MPRT). Each randomised\n"
+        "map is compared with the original, for the class the original model explained: Spearman's rank\n"
+        "correlation of the absolute and the signed maps, and SSIM of the maps summed over their channels.\n"
+        "Writes FILE.json ({\"method\", \"mode\", \"layers\": [{\"layer\", \"spearman_abs\", \"spearman\", \"ssim\",\n"
+        "...}]}, a list of those for several methods) or FILE.csv; --maps FILE.npz keeps every map\n"
+        "(\"M/original\", \"M/LAYER\").\n");
+    addAttributionOptions(sanity, o);
+    sanity->add_option("--mode", o.mode, "cascading or independent")
+        ->check(CLI::IsMember({"cascading", "independent"}))
+        ->default_str("cascading");
+    sanity->add_option("--maps", o.mapsOut, "FILE.npz, .pt or .safetensors: the original and every randomised map");
+    sanity->add_option("--out,-o", o.out, "FILE.json or FILE.csv")->required();
+
     CLI::App* patch
         = app.add_subcommand("patch", "activation patching, channel ablation or the difference of two inputs");
     addModelOptions(patch, o,
@@ -500,8 +519,8 @@ CliOptions parseCommandLine(int argc, char** argv)
         return o;
     } catch (const CLI::ParseError& e) {
         CLI::App* failed = &app; // the deepest command the parser entered
-        for (CLI::App* command :
-            {inspect, setup, run, gradcam, attribute, evaluate, patch, record, probe, train, sweep, compare, visualize})
+        for (CLI::App* command : {inspect, setup, run, gradcam, attribute, evaluate, sanity, patch, record, probe,
+                 train, sweep, compare, visualize})
             if (command->parsed())
                 failed = command;
         if (failed == probe)
@@ -509,7 +528,8 @@ CliOptions parseCommandLine(int argc, char** argv)
                              "for the subcommands.");
         if (failed == &app && dynamic_cast<const CLI::ExtrasError*>(&e))
             throw UsageError("unknown command '" + std::string(argv[1])
-                + "'; expected inspect, setup, run, gradcam, attribute, evaluate, patch, record, probe, compare or "
+                + "'; expected inspect, setup, run, gradcam, attribute, evaluate, sanity, patch, record, probe, "
+                  "compare or "
                   "visualize\nRun "
                   "'torchscope-cli --help' for the commands.");
         const std::string name
@@ -518,7 +538,8 @@ CliOptions parseCommandLine(int argc, char** argv)
             + (name.empty() ? "" : name + " ") + "--help' for the options.");
     }
     if (o.command.empty()) {
-        for (CLI::App* command : {inspect, setup, run, gradcam, attribute, evaluate, patch, record, compare, visualize})
+        for (CLI::App* command :
+            {inspect, setup, run, gradcam, attribute, evaluate, sanity, patch, record, compare, visualize})
             if (command->parsed())
                 o.command = command->get_name();
         if (probe->parsed()) {

@@ -101,6 +101,8 @@ struct CliOptions {
     std::string attributions; // FILE.npz / FILE.pt of maps made elsewhere
     int64_t pixelsPerStep = 0; // 0: a hundredth of the image
     std::string fill; // "": zero for deletion, blur for insertion
+    // sanity (mode: "cascading" or "independent", shared with compare's --mode)
+    std::string mapsOut;
 };
 
 // CLI11 does the parsing: per-command options, ranges and choices checked, --help per command.

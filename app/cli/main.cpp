@@ -10,6 +10,7 @@
 #include "evaluate_command.h"
 #include "probe_command.h"
 #include "record_command.h"
+#include "sanity_command.h"
 #include "setup_command.h"
 #include "visualize_command.h"
 
@@ -40,6 +41,8 @@ int main(int argc, char** argv)
             return runAttribute(options);
         if (options.command == "evaluate")
             return runEvaluate(options);
+        if (options.command == "sanity")
+            return runSanity(options);
         if (options.command == "record")
             return runRecord(options);
         if (options.command == "compare")

@@ -137,12 +137,13 @@ InputAttributionResult attributeInputs(
             break;
         }
         const at::Tensor x = images.narrow(0, i, 1).to(at::kFloat);
+        const int64_t wanted
+            = request.targets.empty() ? request.target.index : request.targets.at(static_cast<size_t>(i));
         InputGradients atX;
         if (scored) {
-            atX = inputGradients(engine, x, source, request.target.index);
+            atX = inputGradients(engine, x, source, wanted);
         } else { // EigenCAM alone needs no score: the prediction, when there is one, names the image
-            atX.target = request.target.index >= 0 ? request.target.index
-                                                   : predictedClasses(engine, x, source)[0].item<int64_t>();
+            atX.target = wanted >= 0 ? wanted : predictedClasses(engine, x, source)[0].item<int64_t>();
             atX.description
                 = atX.target >= 0 ? "class " + std::to_string(atX.target) : "no class (EigenCAM needs none)";
         }

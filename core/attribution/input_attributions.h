@@ -40,6 +40,7 @@ bool isLayerMethod(const std::string& method); // the CAMs: they need a layer
 struct InputAttributionRequest {
     std::vector<std::string> methods;
     GradientTarget target; // index -1: each image's own predicted class
+    std::vector<int64_t> targets; // one per image, in place of target.index (the sanity checks fix them)
     std::string scores; // the output element with the scores ("" : found by itself)
     std::vector<std::string> labels;
     int steps = 50; // Integrated Gradients

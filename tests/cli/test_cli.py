@@ -2270,6 +2270,118 @@ class CliEvaluate(unittest.TestCase):
         self.assertFalse((self.dir / "m.json").exists())
 
 
+@unittest.skipIf(HEADLESS, "reads image files")
+class CliSanity(unittest.TestCase):
+    """sanity: cascading and independent randomisation against Quantus's MPRT on the eager demo model
+    (the same layers in the same order, re-initialised from the same seed, the same Spearman per image),
+    SSIM against skimage's structural_similarity of the maps it keeps, and the loaded model untouched."""
+
+    IMAGES = CliAttribute.IMAGES
+    SEED = 42
+
+    @classmethod
+    def setUpClass(cls):
+        cls.x = torch.cat([fashion_image(path) for path in cls.IMAGES])
+        cls.model = demo_model()
+        with torch.no_grad():
+            cls.predicted = cls.model(cls.x).argmax(1)
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = pathlib.Path(self.tmp.name)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def sanity(self, *args, name="sanity.json"):
+        out = self.dir / name
+        result = cli("sanity", FASHION, *inputs(self.IMAGES), "--threads", THREADS, "--seed", self.SEED, *args,
+                     "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return out
+
+    @staticmethod
+    def saliency(model, inputs, targets, **kwargs):
+        from captum.attr import Saliency
+        x = torch.as_tensor(inputs).float().requires_grad_()  # TorchScope's saliency is |gradient|, Captum's default
+        return Saliency(model).attribute(x, target=torch.as_tensor(targets), abs=True).detach().numpy()
+
+    @staticmethod
+    def input_x_gradient(model, inputs, targets, **kwargs):
+        from captum.attr import InputXGradient
+        x = torch.as_tensor(inputs).float().requires_grad_()
+        return InputXGradient(model).attribute(x, target=torch.as_tensor(targets)).detach().numpy()
+
+    def test_cascading_and_independent_equal_quantus_mprt(self):
+        import quantus
+        for mode, order in (("cascading", "top_down"), ("independent", "independent")):
+            got = json.loads(self.sanity("--method", "saliency", "--mode", mode, name=f"{mode}.json").read_text())
+            self.assertEqual((got["method"], got["mode"]), ("saliency", mode))
+            self.assertEqual(got["targets"], self.predicted.tolist())
+            for absolute, key in ((False, "spearman"), (True, "spearman_abs")):
+                with self.subTest(mode=mode, key=key):
+                    # One image a batch on both sides: the maps then round alike.
+                    mprt = quantus.MPRT(layer_order=order, seed=self.SEED, abs=absolute, normalise=False,
+                                        disable_warnings=True)
+                    scores = mprt(model=self.model, x_batch=self.x.numpy(), y_batch=self.predicted.numpy(),
+                                  a_batch=None, explain_func=self.saliency, device="cpu", batch_size=1)
+                    layers = [name for name in scores if name != "original"]
+                    self.assertEqual([entry["layer"] for entry in got["layers"]], layers)
+                    for entry in got["layers"]:
+                        self.assertLessEqual(max_diff(entry["per_image"][key], scores[entry["layer"]]), 1e-6,
+                                             entry["layer"])
+                        self.assertAlmostEqual(entry[key], float(np.mean(scores[entry["layer"]])), delta=1e-6)
+        # A signed map: Spearman of the signed and of the absolute maps differ, each equal to Quantus's.
+        got = json.loads(self.sanity("--method", "input_x_gradient", name="signed.json").read_text())
+        for absolute, key in ((False, "spearman"), (True, "spearman_abs")):
+            with self.subTest(method="input_x_gradient", key=key):
+                mprt = quantus.MPRT(layer_order="top_down", seed=self.SEED, abs=absolute, normalise=False,
+                                    disable_warnings=True)
+                scores = mprt(model=self.model, x_batch=self.x.numpy(), y_batch=self.predicted.numpy(), a_batch=None,
+                              explain_func=self.input_x_gradient, device="cpu", batch_size=1)
+                for entry in got["layers"]:
+                    self.assertLessEqual(max_diff(entry["per_image"][key], scores[entry["layer"]]), 1e-6,
+                                         entry["layer"])
+        self.assertGreater(max(abs(e["spearman"] - e["spearman_abs"]) for e in got["layers"]), 0.01)
+        # The test can tell the modes apart: past the first layer they differ.
+        cascading = json.loads((self.dir / "cascading.json").read_text())["layers"]
+        independent = json.loads((self.dir / "independent.json").read_text())["layers"]
+        self.assertNotEqual([e["spearman"] for e in cascading], [e["spearman"] for e in reversed(independent)])
+
+    def test_ssim_and_the_kept_maps(self):
+        from skimage.metrics import structural_similarity
+        out = self.sanity("--method", "saliency", "--method", "grad_cam", "--layer", "features.1",
+                          "--maps", self.dir / "maps.npz")
+        got = {entry["method"]: entry for entry in json.loads(out.read_text())}
+        maps = {key: torch.from_numpy(value) for key, value in np.load(self.dir / "maps.npz").items()}
+        attributed = cli("attribute", FASHION, *inputs(self.IMAGES), "--threads", THREADS, "--method", "saliency",
+                         "--method", "grad_cam", "--layer", "features.1", "--out", self.dir / "plain.npz")
+        self.assertEqual(attributed.returncode, 0, attributed.stderr)
+        plain = {key: torch.from_numpy(value) for key, value in np.load(self.dir / "plain.npz").items()}
+        # The loaded model is never changed: its maps are attribute's, a layer method's upsampled.
+        self.assertTrue(torch.equal(maps["saliency/original"], plain["saliency"]))
+        self.assertTrue(torch.equal(maps["grad_cam/original"], plain["grad_cam:input"]))
+        for method in ("saliency", "grad_cam"):
+            original = maps[f"{method}/original"].sum(1).double().numpy()
+            for entry in got[method]["layers"]:
+                randomised = maps[f"{method}/{entry['layer']}"].sum(1).double().numpy()
+                for i in range(len(self.IMAGES)):
+                    both = np.concatenate([original[i], randomised[i]])
+                    want = structural_similarity(original[i], randomised[i], data_range=float(both.max() - both.min()))
+                    self.assertAlmostEqual(entry["per_image"]["ssim"][i], want, delta=1e-9)
+        first = got["saliency"]["layers"][0]
+        self.assertEqual((first["layer"], first["type"]), ("classifier.2", "Linear"))
+
+    def test_mistakes_are_named(self):
+        bad = cli("sanity", FASHION, *inputs(self.IMAGES[:1]), "--method", "saliency", "--mode", "sideways",
+                  "--out", self.dir / "x.json")
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("cascading", bad.stderr)
+        wrong = cli("sanity", FASHION, *inputs(self.IMAGES[:1]), "--method", "saliency", "--out", self.dir / "x.txt")
+        self.assertEqual(wrong.returncode, 1)
+        self.assertIn("FILE.json or FILE.csv", wrong.stderr)
+
+
 @unittest.skipIf(HEADLESS, "writes PNG files")
 class CliVisualize(unittest.TestCase):
     """visualize: the images it writes, read back with PIL and run through the eager demo model."""
