@@ -289,15 +289,20 @@ CliOptions parseCommandLine(int argc, char** argv)
         "Metrics: deletion and insertion (Petsiuk et al. 2018, RISE: the pixels, most important first by the map\n"
         "summed over its channels, are removed from the image (--fill, default zero) or put back into it\n"
         "(starting from --fill, default blur), --pixels-per-step at a time; the area under the target's\n"
-        "softmax probability curve), average_drop and increase_confidence (Chattopadhay et al. 2018: the image\n"
+        "softmax probability curve), road_morf and road_lerf (Rong et al. 2022: the most / least relevant pixels\n"
+        "above each percentile 10 ... 90 imputed from their neighbours with N(0, 0.01²) noise, image i seeded\n"
+        "--seed + i; the mean change of the probability, as pytorch-grad-cam's ROAD...Average), average_drop and\n"
+        "increase_confidence (Chattopadhay et al. 2018: the image\n"
         "times the map scaled to [0, 1]; drop max(0, p - p') / p in percent, increase 100 when p' > p). The\n"
         "maps are made as `attribute` makes them, or read from --attributions (keys as attribute writes them;\n"
         "a layer method's \"M:input\" first). Writes FILE.json (per image, mean and sd per method and metric,\n"
         "the deletion / insertion curves) or FILE.csv (method, metric, image, value; mean and sd rows).\n");
     addAttributionOptions(evaluate, o);
-    repeatable(evaluate, "--metric", o.metrics, "deletion, insertion, average_drop or increase_confidence (repeatable)")
+    repeatable(evaluate, "--metric", o.metrics,
+        "deletion, insertion, road_morf, road_lerf, average_drop or increase_confidence (repeatable)")
         ->required()
-        ->check(CLI::IsMember({"deletion", "insertion", "average_drop", "increase_confidence"}));
+        ->check(
+            CLI::IsMember({"deletion", "insertion", "road_morf", "road_lerf", "average_drop", "increase_confidence"}));
     evaluate->add_option(
         "--attributions", o.attributions, "score the maps in FILE.npz / FILE.pt instead of making them");
     evaluate

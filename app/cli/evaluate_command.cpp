@@ -173,6 +173,7 @@ int runEvaluate(const CliOptions& options)
     if (!options.fill.empty())
         request.deletionFill = request.insertionStart = parseFill(options.fill);
     request.blurSigma = options.blurSigma;
+    request.seed = static_cast<uint64_t>(options.seed);
     request.memoryBytes = job.request.memoryBytes;
     Results results;
     for (const auto& [method, maps] : scored.maps) {

@@ -1,10 +1,12 @@
 #include "attribution/faithfulness.h"
 
 #include "attribution/baselines.h"
+#include "attribution/road_imputation.h"
 #include "common/error.h"
 #include "common/strings.h"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
 #include <cmath>
@@ -51,11 +53,45 @@ std::vector<double> causalCurve(Engine& engine, const at::Tensor& from, const at
     return curve;
 }
 
+// One image's ROAD curve: the target's probability change when the pixels above each percentile
+// (most or least relevant first) are imputed, the imputations drawn in percentile order.
+std::vector<double> roadCurve(Engine& engine, const at::Tensor& x, const at::Tensor& importance, bool mostRelevantFirst,
+    int64_t target, const FaithfulnessRequest& request, uint64_t seed, int64_t batch)
+{
+    at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+    std::vector<at::Tensor> imputed;
+    for (double q : roadPercentiles())
+        imputed.push_back(noisyLinearImputation(
+            x[0].cpu(), roadKeepMask(importance, q, mostRelevantFirst), request.roadNoise, generator));
+    const double before
+        = classScores(engine, x, request.source, target, "ROAD", /*probabilities=*/true)[0].item<double>();
+    std::vector<double> curve;
+    for (size_t first = 0; first < imputed.size(); first += static_cast<size_t>(batch)) {
+        const size_t count = std::min(imputed.size() - first, static_cast<size_t>(batch));
+        const at::Tensor images
+            = at::stack(std::vector<at::Tensor>(imputed.begin() + static_cast<std::ptrdiff_t>(first),
+                imputed.begin() + static_cast<std::ptrdiff_t>(first + count)));
+        const at::Tensor after
+            = classScores(engine, images.to(x.device()), request.source, target, "ROAD", true).contiguous();
+        for (size_t k = 0; k < count; ++k)
+            curve.push_back(static_cast<double>(after[static_cast<int64_t>(k)].item<float>()) - before);
+    }
+    return curve;
+}
+
+double mean(const std::vector<double>& values)
+{
+    double sum = 0.0;
+    for (double v : values)
+        sum += v;
+    return values.empty() ? std::numeric_limits<double>::quiet_NaN() : sum / static_cast<double>(values.size());
+}
+
 } // namespace
 
 std::vector<std::string> faithfulnessMetrics()
 {
-    return {Deletion, Insertion, AverageDrop, IncreaseConfidence};
+    return {Deletion, Insertion, RoadMorf, RoadLerf, AverageDrop, IncreaseConfidence};
 }
 
 Fill parseFill(const std::string& name)
@@ -149,6 +185,16 @@ FaithfulnessResult evaluateFaithfulness(Engine& engine, const at::Tensor& images
             keep(Insertion,
                 causalCurve(engine, filled(request.insertionStart, x, request.blurSigma), x, order, target, request,
                     perStep, batch));
+        for (const bool most : {true, false}) {
+            const char* metric = most ? RoadMorf : RoadLerf;
+            if (!uses(metric))
+                continue;
+            std::vector<double> curve = roadCurve(
+                engine, x, importance[i], most, target, request, request.seed + static_cast<uint64_t>(i), batch);
+            MetricValues& values = result.metrics[metric];
+            values.perImage[static_cast<size_t>(i)] = mean(curve);
+            values.curves.push_back(std::move(curve));
+        }
         if (uses(AverageDrop) || uses(IncreaseConfidence)) {
             // The map scaled to [0, 1] (a constant map: 0) multiplies every channel.
             const at::Tensor map = importance[i];

@@ -24,6 +24,11 @@ inline constexpr const char* Deletion = "deletion";
 inline constexpr const char* Insertion = "insertion";
 inline constexpr const char* AverageDrop = "average_drop";
 inline constexpr const char* IncreaseConfidence = "increase_confidence";
+// ROAD (Rong et al. 2022; attribution/road_imputation.h): the most (MoRF) or least (LeRF) relevant
+// pixels above each percentile 10 … 90 imputed from their neighbours; the mean change of the
+// target's probability, as pytorch-grad-cam's ROADMostRelevantFirstAverage / ...LeastRelevant...
+inline constexpr const char* RoadMorf = "road_morf";
+inline constexpr const char* RoadLerf = "road_lerf";
 std::vector<std::string> faithfulnessMetrics();
 
 // What removed pixels become (deletion) and where insertion starts: zeros, the image blurred
@@ -39,13 +44,16 @@ struct FaithfulnessRequest {
     Fill deletionFill = Fill::Zero; // RISE's choices
     Fill insertionStart = Fill::Blur;
     double blurSigma = 0.0; // 0: a tenth of the shorter side
+    double roadNoise = 0.01; // ROAD's imputation noise (absolute, as its authors')
+    uint64_t seed = 0; // image i's ROAD noise from a CPU generator seeded seed + i (MoRF and LeRF each)
     int64_t memoryBytes = int64_t{1} << 30;
     int64_t bytesPerSample = 0; // one evaluated input, without gradients; 0: 16 × its size
 };
 
 struct MetricValues {
     std::vector<double> perImage; // NaN where the image was not evaluated
-    // deletion / insertion: each image's probability curve, step 0 (nothing changed) first
+    // deletion / insertion: each image's probability curve, step 0 (nothing changed) first;
+    // ROAD: each image's probability change at each percentile
     std::vector<std::vector<double>> curves;
 };
 

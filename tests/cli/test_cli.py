@@ -2254,6 +2254,29 @@ class CliEvaluate(unittest.TestCase):
                     self.assertEqual(got[("increase_confidence", str(image))], 100 * increase[i])
                 self.assertAlmostEqual(got[("average_drop", "mean")], float(np.mean(100 * drop / full)), delta=1e-3)
 
+    def test_road_equals_pytorch_grad_cam(self):
+        from pytorch_grad_cam.metrics.road import ROADLeastRelevantFirstAverage, ROADMostRelevantFirstAverage
+        from pytorch_grad_cam.utils.model_targets import ClassifierOutputSoftmaxTarget
+        path, maps = self.maps("grad_cam")
+        seed = 5
+        report = json.loads(self.evaluate("--method", "grad_cam", "--metric", "road_morf", "--metric", "road_lerf",
+                                          "--seed", str(seed), "--attributions", path).read_text())
+        cam = maps["grad_cam:input"].sum(1)  # the map the pixels are ranked by
+        for name, averager in (("road_morf", ROADMostRelevantFirstAverage()),
+                               ("road_lerf", ROADLeastRelevantFirstAverage())):
+            with self.subTest(metric=name):
+                got = report["methods"]["grad_cam"][name]
+                for i in range(len(self.x)):
+                    # Image i's imputation noise: the global generator seeded seed + i, the percentiles in order.
+                    torch.manual_seed(seed + i)
+                    target = [ClassifierOutputSoftmaxTarget(int(maps["targets"][i]))]
+                    want = averager(self.x[i:i + 1], cam[i:i + 1].numpy(), target, self.model)
+                    self.assertAlmostEqual(got["per_image"][i], float(want[0]), delta=1e-5)
+                    self.assertEqual(len(got["curves"][i]), 9)
+        # The most relevant pixels matter more than the least: MoRF falls below LeRF on average.
+        self.assertLess(report["methods"]["grad_cam"]["road_morf"]["mean"],
+                        report["methods"]["grad_cam"]["road_lerf"]["mean"])
+
     def test_mistakes_are_named(self):
         path, _ = self.maps("saliency")
         cases = (
