@@ -10,6 +10,11 @@
 
 namespace torchscope {
 
+at::Tensor SmoothGradients::variance() const
+{
+    return meanOfSquares - mean * mean;
+}
+
 SmoothGradients smoothGradients(Engine& engine, const at::Tensor& x, int64_t index, const ScoreSource& source,
     int64_t target, const NoiseSettings& settings, int64_t batch)
 {

@@ -25,7 +25,7 @@ struct NoiseSettings {
 struct SmoothGradients {
     at::Tensor mean; // SmoothGrad, [1, C, H, W]
     at::Tensor meanOfSquares; // SmoothGrad²
-    at::Tensor variance() const { return meanOfSquares - mean * mean; } // VarGrad
+    at::Tensor variance() const; // VarGrad: meanOfSquares - mean²
 };
 
 // One image [1, C, H, W], its index in the batch (for the seed); the noisy copies' gradients are

@@ -101,6 +101,22 @@ GradCamResultPtr gradCam(JobContext& job, const ModelKey& key, const GradCamRequ
     return std::make_shared<const GradCamResult>(computeGradCam(*engine, request, progressOf(job)));
 }
 
+AttributionWorkbenchResultPtr attributionWorkbench(
+    JobContext& job, const ModelKey& key, const AttributionWorkbenchRequest& request)
+{
+    auto engine = job.models().engine(JobLane::Batch, key);
+    std::shared_ptr<Model> scratch; // the sanity check randomises a copy of its own
+    if (!request.sanityMode.empty()) {
+        LoadOptions load;
+        load.device = key.device;
+        load.dtype = key.dtype;
+        load.operatorLibraries = key.operatorLibraries;
+        scratch = Model::load(key.path, load);
+    }
+    return std::make_shared<const AttributionWorkbenchResult>(
+        runAttributionWorkbench(*engine, scratch, request, progressOf(job)));
+}
+
 PatchResultPtr patch(JobContext& job, const ModelKey& key, const PatchRequest& request)
 {
     auto engine = job.models().engine(JobLane::Interactive, key);

@@ -272,6 +272,17 @@ JobId RunController::compare(const CompareRequest& request)
     return *id;
 }
 
+JobId RunController::attributionWorkbench(const AttributionWorkbenchRequest& request)
+{
+    auto id = std::make_shared<JobId>(0);
+    *id = submit(JobLane::Batch, Kind::Followed, WorkerTask::Run, tr("Attribution Failed"),
+        [this, request, id, key = modelKey()](JobContext& job) -> std::function<void()> {
+            const auto result = jobs::attributionWorkbench(job, key, request);
+            return [this, result, id] { Q_EMIT attributionWorkbenchFinished(*id, result); };
+        });
+    return *id;
+}
+
 JobId RunController::layerPairMaps(
     const CompareRequest& request, const QString& image, const QString& layerA, const QString& layerB)
 {

@@ -60,6 +60,7 @@ public:
     JobId layerPairMaps(
         const CompareRequest& request, const QString& image, const QString& layerA, const QString& layerB);
     JobId visualize(const VisualizeRequest& request); // request.model/device are the Document's
+    JobId attributionWorkbench(const AttributionWorkbenchRequest& request); // on the Document's model
     void cancelJob(JobId id);
 
 Q_SIGNALS:
@@ -87,6 +88,7 @@ Q_SIGNALS:
     void compareFinished(torchscope::JobId id, const torchscope::CompareResultPtr& result);
     void layerPairMapsReady(torchscope::JobId id, const torchscope::LayerPairResult& maps);
     void visualizeFinished(torchscope::JobId id, const torchscope::VisualizeJobResult& outcome);
+    void attributionWorkbenchFinished(torchscope::JobId id, const torchscope::AttributionWorkbenchResultPtr& result);
     void jobFailed(torchscope::JobId id, const QString& message);
 
 private:

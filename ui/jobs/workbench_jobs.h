@@ -44,6 +44,8 @@ CompareResultPtr compare(JobContext& job, const CompareRequest& request);
 LayerPairResult layerPairMaps(JobContext& job, const CompareRequest& request, const std::string& image,
     const std::string& layerA, const std::string& layerB);
 VisualizeJobResult visualize(JobContext& job, const VisualizeRequest& request);
+AttributionWorkbenchResultPtr attributionWorkbench(
+    JobContext& job, const ModelKey& key, const AttributionWorkbenchRequest& request);
 
 } // namespace jobs
 } // namespace torchscope

@@ -5,6 +5,7 @@
 #include "document/document.h"
 #include "document/session_io.h"
 #include "jobs/run_controller.h"
+#include "panels/attribution_panel.h"
 #include "panels/compare_panel.h"
 #include "panels/log_dock.h"
 #include "panels/predictions_panel.h"
@@ -70,6 +71,7 @@ MainWindow::MainWindow(QWidget* parent)
     , attribution_(new AttributionView(document_, controller_))
     , patching_(new PatchingView(document_, controller_))
     , compare_(new ComparePanel(document_, controller_))
+    , workbench_(new AttributionPanel(document_, controller_))
     , setup_(new SetupActions(document_, controller_, this))
     , sessions_(new SessionIo(document_, controller_, activations_, this))
     , central_(new QTabWidget)
@@ -78,6 +80,7 @@ MainWindow::MainWindow(QWidget* parent)
     // The order is CentralTab's.
     central_->addTab(activations_, tr("Activations"));
     central_->addTab(attribution_, tr("Grad-CAM / Saliency"));
+    central_->addTab(workbench_, tr("Attribution"));
     central_->addTab(patching_, tr("Patching / Ablation"));
     central_->addTab(recorders_, tr("Recorders"));
     central_->addTab(probes_, tr("Probes"));
@@ -98,6 +101,7 @@ MainWindow::MainWindow(QWidget* parent)
     connect(attribution_, &AttributionView::failed, this, &MainWindow::reportError);
     connect(patching_, &PatchingView::failed, this, &MainWindow::reportError);
     connect(compare_, &ComparePanel::failed, this, &MainWindow::reportError);
+    connect(workbench_, &AttributionPanel::failed, this, &MainWindow::reportError);
     connect(compare_, &ComparePanel::finished, this, [this](const CompareResultPtr& result) {
         log_->append(tr("Compared %1 images: %2 × %3 layers")
                          .arg(result->samples)

@@ -15,6 +15,7 @@ namespace torchscope {
 class ActivationView;
 class AttributionView;
 class ChannelPage;
+class AttributionPanel;
 class ComparePanel;
 class PatchingView;
 class ProbesPanel;
@@ -53,8 +54,9 @@ public:
     AttributionView* attributionView() const { return attribution_; }
     PatchingView* patchingView() const { return patching_; }
     ComparePanel* comparePanel() const { return compare_; }
+    AttributionPanel* attributionPanel() const { return workbench_; }
     SetupActions* setupActions() const { return setup_; }
-    enum class CentralTab { Activations, Attribution, Patching, Recorders, Probes, Compare };
+    enum class CentralTab { Activations, Attribution, Workbench, Patching, Recorders, Probes, Compare };
     void showCentralTab(CentralTab tab);
 
     // Errors are shown in a message box unless the window is not interactive (tests, screenshots);
@@ -109,6 +111,7 @@ private:
     AttributionView* attribution_;
     PatchingView* patching_;
     ComparePanel* compare_;
+    AttributionPanel* workbench_;
     SetupActions* setup_;
     SessionIo* sessions_;
     QTabWidget* central_ = nullptr;

@@ -1,0 +1,275 @@
+#include "imaging/attribution_workbench.h"
+
+#include "attribution/faithfulness.h"
+#include "attribution/input_attributions.h"
+#include "attribution/sanity_checks.h"
+#include "common/error.h"
+#include "common/strings.h"
+#include "common/tensor_conversion.h"
+#include "export/manifest.h"
+#include "export/write_tensors.h"
+#include "graph/engine.h"
+#include "imaging/image_tensor.h"
+#include "preprocess/preprocess_tensor.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+namespace torchscope {
+namespace {
+
+InputAttributionRequest attributionRequest(const AttributionWorkbenchRequest& request)
+{
+    InputAttributionRequest out;
+    out.methods = request.methods;
+    out.target.index = request.targetClass;
+    out.scores = request.setup.scores;
+    out.labels = request.setup.labels;
+    out.steps = request.steps;
+    out.rule = parseIntegrationRule(request.rule);
+    out.baseline.kind = parseBaselineKind(request.baseline);
+    if (out.baseline.kind == BaselineKind::Image)
+        throw Error("the window's baselines are black, blur and noise; a user's image is the CLI's --baseline FILE");
+    out.baseline.seed = request.seed;
+    out.noise = NoiseSettings{request.samples, request.noise, request.seed};
+    out.window = request.window;
+    out.stride = request.stride;
+    out.layer = request.layer;
+    out.memoryBytes = request.memoryBytes;
+    return out;
+}
+
+// The images as one batch: those whose input size differs from the first's are failures.
+at::Tensor loadBatch(const AttributionWorkbenchRequest& request, AttributionWorkbenchResult& result)
+{
+    std::vector<at::Tensor> inputs;
+    for (const auto& path : request.images) {
+        try {
+            at::Tensor input = loadImageBatch({path}, request.setup.preprocessing);
+            if (!inputs.empty() && !input.sizes().equals(inputs.front().sizes()))
+                throw Error("its input is " + shapeToString(input.sizes().vec()) + ", the first image's "
+                    + shapeToString(inputs.front().sizes().vec())
+                    + "; the maps are compared across images: give the Input Setup a resize");
+            WorkbenchImage image;
+            image.image = path;
+            image.picture = toFloatTensor(pictureOfInput(input, request.setup.preprocessing));
+            result.images.push_back(std::move(image));
+            inputs.push_back(std::move(input));
+        } catch (const std::exception& e) {
+            result.failures.emplace_back(path, e.what());
+        }
+    }
+    if (inputs.empty())
+        throw Error(result.failures.empty() ? std::string("the attribution workbench needs at least one image")
+                                            : "no image could be read; the first, '" + result.failures.front().first
+                    + "': " + result.failures.front().second);
+    return at::cat(inputs);
+}
+
+// A stage's progress as the whole job's: stages of equal weight, one after another.
+ProgressCallback stageProgress(const ProgressCallback& progress, int stage, int stages, const std::string& name)
+{
+    if (!progress)
+        return {};
+    return [=](const Progress& p) {
+        const int64_t total = std::max<int64_t>(1, p.total);
+        return progress(Progress{stage * 1000 + 1000 * p.done / total, stages * 1000, name, {}});
+    };
+}
+
+WorkbenchMetricSummary summarise(const MetricValues& values)
+{
+    WorkbenchMetricSummary s;
+    double sum = 0.0;
+    int count = 0;
+    for (double v : values.perImage)
+        if (std::isfinite(v)) {
+            sum += v;
+            ++count;
+        }
+    s.mean = count > 0 ? sum / count : NAN;
+    double squares = 0.0;
+    for (double v : values.perImage)
+        if (std::isfinite(v))
+            squares += (v - s.mean) * (v - s.mean);
+    s.sd = count > 0 ? std::sqrt(squares / count) : NAN;
+    if (!values.curves.empty()) {
+        s.meanCurve.assign(values.curves.front().size(), 0.0);
+        for (const auto& curve : values.curves)
+            for (size_t k = 0; k < curve.size() && k < s.meanCurve.size(); ++k)
+                s.meanCurve[k] += curve[k] / static_cast<double>(values.curves.size());
+    }
+    return s;
+}
+
+nlohmann::json number(double v)
+{
+    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+} // namespace
+
+AttributionWorkbenchResult runAttributionWorkbench(Engine& engine, const std::shared_ptr<Model>& scratch,
+    const AttributionWorkbenchRequest& request, const ProgressCallback& progress)
+{
+    if (request.methods.empty())
+        throw Error("tick at least one attribution method");
+    if (!request.sanityMode.empty() && !scratch)
+        throw Error("the sanity check needs a second copy of the model");
+    AttributionWorkbenchResult result;
+    result.methods = request.methods;
+    result.sanityMode = request.sanityMode;
+    const at::Tensor images = loadBatch(request, result);
+    const InputAttributionRequest attribution = attributionRequest(request);
+    const int stages = 1 + static_cast<int>(request.methods.size()) * (request.metrics.empty() ? 0 : 1)
+        + (request.sanityMode.empty() ? 0 : 1);
+
+    const InputAttributionResult made
+        = attributeInputs(engine, images, attribution, stageProgress(progress, 0, stages, "attributions"));
+    const auto explained = static_cast<int64_t>(made.targets.size());
+    result.cancelled = made.cancelled;
+    result.images.resize(static_cast<size_t>(explained));
+    for (int64_t i = 0; i < explained; ++i) {
+        result.images[static_cast<size_t>(i)].target = made.targets[static_cast<size_t>(i)];
+        result.images[static_cast<size_t>(i)].targetDescription = made.targetDescriptions[static_cast<size_t>(i)];
+    }
+    if (explained == 0)
+        return result;
+    const at::Tensor batch = images.narrow(0, 0, explained);
+
+    FaithfulnessRequest faithfulness;
+    faithfulness.metrics = request.metrics;
+    faithfulness.source = {attribution.scores, std::nullopt, attribution.labels};
+    faithfulness.pixelsPerStep = request.pixelsPerStep;
+    faithfulness.seed = request.seed;
+    faithfulness.memoryBytes = request.memoryBytes;
+    int stage = 1;
+    for (const auto& method : request.methods) {
+        const auto upsampled = made.maps.find(method + ":input");
+        const at::Tensor maps = (upsampled != made.maps.end() ? upsampled : made.maps.find(method))->second;
+        const at::Tensor importance = pixelImportance(maps, images.size(2), images.size(3));
+        auto& perImage = result.maps[method];
+        for (int64_t i = 0; i < explained; ++i) {
+            WorkbenchMap map;
+            map.importance = toFloatTensor(importance[i].contiguous());
+            map.low = importance[i].min().item<double>();
+            map.high = importance[i].max().item<double>();
+            perImage.push_back(std::move(map));
+        }
+        if (request.metrics.empty() || result.cancelled)
+            continue;
+        const FaithfulnessResult scores = evaluateFaithfulness(engine, batch, maps, made.targets, faithfulness,
+            stageProgress(progress, stage++, stages, "metrics: " + method));
+        result.cancelled = scores.cancelled;
+        result.pixelsPerStep = scores.pixelsPerStep;
+        for (const auto& [metric, values] : scores.metrics) {
+            result.summary[method][metric] = summarise(values);
+            for (size_t i = 0; i < perImage.size() && i < values.perImage.size(); ++i) {
+                perImage[i].metrics[metric] = values.perImage[i];
+                if (i < values.curves.size())
+                    perImage[i].curves[metric] = values.curves[i];
+            }
+        }
+    }
+    if (request.sanityMode.empty() || result.cancelled)
+        return result;
+
+    SanityRequest sanity;
+    sanity.attribution = attribution;
+    sanity.mode = parseRandomisationMode(request.sanityMode);
+    sanity.seed = request.seed;
+    sanity.keepMaps = true;
+    const SanityReport report
+        = checkSanity(engine, scratch, batch, sanity, stageProgress(progress, stage, stages, "sanity check"));
+    result.cancelled = report.cancelled;
+    result.notRandomised = report.skipped;
+    const auto mean = [](const std::vector<double>& values) {
+        double sum = 0.0;
+        int count = 0;
+        for (double v : values)
+            if (std::isfinite(v)) {
+                sum += v;
+                ++count;
+            }
+        return count > 0 ? sum / count : NAN;
+    };
+    for (const auto& method : report.methods)
+        for (const auto& layer : method.layers) {
+            WorkbenchSanityLayer entry;
+            entry.layer = layer.layer;
+            entry.type = layer.type;
+            entry.spearmanAbs = mean(layer.spearmanAbs);
+            entry.spearman = mean(layer.spearman);
+            entry.ssim = mean(layer.ssim);
+            entry.firstImage = toFloatTensor(
+                pixelImportance(layer.maps.narrow(0, 0, 1), images.size(2), images.size(3))[0].contiguous());
+            result.sanity[method.method].push_back(std::move(entry));
+        }
+    return result;
+}
+
+std::vector<std::string> writeAttributionMaps(
+    const std::string& path, const AttributionWorkbenchResult& result, const ExportManifest* manifest)
+{
+    NamedValues values;
+    ExportManifest described = manifest ? *manifest : ExportManifest{};
+    const auto asTensor = [](const FloatTensor& t) { return toTensor(t); };
+    for (const auto& [method, maps] : result.maps) {
+        std::vector<at::Tensor> stacked;
+        for (const auto& map : maps)
+            stacked.push_back(asTensor(map.importance));
+        values.emplace_back(method, at::stack(stacked));
+        described.keys.push_back({method, "", method + " summed over the input's channels"});
+        std::map<std::string, std::vector<double>> metrics;
+        for (const auto& map : maps)
+            for (const auto& [metric, value] : map.metrics)
+                metrics[metric].push_back(value);
+        for (const auto& [metric, perImage] : metrics) {
+            values.emplace_back(method + ":" + metric, at::tensor(perImage, at::kDouble));
+            described.keys.push_back({method + ":" + metric, "", metric + " per image"});
+        }
+    }
+    std::vector<int64_t> targets;
+    for (const auto& image : result.images)
+        targets.push_back(image.target);
+    values.emplace_back("targets", at::tensor(targets, at::kLong));
+    described.keys.push_back({"targets", "", "target class"});
+    return writeTensors(path, values, &described);
+}
+
+std::string attributionMetricsJson(const AttributionWorkbenchResult& result)
+{
+    nlohmann::json out;
+    out["images"] = nlohmann::json::array();
+    for (const auto& image : result.images)
+        out["images"].push_back(
+            {{"path", image.image}, {"target", image.target}, {"explained", image.targetDescription}});
+    out["pixels_per_step"] = result.pixelsPerStep;
+    out["methods"] = nlohmann::json::object();
+    for (const auto& [method, metrics] : result.summary)
+        for (const auto& [metric, summary] : metrics) {
+            nlohmann::json entry{{"mean", number(summary.mean)}, {"sd", number(summary.sd)}};
+            entry["per_image"] = nlohmann::json::array();
+            for (const auto& map : result.maps.at(method)) {
+                const auto found = map.metrics.find(metric);
+                entry["per_image"].push_back(number(found == map.metrics.end() ? NAN : found->second));
+            }
+            out["methods"][method][metric] = entry;
+        }
+    if (!result.sanity.empty()) {
+        out["sanity"] = nlohmann::json::array();
+        for (const auto& [method, layers] : result.sanity) {
+            nlohmann::json entry{{"method", method}, {"mode", result.sanityMode}, {"layers", nlohmann::json::array()}};
+            for (const auto& layer : layers)
+                entry["layers"].push_back(
+                    {{"layer", layer.layer}, {"type", layer.type}, {"spearman_abs", number(layer.spearmanAbs)},
+                        {"spearman", number(layer.spearman)}, {"ssim", number(layer.ssim)}});
+            out["sanity"].push_back(entry);
+        }
+    }
+    return out.dump(2) + "\n";
+}
+
+} // namespace torchscope

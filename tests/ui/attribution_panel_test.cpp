@@ -1,0 +1,190 @@
+// The Attribution tab, offscreen: what it shows equals core's operations on the same images (their
+// own tests hold them equal to Captum, pytorch-grad-cam, RISE and Quantus), its summary sorts by
+// number, its exports read back in Python, a cancel keeps what finished, and a new model resets it.
+#include "attribution/faithfulness.h"
+#include "attribution/input_attributions.h"
+#include "attribution/parameter_randomisation.h"
+#include "document/document.h"
+#include "graph/engine.h"
+#include "gui_test_support.h"
+#include "imaging/image_tensor.h"
+#include "jobs/job_runner.h"
+#include "jobs/run_controller.h"
+#include "model/model.h"
+#include "panels/attribution_panel.h"
+#include "panels/job_setup_column.h"
+#include "views/attribution_grid.h"
+#include "window/main_window.h"
+
+#include <ATen/ATen.h>
+
+#include <QComboBox>
+#include <QListWidget>
+#include <QPushButton>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace torchscope;
+
+namespace {
+
+constexpr int Timeout = 300000;
+
+QStringList probeImages()
+{
+    return {test::fixture("probe/footwear/00.png"), test::fixture("probe/rest/00.png"),
+        test::fixture("probe/footwear/01.png")};
+}
+
+void tick(QListWidget* list, const QStringList& names)
+{
+    for (int i = 0; i < list->count(); ++i)
+        list->item(i)->setCheckState(names.contains(list->item(i)->text()) ? Qt::Checked : Qt::Unchecked);
+}
+
+AttributionWorkbenchResultPtr explain(AttributionPanel* panel)
+{
+    QSignalSpy finished(panel, &AttributionPanel::finished);
+    panel->start();
+    if (!finished.wait(Timeout))
+        return nullptr;
+    return finished.takeFirst().at(0).value<AttributionWorkbenchResultPtr>();
+}
+
+at::Tensor shown(const FloatTensor& map)
+{
+    return at::from_blob(const_cast<float*>(map.values.data()), map.shape, at::kFloat);
+}
+
+} // namespace
+
+class AttributionPanelTest : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void mapsMetricsAndSanityEqualTheCoreOperations()
+    {
+        MainWindow window;
+        test::openDemo(window);
+        window.document()->addImages(probeImages());
+        window.showCentralTab(MainWindow::CentralTab::Workbench);
+        AttributionPanel* panel = window.attributionPanel();
+        tick(panel->methodList(), {"saliency", "integrated_gradients", "grad_cam"});
+        tick(panel->metricList(), {"deletion", "average_drop"});
+        panel->layerBox()->setCurrentText("features.2");
+        panel->sanityBox()->setCurrentIndex(panel->sanityBox()->findData(QString("cascading")));
+        const AttributionWorkbenchResultPtr result = explain(panel);
+        QVERIFY(result);
+        QCOMPARE(result->images.size(), size_t{3});
+        QCOMPARE(panel->grid()->cellCount(), 9); // 3 images × 3 methods
+
+        // The core on the same images, model and settings.
+        auto model = Model::load(test::demoModel().toStdString());
+        Engine engine(model);
+        std::vector<std::string> paths;
+        for (const auto& image : probeImages())
+            paths.push_back(image.toStdString());
+        const at::Tensor images = loadImageBatch(paths, window.document()->preprocessing());
+        InputAttributionRequest request;
+        request.methods = {"saliency", "integrated_gradients", "grad_cam"};
+        request.layer = "features.2";
+        request.steps = 32;
+        const InputAttributionResult expected = attributeInputs(engine, images, request);
+        FaithfulnessRequest metrics;
+        metrics.metrics = {"deletion", "average_drop"};
+        for (const std::string method : {"saliency", "integrated_gradients", "grad_cam"}) {
+            const std::string key = method == "grad_cam" ? "grad_cam:input" : method;
+            const at::Tensor importance = pixelImportance(expected.maps.at(key), 28, 28);
+            const FaithfulnessResult scores
+                = evaluateFaithfulness(engine, images, expected.maps.at(key), expected.targets, metrics);
+            for (int64_t i = 0; i < 3; ++i) {
+                const WorkbenchMap& map = result->maps.at(method)[static_cast<size_t>(i)];
+                QVERIFY2(at::allclose(shown(map.importance), importance[i], 1e-5, 1e-7), method.c_str());
+                QCOMPARE(map.metrics.at("deletion"), scores.metrics.at("deletion").perImage[static_cast<size_t>(i)]);
+                QCOMPARE(
+                    map.metrics.at("average_drop"), scores.metrics.at("average_drop").perImage[static_cast<size_t>(i)]);
+            }
+        }
+        // The sanity check went through every layer, from the output down.
+        std::vector<std::string> layers = randomisableLayers(*model);
+        std::reverse(layers.begin(), layers.end());
+        QCOMPARE(result->sanity.at("grad_cam").size(), layers.size());
+        for (size_t k = 0; k < layers.size(); ++k) {
+            const WorkbenchSanityLayer& layer = result->sanity.at("grad_cam")[k];
+            QCOMPARE(layer.layer, layers[k]);
+            QVERIFY(layer.spearmanAbs >= -1.0 && layer.spearmanAbs <= 1.0);
+            QCOMPARE(layer.firstImage.shape, (std::vector<int64_t>{28, 28}));
+        }
+
+        // The summary: a row per method, sorted by a metric's mean, not its text.
+        QTableWidget* table = panel->summaryTable();
+        QCOMPARE(table->rowCount(), 3);
+        int deletion = -1;
+        for (int c = 0; c < table->columnCount(); ++c)
+            if (table->horizontalHeaderItem(c)->text() == "deletion")
+                deletion = c;
+        QVERIFY(deletion > 0);
+        table->sortItems(deletion, Qt::AscendingOrder);
+        double previous = -1e300;
+        for (int row = 0; row < 3; ++row) {
+            const double mean = result->summary.at(table->item(row, 0)->text().toStdString()).at("deletion").mean;
+            QVERIFY(mean >= previous);
+            previous = mean;
+        }
+
+        // Exports Python reads: the maps in .npz, the metrics as JSON.
+        QTemporaryDir dir;
+        QCOMPARE(panel->exportTo(dir.filePath("maps.npz")), QString());
+        QCOMPARE(panel->exportTo(dir.filePath("metrics.json")), QString());
+        QCOMPARE(panel->exportTo(dir.filePath("curves.png"), "curves"), QString());
+        QVERIFY(!QImage(dir.filePath("curves.png")).isNull());
+        const QString checked = test::runPython(QString(R"(
+import json, numpy as np
+m = np.load('%1'); j = json.load(open('%2'))
+print(m['grad_cam'].shape, m['targets'].tolist() == [e['target'] for e in j['images']],
+      abs(float(m['grad_cam:deletion'].mean()) - j['methods']['grad_cam']['deletion']['mean']) < 1e-9,
+      len(j['sanity'][0]['layers']))
+)")
+                                                    .arg(dir.filePath("maps.npz"), dir.filePath("metrics.json")));
+        QCOMPARE(checked, QString("(3, 28, 28) True True %1").arg(layers.size()));
+    }
+
+    void aCancelKeepsWhatFinishedAndANewModelResets()
+    {
+        MainWindow window;
+        test::openDemo(window);
+        window.document()->addImages(probeImages());
+        AttributionPanel* panel = window.attributionPanel();
+        tick(panel->methodList(), {"integrated_gradients"});
+        tick(panel->metricList(), {});
+        // Cancel once the first image is explained: the slot runs on the job's thread, in its progress
+        // report, so the job stops at that very point.
+        RunController* controller = window.controller();
+        QObject receiver;
+        connect(
+            controller->jobs(), &JobRunner::progress, &receiver,
+            [controller](JobId id, qint64 done) {
+                if (done > 0)
+                    controller->cancelJob(id);
+            },
+            Qt::DirectConnection);
+        const AttributionWorkbenchResultPtr result = explain(panel);
+        QVERIFY(result);
+        QVERIFY(result->cancelled);
+        QVERIFY(!result->images.empty() && result->images.size() < 3);
+        QCOMPARE(result->maps.at("integrated_gradients").size(), result->images.size());
+        QVERIFY(panel->column()->exportButton()->isEnabled());
+
+        QSignalSpy opened(window.controller(), &RunController::modelOpened);
+        window.controller()->openModel(test::fixture("fashion_plain.pt"));
+        QVERIFY(opened.wait(Timeout));
+        QVERIFY(!panel->result());
+        QCOMPARE(panel->grid()->cellCount(), 0);
+        QCOMPARE(panel->summaryTable()->rowCount(), 0);
+        QVERIFY(!panel->column()->exportButton()->isEnabled());
+    }
+};
+
+QTEST_MAIN(AttributionPanelTest)
+#include "attribution_panel_test.moc"

@@ -1,0 +1,447 @@
+#include "panels/attribution_panel.h"
+
+#include "dialogs/save_dialog.h"
+#include "document/document.h"
+#include "export/manifest.h"
+#include "jobs/run_controller.h"
+#include "panels/job_setup_column.h"
+#include "panels/setup_and_results.h"
+#include "views/attribution_grid.h"
+#include "views/attribution_plots.h"
+#include "views/color_bar.h"
+#include "views/plot_file.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFile>
+#include <QFormLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QListWidget>
+#include <QMenu>
+#include <QPushButton>
+#include <QSaveFile>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QTableWidget>
+
+#include <algorithm>
+#include <cmath>
+
+namespace torchscope {
+namespace {
+
+// The methods as the CLI names them, with what each is, and whether it needs the layer.
+struct MethodEntry {
+    const char* name;
+    const char* about;
+    bool layer;
+    bool checked;
+};
+const MethodEntry Methods[] = {
+    {"saliency", "|d score / d input|", false, true},
+    {"input_x_gradient", "input × gradient", false, false},
+    {"integrated_gradients", "Integrated Gradients (Captum's rules)", false, true},
+    {"smoothgrad", "SmoothGrad: the gradient over noisy copies", false, false},
+    {"smoothgrad_sq", "SmoothGrad²", false, false},
+    {"vargrad", "VarGrad: the gradient's variance over noisy copies", false, false},
+    {"occlusion", "Occlusion: the score drop under an 8 px square", false, false},
+    {"grad_cam", "Grad-CAM at the layer", true, true},
+    {"grad_cam_pp", "Grad-CAM++", true, false},
+    {"hires_cam", "HiResCAM", true, false},
+    {"xgrad_cam", "XGrad-CAM", true, false},
+    {"layer_cam", "LayerCAM", true, false},
+    {"score_cam", "Score-CAM (one masked input per channel)", true, false},
+    {"eigen_cam", "EigenCAM: no gradient", true, false},
+};
+
+struct MetricEntry {
+    const char* name;
+    const char* about;
+    bool checked;
+};
+const MetricEntry Metrics[] = {
+    {"deletion", "deletion AUC (lower: the map finds what matters)", true},
+    {"insertion", "insertion AUC (higher is better)", true},
+    {"road_morf", "ROAD, most relevant removed first (lower is better)", false},
+    {"road_lerf", "ROAD, least relevant removed first (higher is better)", false},
+    {"average_drop", "Average Drop in % (lower is better)", true},
+    {"increase_confidence", "Increase in Confidence in % (higher is better)", false},
+};
+
+QListWidget* checkList()
+{
+    auto* list = new QListWidget;
+    list->setSelectionMode(QAbstractItemView::NoSelection);
+    return list;
+}
+
+// Tall enough for `rows` rows without scrolling, and no taller.
+void fitRows(QListWidget* list, int rows)
+{
+    const int row = list->sizeHintForRow(0) > 0 ? list->sizeHintForRow(0) : list->fontMetrics().height() + 4;
+    list->setFixedHeight(rows * row + 2 * list->frameWidth() + 2);
+}
+
+void addCheckItem(QListWidget* list, const QString& name, const QString& about, bool checked)
+{
+    auto* item = new QListWidgetItem(name, list);
+    item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable);
+    item->setCheckState(checked ? Qt::Checked : Qt::Unchecked);
+    item->setToolTip(about);
+}
+
+// A summary cell that sorts by its mean, not by its text.
+class NumberItem : public QTableWidgetItem {
+public:
+    NumberItem(double mean, double sd)
+        : QTableWidgetItem(std::isfinite(mean) ? QString("%1 ± %2").arg(scaleNumber(mean), scaleNumber(sd)) : "—")
+        , mean_(mean)
+    {
+        setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    }
+    bool operator<(const QTableWidgetItem& other) const override
+    {
+        const auto* number = dynamic_cast<const NumberItem*>(&other);
+        return number ? mean_ < number->mean_ : QTableWidgetItem::operator<(other);
+    }
+
+private:
+    double mean_;
+};
+
+} // namespace
+
+AttributionPanel::AttributionPanel(Document* document, RunController* controller, QWidget* parent)
+    : QWidget(parent)
+    , document_(document)
+    , controller_(controller)
+    , column_(new JobSetupColumn)
+    , methods_(checkList())
+    , layer_(new QComboBox)
+    , target_(new QSpinBox)
+    , steps_(new QSpinBox)
+    , baseline_(new QComboBox)
+    , samples_(new QSpinBox)
+    , noise_(new QDoubleSpinBox)
+    , metrics_(checkList())
+    , sanity_(new QComboBox)
+    , sharedScale_(new QCheckBox(tr("One colour scale per method")))
+    , start_(new QPushButton(tr("Explain the Images")))
+    , grid_(new AttributionGrid)
+    , summary_(new QTableWidget)
+    , plots_(new AttributionPlots)
+{
+    buildForm();
+    column_->addStartButton(start_);
+    buildExportMenu();
+    summary_->setSortingEnabled(true);
+    summary_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    summary_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    // Three views of one result, each with the tab's whole height: the maps, the summary, the plots.
+    auto* results = new QTabWidget;
+    results->addTab(grid_, tr("Maps and their metrics"));
+    results->addTab(summary_, tr("Summary over the images"));
+    results->addTab(plots_, tr("Curves and sanity check"));
+    layOutSetupAndResults(this, column_, results);
+    connectJobs();
+    resetForModel();
+}
+
+void AttributionPanel::buildForm()
+{
+    for (const auto& m : Methods)
+        addCheckItem(methods_, m.name, tr(m.about), m.checked);
+    for (const auto& m : Metrics)
+        addCheckItem(metrics_, m.name, tr(m.about), m.checked);
+    fitRows(methods_, 9);
+    fitRows(metrics_, metrics_->count());
+    layer_->setEditable(true);
+    layer_->setMinimumContentsLength(14);
+    layer_->setToolTip(tr("The layer of the CAMs (Grad-CAM … EigenCAM): a convolutional output or ViT tokens"));
+    target_->setRange(-1, 1000000);
+    target_->setSpecialValueText(tr("each image's prediction"));
+    target_->setValue(-1);
+    steps_->setRange(2, 4096);
+    steps_->setValue(32);
+    steps_->setToolTip(tr("Integrated Gradients: points on the path (Gauss–Legendre)"));
+    baseline_->addItems({"black", "blur", "noise"});
+    baseline_->setToolTip(tr("Integrated Gradients' start: zeros, the image blurred, or uniform noise"));
+    samples_->setRange(1, 4096);
+    samples_->setValue(16);
+    samples_->setToolTip(tr("SmoothGrad, SmoothGrad², VarGrad: noisy copies per image"));
+    noise_->setRange(0.0, 5.0);
+    noise_->setSingleStep(0.05);
+    noise_->setValue(0.15);
+    noise_->setToolTip(tr("Their noise's σ as a fraction of the image's range"));
+    sanity_->addItem(tr("none"), QString());
+    sanity_->addItem(tr("cascading randomisation"), QString("cascading"));
+    sanity_->addItem(tr("independent randomisation"), QString("independent"));
+    sanity_->setToolTip(tr("Adebayo et al. (2018): re-initialise the layers (a copy of the model) and compare each "
+                           "map with the original"));
+    sharedScale_->setChecked(true);
+    sharedScale_->setToolTip(tr("Off: each map on its own scale, its range written under it"));
+
+    QFormLayout* form = column_->form();
+    form->addRow(tr("Methods:"), methods_);
+    form->addRow(tr("Layer (CAMs):"), layer_);
+    form->addRow(tr("Target:"), target_);
+    form->addRow(tr("IG steps:"), steps_);
+    form->addRow(tr("IG baseline:"), baseline_);
+    form->addRow(tr("Noisy samples:"), samples_);
+    form->addRow(tr("Noise σ:"), noise_);
+    form->addRow(tr("Metrics:"), metrics_);
+    form->addRow(tr("Sanity check:"), sanity_);
+    column_->addBelow(sharedScale_);
+}
+
+void AttributionPanel::buildExportMenu()
+{
+    QPushButton* exportButton = column_->addExportButton();
+    auto* menu = new QMenu(exportButton);
+    const auto addExport = [this, menu](const QString& text, const QString& caption, const QString& suggested,
+                               const QString& filters, const QString& plot) {
+        menu->addAction(text, this, [=, this] {
+            const QString path = askSavePath(this, caption, suggested, filters);
+            if (!path.isEmpty())
+                if (const QString error = exportTo(path, plot); !error.isEmpty())
+                    Q_EMIT failed(tr("Export Failed"), error);
+        });
+    };
+    addExport(tr("Maps as .npz, .pt or .safetensors…"), tr("Export Attribution Maps"), "attributions.npz",
+        tr("NumPy (*.npz);;PyTorch (*.pt);;safetensors (*.safetensors)"), QString());
+    addExport(
+        tr("Metrics and Sanity Check as JSON…"), tr("Export Metrics"), "metrics.json", tr("JSON (*.json)"), QString());
+    const QString pictures = tr("PNG image (*.png);;PDF (*.pdf)");
+    addExport(tr("Curves Plot as PNG or PDF…"), tr("Export Curves"), "curves.png", pictures, "curves");
+    addExport(tr("Sanity Plot as PNG or PDF…"), tr("Export Sanity Plot"), "sanity.png", pictures, "sanity");
+    exportButton->setMenu(menu);
+}
+
+void AttributionPanel::connectJobs()
+{
+    connect(start_, &QPushButton::clicked, this, &AttributionPanel::start);
+    connect(column_->cancelButton(), &QPushButton::clicked, this, [this] {
+        if (job_)
+            controller_->cancelJob(job_);
+    });
+    connect(controller_, &RunController::jobProgress, this,
+        [this](JobId id, qint64 done, qint64 total, const QString& stage) {
+            if (id != job_)
+                return;
+            column_->showProgress(done, total);
+            column_->summary()->setText(tr("Working: %1…").arg(stage));
+        });
+    connect(controller_, &RunController::attributionWorkbenchFinished, this,
+        [this](JobId id, const AttributionWorkbenchResultPtr& result) {
+            if (id == job_)
+                showResult(result);
+        });
+    connect(controller_, &RunController::jobFailed, this, [this](JobId id, const QString& message) {
+        if (id != job_)
+            return;
+        job_ = 0;
+        column_->setRunning(false);
+        column_->summary()->setText(message);
+        Q_EMIT failed(tr("Attribution Failed"), message);
+    });
+    connect(sharedScale_, &QCheckBox::toggled, grid_, &AttributionGrid::setSharedScale);
+    connect(document_, &Document::modelChanged, this, &AttributionPanel::resetForModel);
+    connect(document_, &Document::modulesChanged, this, &AttributionPanel::fillLayers);
+}
+
+void AttributionPanel::fillLayers()
+{
+    const QString current = layer_->currentText();
+    const QSignalBlocker block(layer_);
+    layer_->clear();
+    // Modules with maps or tokens (after a dry run), else every module. The default: the last one
+    // near the top of the tree (a path of at most two parts) whose map is larger than 1 x 1: the
+    // last convolutional block, where CAMs are usually taken (ResNet's layer4.1, DenseNet's norm5).
+    QString last, deepest;
+    for (const auto& m : document_->model().modules) {
+        if (m.path.empty())
+            continue;
+        const auto& shape = m.outputShapes.empty() ? std::vector<int64_t>{} : m.outputShapes.front();
+        if (shape.size() == 4 || shape.size() == 3 || m.outputShapes.empty()) {
+            layer_->addItem(QString::fromStdString(m.path));
+            const bool spatial = shape.size() == 3 || (shape.size() == 4 && shape[2] * shape[3] > 1);
+            if (spatial && std::count(m.path.begin(), m.path.end(), '.') <= 1)
+                last = QString::fromStdString(m.path);
+            else if (spatial)
+                deepest = QString::fromStdString(m.path);
+        }
+    }
+    if (last.isEmpty())
+        last = deepest;
+    layer_->setCurrentText(!current.isEmpty() && document_->module(current) ? current : last);
+}
+
+void AttributionPanel::resetForModel()
+{
+    if (job_)
+        controller_->cancelJob(job_);
+    job_ = 0;
+    result_.reset();
+    fillLayers();
+    grid_->clear(tr("Tick methods, then Explain the Images: each image of the strip gets a row, each method a "
+                    "column, with its metrics under the map."));
+    plots_->clear();
+    summary_->clear();
+    summary_->setRowCount(0);
+    summary_->setColumnCount(0);
+    column_->reset(document_->modelPath().isEmpty()
+            ? tr("Open a model and add images to explain them.")
+            : tr("Explains the strip's images with every ticked method; the metrics score each map."));
+}
+
+QStringList AttributionPanel::ticked(const QListWidget* list) const
+{
+    QStringList names;
+    for (int i = 0; i < list->count(); ++i)
+        if (list->item(i)->checkState() == Qt::Checked)
+            names << list->item(i)->text();
+    return names;
+}
+
+void AttributionPanel::start()
+{
+    const QStringList methods = ticked(methods_);
+    QString problem;
+    if (document_->modelPath().isEmpty())
+        problem = tr("Open a model first.");
+    else if (document_->images().isEmpty())
+        problem = tr("Add images to the window (drop them on the strip) to explain them.");
+    else if (methods.isEmpty())
+        problem = tr("Tick at least one method.");
+    bool needsLayer = false;
+    for (const auto& m : Methods)
+        needsLayer = needsLayer || (m.layer && methods.contains(m.name));
+    if (problem.isEmpty() && needsLayer && layer_->currentText().isEmpty())
+        problem = tr("The CAMs need a layer: pick one under Layer.");
+    if (!problem.isEmpty()) {
+        column_->summary()->setText(problem);
+        return;
+    }
+    AttributionWorkbenchRequest request;
+    for (const auto& image : document_->images())
+        request.images.push_back(image.toStdString());
+    request.setup = document_->setup();
+    for (const auto& method : methods)
+        request.methods.push_back(method.toStdString());
+    if (needsLayer)
+        request.layer = layer_->currentText().toStdString();
+    request.targetClass = target_->value();
+    request.steps = steps_->value();
+    request.baseline = baseline_->currentText().toStdString();
+    request.samples = samples_->value();
+    request.noise = noise_->value();
+    for (const auto& metric : ticked(metrics_))
+        request.metrics.push_back(metric.toStdString());
+    request.sanityMode = sanity_->currentData().toString().toStdString();
+    shown_ = request;
+    job_ = controller_->attributionWorkbench(request);
+    column_->setRunning(true);
+    column_->showProgress(0, 1);
+    column_->summary()->setText(tr("Explaining %n image(s)…", nullptr, static_cast<int>(request.images.size())));
+}
+
+void AttributionPanel::showResult(const AttributionWorkbenchResultPtr& result)
+{
+    job_ = 0;
+    result_ = result;
+    column_->finish(result->cancelled);
+    column_->exportButton()->setEnabled(true);
+    grid_->setResult(result);
+    plots_->setResult(result);
+    fillSummary();
+    QString text = result->cancelled ? tr("Cancelled: %n image(s) explained; what finished is shown.", nullptr,
+                       static_cast<int>(result->images.size()))
+                                     : tr("%n image(s) explained.", nullptr, static_cast<int>(result->images.size()));
+    for (const auto& [image, why] : result->failures)
+        text += "\n" + tr("Left out %1: %2").arg(QString::fromStdString(image), QString::fromStdString(why));
+    column_->summary()->setText(text);
+    Q_EMIT finished(result);
+}
+
+void AttributionPanel::fillSummary()
+{
+    summary_->setSortingEnabled(false);
+    summary_->clear();
+    QStringList metrics;
+    for (const auto& [method, perMetric] : result_->summary)
+        for (const auto& [metric, summary] : perMetric)
+            if (!metrics.contains(QString::fromStdString(metric)))
+                metrics << QString::fromStdString(metric);
+    const bool sanity = !result_->sanity.empty();
+    QStringList headers{tr("method")};
+    headers << metrics;
+    if (sanity)
+        headers << tr("Spearman |map| after all layers") << tr("SSIM after all layers");
+    summary_->setColumnCount(headers.size());
+    summary_->setHorizontalHeaderLabels(headers);
+    summary_->setRowCount(static_cast<int>(result_->methods.size()));
+    for (int row = 0; row < static_cast<int>(result_->methods.size()); ++row) {
+        const std::string& method = result_->methods[static_cast<size_t>(row)];
+        summary_->setItem(row, 0, new QTableWidgetItem(QString::fromStdString(method)));
+        const auto perMetric = result_->summary.find(method);
+        for (int c = 0; c < metrics.size(); ++c) {
+            double mean = NAN, sd = NAN;
+            if (perMetric != result_->summary.end())
+                if (const auto found = perMetric->second.find(metrics[c].toStdString());
+                    found != perMetric->second.end()) {
+                    mean = found->second.mean;
+                    sd = found->second.sd;
+                }
+            summary_->setItem(row, c + 1, new NumberItem(mean, sd));
+        }
+        if (sanity) {
+            const auto layers = result_->sanity.find(method);
+            const bool has = layers != result_->sanity.end() && !layers->second.empty();
+            summary_->setItem(row, static_cast<int>(metrics.size()) + 1,
+                new NumberItem(has ? layers->second.back().spearmanAbs : NAN, 0.0));
+            summary_->setItem(
+                row, static_cast<int>(metrics.size()) + 2, new NumberItem(has ? layers->second.back().ssim : NAN, 0.0));
+        }
+    }
+    summary_->setSortingEnabled(true);
+}
+
+QString AttributionPanel::exportTo(const QString& path, const QString& plot) const
+{
+    if (!result_)
+        return tr("Nothing to export: explain the images first.");
+    if (plot == "curves")
+        return savePlotFile(plots_->curvesPlot(), path, 900, 560);
+    if (plot == "sanity")
+        return savePlotFile(plots_->sanityPlot(), path, 900, 560);
+    try {
+        if (path.endsWith(".json", Qt::CaseInsensitive)) {
+            QSaveFile file(path);
+            const QByteArray json = QByteArray::fromStdString(attributionMetricsJson(*result_));
+            if (!file.open(QIODevice::WriteOnly) || file.write(json) != json.size() || !file.commit())
+                return tr("Could not write %1: %2").arg(path, file.errorString());
+            return {};
+        }
+        ExportManifest manifest;
+        manifest.command = "TorchScope window: Attribution > Export";
+        manifest.model = document_->modelPath().toStdString();
+        manifest.device = document_->device().toStdString();
+        manifest.preprocessing = shown_.setup.preprocessing;
+        manifest.labels = shown_.setup.labels;
+        for (const auto& image : result_->images) {
+            manifest.images.push_back({image.image});
+            manifest.targets.push_back(image.targetDescription);
+        }
+        manifest.settings = {{"layer", shown_.layer}, {"steps", std::to_string(shown_.steps)},
+            {"baseline", shown_.baseline}, {"samples", std::to_string(shown_.samples)},
+            {"noise", std::to_string(shown_.noise)}, {"sanity", shown_.sanityMode}};
+        writeAttributionMaps(path.toStdString(), *result_, &manifest);
+    } catch (const std::exception& e) {
+        return QString::fromStdString(e.what());
+    }
+    return {};
+}
+
+} // namespace torchscope

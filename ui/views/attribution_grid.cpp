@@ -1,0 +1,161 @@
+#include "views/attribution_grid.h"
+
+#include "views/color_bar.h"
+#include "views/overlay_image.h"
+
+#include <QFileInfo>
+#include <QGridLayout>
+#include <QLabel>
+#include <QPixmap>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+namespace torchscope {
+namespace {
+
+constexpr int CellSize = 168;
+
+QString metricLine(const std::string& metric, double value)
+{
+    static const std::map<std::string, QString> names{{"deletion", "deletion AUC"}, {"insertion", "insertion AUC"},
+        {"road_morf", "ROAD MoRF"}, {"road_lerf", "ROAD LeRF"}, {"average_drop", "avg drop %"},
+        {"increase_confidence", "increase %"}};
+    const auto found = names.find(metric);
+    const QString name = found == names.end() ? QString::fromStdString(metric) : found->second;
+    return std::isfinite(value) ? QString("%1 %2").arg(name, scaleNumber(value)) : QString("%1 —").arg(name);
+}
+
+QLabel* mapCell(const WorkbenchImage& image, const WorkbenchMap& map, const MapScale& scale)
+{
+    const std::vector<float> unit = scaledToUnit(map.importance, scale.low, scale.high);
+    const QImage overlay = overlayImage(image.picture, unit.data(), map.importance.shape[1], map.importance.shape[0],
+        scale.diverging ? ColorMap::CoolWarm : ColorMap::Viridis, 0.65f);
+    auto* label = new QLabel;
+    label->setPixmap(
+        QPixmap::fromImage(overlay.scaled(CellSize, CellSize, Qt::KeepAspectRatio, Qt::SmoothTransformation)));
+    label->setAlignment(Qt::AlignCenter);
+    return label;
+}
+
+} // namespace
+
+MapScale scaleOf(double low, double high)
+{
+    MapScale scale;
+    scale.diverging = low < 0.0;
+    if (scale.diverging) {
+        const double bound = std::max(std::abs(low), std::abs(high));
+        scale.low = -bound;
+        scale.high = bound;
+    } else {
+        scale.low = low;
+        scale.high = high;
+    }
+    return scale;
+}
+
+AttributionGrid::AttributionGrid(QWidget* parent)
+    : QScrollArea(parent)
+{
+    setWidgetResizable(true);
+    clear(tr("Tick methods, then Explain the Images: each image's maps appear here, a column per method."));
+}
+
+void AttributionGrid::setResult(const AttributionWorkbenchResultPtr& result)
+{
+    result_ = result;
+    message_.clear();
+    rebuild();
+}
+
+void AttributionGrid::setSharedScale(bool shared)
+{
+    shared_ = shared;
+    rebuild();
+}
+
+void AttributionGrid::clear(const QString& message)
+{
+    result_.reset();
+    message_ = message;
+    rebuild();
+}
+
+void AttributionGrid::rebuild()
+{
+    auto* content = new QWidget;
+    auto* grid = new QGridLayout(content);
+    grid->setHorizontalSpacing(12);
+    cells_ = 0;
+    if (!result_ || result_->images.empty()) {
+        auto* note = new QLabel(message_.isEmpty() ? tr("Nothing explained yet.") : message_);
+        note->setWordWrap(true);
+        grid->addWidget(note, 0, 0);
+        grid->setRowStretch(1, 1);
+        setWidget(content);
+        return;
+    }
+    const auto& methods = result_->methods;
+    for (size_t m = 0; m < methods.size(); ++m) {
+        auto* header = new QLabel(QString("<b>%1</b>").arg(QString::fromStdString(methods[m])));
+        header->setAlignment(Qt::AlignCenter);
+        grid->addWidget(header, 0, static_cast<int>(m) + 1);
+    }
+    // One scale per column: the method's range over every image.
+    std::map<std::string, MapScale> columnScales;
+    for (const auto& method : methods) {
+        double low = INFINITY, high = -INFINITY;
+        for (const auto& map : result_->maps.at(method)) {
+            low = std::min(low, map.low);
+            high = std::max(high, map.high);
+        }
+        columnScales[method] = scaleOf(low, high);
+    }
+    int row = 1;
+    if (shared_) {
+        for (size_t m = 0; m < methods.size(); ++m) {
+            const MapScale& scale = columnScales[methods[m]];
+            auto* bar = new ColorBar;
+            bar->setScale(
+                scale.low, scale.high, scale.diverging ? ColorMap::CoolWarm : ColorMap::Viridis, tr("all images"));
+            bar->setMinimumHeight(60);
+            bar->setMaximumHeight(90);
+            grid->addWidget(bar, row, static_cast<int>(m) + 1);
+        }
+        ++row;
+    }
+    for (size_t i = 0; i < result_->images.size(); ++i, ++row) {
+        const WorkbenchImage& image = result_->images[i];
+        auto* name = new QLabel(QString("%1\n%2").arg(QFileInfo(QString::fromStdString(image.image)).fileName(),
+            QString::fromStdString(image.targetDescription)));
+        name->setWordWrap(true);
+        name->setMaximumWidth(150);
+        name->setToolTip(QString::fromStdString(image.image));
+        grid->addWidget(name, row, 0);
+        for (size_t m = 0; m < methods.size(); ++m) {
+            const WorkbenchMap& map = result_->maps.at(methods[m])[i];
+            const MapScale scale = shared_ ? columnScales[methods[m]] : scaleOf(map.low, map.high);
+            auto* cell = new QWidget;
+            auto* column = new QVBoxLayout(cell);
+            column->setContentsMargins(0, 0, 0, 0);
+            column->addWidget(mapCell(image, map, scale));
+            QStringList lines;
+            if (!shared_)
+                lines << tr("scale %1 … %2").arg(scaleNumber(scale.low), scaleNumber(scale.high));
+            for (const auto& [metric, value] : map.metrics)
+                lines << metricLine(metric, value);
+            auto* text = new QLabel(lines.join('\n'));
+            text->setAlignment(Qt::AlignHCenter | Qt::AlignTop);
+            column->addWidget(text);
+            grid->addWidget(cell, row, static_cast<int>(m) + 1);
+            ++cells_;
+        }
+    }
+    grid->setRowStretch(row, 1);
+    grid->setColumnStretch(static_cast<int>(methods.size()) + 1, 1);
+    setWidget(content);
+}
+
+} // namespace torchscope
