@@ -131,7 +131,7 @@ AttributionPanel::AttributionPanel(Document* document, RunController* controller
     , start_(new QPushButton(tr("Explain the Images")))
     , grid_(new AttributionGrid)
     , summary_(new QTableWidget)
-    , plots_(new AttributionPlots)
+    , plots_(new AttributionPlots(this))
 {
     buildForm();
     column_->addStartButton(start_);
@@ -143,7 +143,8 @@ AttributionPanel::AttributionPanel(Document* document, RunController* controller
     auto* results = new QTabWidget;
     results->addTab(grid_, tr("Maps and their metrics"));
     results->addTab(summary_, tr("Summary over the images"));
-    results->addTab(plots_, tr("Curves and sanity check"));
+    results->addTab(plots_->curvesPage(), tr("Deletion and insertion"));
+    results->addTab(plots_->sanityPage(), tr("Sanity check"));
     layOutSetupAndResults(this, column_, results);
     connectJobs();
     resetForModel();

@@ -10,7 +10,6 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QScrollArea>
-#include <QSplitter>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -48,16 +47,16 @@ void emptyPlot(QCustomPlot* plot, const QString& text)
 
 } // namespace
 
-AttributionPlots::AttributionPlots(QWidget* parent)
-    : QWidget(parent)
+AttributionPlots::AttributionPlots(QObject* parent)
+    : QObject(parent)
     , curves_(newPlot(tr("share of the pixels deleted / inserted"), tr("target probability (mean over the images)")))
     , sanity_(newPlot(tr("randomised layer (from the first randomised on)"), tr("similarity to the original map")))
     , mapsMethod_(new QComboBox)
     , mapsRow_(new QHBoxLayout)
     , sanityNote_(new QLabel)
+    , sanityPage_(new QWidget)
 {
-    auto* sanityBox = new QWidget;
-    auto* sanityColumn = new QVBoxLayout(sanityBox);
+    auto* sanityColumn = new QVBoxLayout(sanityPage_);
     sanityColumn->setContentsMargins(0, 0, 0, 0);
     sanityColumn->addWidget(sanity_, 1);
     auto* mapsHeader = new QHBoxLayout;
@@ -75,14 +74,14 @@ AttributionPlots::AttributionPlots(QWidget* parent)
     sanityNote_->setWordWrap(true);
     sanityColumn->addWidget(sanityNote_);
 
-    auto* split = new QSplitter(Qt::Horizontal);
-    split->addWidget(curves_);
-    split->addWidget(sanityBox);
-    auto* layout = new QVBoxLayout(this);
-    layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(split);
+    sanity_->xAxis->setTickLabelRotation(90);
     connect(mapsMethod_, &QComboBox::currentTextChanged, this, &AttributionPlots::drawRandomisedMaps);
     clear();
+}
+
+QWidget* AttributionPlots::curvesPage() const
+{
+    return curves_;
 }
 
 void AttributionPlots::clear()
@@ -177,10 +176,12 @@ void AttributionPlots::drawSanity()
     const size_t every = std::max<size_t>(1, (most + 15) / 16);
     for (size_t k = 0; k < names.size(); k += every)
         ticker->addTick(static_cast<double>(k), QString::fromStdString(names[k].layer));
-    sanity_->xAxis->setLabel(every == 1 ? tr("randomised layer (from the first randomised on)")
-                                        : tr("randomised layer (every %1th named; %2 in all)").arg(every).arg(most));
+    sanity_->xAxis->setLabel(every == 1 ? tr("randomised layer, in the order randomised")
+                                        : tr("randomised layer, in the order randomised (one name per %1 layers; %2 "
+                                             "in all)")
+                                              .arg(every)
+                                              .arg(most));
     sanity_->xAxis->setTicker(ticker);
-    sanity_->xAxis->setTickLabelRotation(60);
     sanity_->xAxis->setRange(-0.5, static_cast<double>(most) - 0.5);
     sanity_->yAxis->setRange(-0.2, 1.05);
     sanity_->replot(QCustomPlot::rpQueuedReplot);
@@ -223,9 +224,10 @@ void AttributionPlots::drawRandomisedMaps()
         auto* column = new QVBoxLayout(box);
         column->setContentsMargins(0, 0, 0, 0);
         column->addWidget(cell);
-        auto* text = new QLabel(caption);
-        text->setMaximumWidth(96);
-        text->setWordWrap(true);
+        auto* text = new QLabel;
+        text->setFixedWidth(96);
+        text->setText(text->fontMetrics().elidedText(caption, Qt::ElideLeft, 94)); // the path's end tells layers apart
+        text->setToolTip(caption);
         column->addWidget(text);
         mapsRow_->addWidget(box);
     };

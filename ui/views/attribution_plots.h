@@ -7,20 +7,24 @@
 
 #include "jobs/run_metatypes.h"
 
-#include <QWidget>
+#include <QObject>
 
 class QComboBox;
 class QCustomPlot;
 class QHBoxLayout;
 class QLabel;
+class QWidget;
 
 namespace torchscope {
 
-class AttributionPlots : public QWidget {
+// Two pages for the caller's tabs (curvesPage, sanityPage); it takes them as its own.
+class AttributionPlots : public QObject {
     Q_OBJECT
 public:
-    explicit AttributionPlots(QWidget* parent = nullptr);
+    explicit AttributionPlots(QObject* parent = nullptr);
 
+    QWidget* curvesPage() const;
+    QWidget* sanityPage() const { return sanityPage_; }
     void setResult(const AttributionWorkbenchResultPtr& result);
     void clear();
     QCustomPlot* curvesPlot() const { return curves_; }
@@ -37,6 +41,7 @@ private:
     QComboBox* mapsMethod_;
     QHBoxLayout* mapsRow_;
     QLabel* sanityNote_;
+    QWidget* sanityPage_;
 };
 
 } // namespace torchscope
