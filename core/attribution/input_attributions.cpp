@@ -116,7 +116,10 @@ InputAttributionResult attributeInputs(
                     "--layer");
     const bool integrated = has(methods, IntegratedGradients);
     const bool noisy = has(methods, SmoothGrad) || has(methods, SmoothGradSquared) || has(methods, VarGrad);
-    const bool scored = std::any_of(methods.begin(), methods.end(), [](const auto& m) { return m != EigenCam; });
+    // Which passes the methods need: the input's gradient, the layer's gradient, or neither (the
+    // target is then the prediction, from a pass without gradients).
+    const bool inputGradient = has(methods, Saliency) || has(methods, InputXGradient) || integrated || noisy;
+    const bool layerGradient = std::any_of(methods.begin(), methods.end(), isGradientCam);
     const IntegrationPoints points = integrated ? integrationPoints(request.rule, request.steps) : IntegrationPoints{};
     const int64_t perSample = request.bytesPerSample > 0 ? request.bytesPerSample
                                                          : 64 * images[0].numel() * static_cast<int64_t>(sizeof(float));
@@ -140,12 +143,16 @@ InputAttributionResult attributeInputs(
         const int64_t wanted
             = request.targets.empty() ? request.target.index : request.targets.at(static_cast<size_t>(i));
         InputGradients atX;
-        if (scored) {
+        LayerGradients layer;
+        if (inputGradient) {
             atX = inputGradients(engine, x, source, wanted);
-        } else { // EigenCAM alone needs no score: the prediction, when there is one, names the image
+        } else if (layerGradient) {
+            layer = layerGradients(engine, x, source, request.layer, wanted);
+            atX.target = layer.target;
+            atX.description = layer.description;
+        } else { // occlusion, Score-CAM, EigenCAM: the prediction, when there is one, names the image
             atX.target = wanted >= 0 ? wanted : predictedClasses(engine, x, source)[0].item<int64_t>();
-            atX.description
-                = atX.target >= 0 ? "class " + std::to_string(atX.target) : "no class (EigenCAM needs none)";
+            atX.description = atX.target >= 0 ? describeClass(atX.target, source) : "no class (EigenCAM needs none)";
         }
         result.targets.push_back(atX.target);
         result.targetDescriptions.push_back(atX.description);
@@ -166,10 +173,9 @@ InputAttributionResult attributeInputs(
             maps[Occlusion].push_back(
                 occlusion(engine, x, source, atX.target, request.window, request.stride, batch).cpu());
         if (cams) {
-            LayerGradients layer;
-            if (scored)
+            if (layerGradient && !layer.gradients.defined())
                 layer = layerGradients(engine, x, source, request.layer, atX.target);
-            else
+            else if (!layerGradient)
                 layer.activations = layerActivations(engine, x, request.layer);
             for (const auto& method : methods) {
                 if (!isLayerMethod(method))

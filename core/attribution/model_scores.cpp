@@ -8,6 +8,7 @@
 #include "graph/request.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
 
 namespace torchscope {
 namespace {
@@ -42,7 +43,7 @@ InputGradients inputGradients(Engine& engine, const at::Tensor& batch, const Sco
 at::Tensor classScores(Engine& engine, const at::Tensor& batch, const ScoreSource& source, int64_t target,
     const std::string& purpose, bool probabilities)
 {
-    const at::NoGradGuard noGrad;
+    const c10::InferenceMode inference; // no autograd bookkeeping: these inputs are many
     Request run;
     run.scores = source.scores;
     const RunResult result = engine.run(run, forwardInputsFromBatch(engine.model(), batch));
@@ -68,6 +69,16 @@ at::Tensor predictedClasses(Engine& engine, const at::Tensor& batch, const Score
     return scores.scores.argmax(1).to(at::kLong).cpu();
 }
 
+std::string describeClass(int64_t target, const ScoreSource& source)
+{
+    if (target < 0)
+        return "no class";
+    std::string text = "class " + std::to_string(target);
+    if (target < static_cast<int64_t>(source.labels.size()))
+        text += " (" + source.labels[static_cast<size_t>(target)] + ")";
+    return text;
+}
+
 at::Tensor asLayerMaps(const at::Tensor& value, const std::string& layer)
 {
     if (value.dim() == 4)
@@ -85,7 +96,8 @@ LayerGradients layerGradients(
     Request run = scoring(source, target);
     run.grabs = {GrabSpec{layer, CaptureKind::Output, 0}, GrabSpec{layer, CaptureKind::Gradient, 0}};
     const RunResult result = engine.run(run, forwardInputsFromBatch(engine.model(), batch));
-    return {asLayerMaps(result.tensor(layer), layer), asLayerMaps(result.tensor(layer + ":grad"), layer)};
+    return {asLayerMaps(result.tensor(layer), layer), asLayerMaps(result.tensor(layer + ":grad"), layer),
+        result.targetIndex, result.target};
 }
 
 at::Tensor layerActivations(Engine& engine, const at::Tensor& batch, const std::string& layer)

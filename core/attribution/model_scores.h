@@ -39,6 +39,8 @@ at::Tensor classScores(Engine& engine, const at::Tensor& batch, const ScoreSourc
 
 // Each input's predicted class [B] int64; -1 for each when the output has no class scores.
 at::Tensor predictedClasses(Engine& engine, const at::Tensor& batch, const ScoreSource& source);
+// "class 3 (cat)" as the engine names a target, the label when the source has one.
+std::string describeClass(int64_t target, const ScoreSource& source);
 
 // A layer's value as [N, C, h, w] maps: convolutional outputs as they are, vision transformer
 // tokens [N, T, D] as their square patch grid. Throws torchscope::Error for other shapes.
@@ -47,6 +49,8 @@ at::Tensor asLayerMaps(const at::Tensor& value, const std::string& layer);
 struct LayerGradients {
     at::Tensor activations; // [N, C, h, w] float32
     at::Tensor gradients; // d score / d activations, the same shape
+    int64_t target = -1; // the class explained
+    std::string description;
 };
 LayerGradients layerGradients(
     Engine& engine, const at::Tensor& batch, const ScoreSource& source, const std::string& layer, int64_t target);

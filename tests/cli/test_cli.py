@@ -2067,6 +2067,65 @@ class CliAttributeNoise(unittest.TestCase):
         self.assertIn("one image of their size", bad.stderr)
 
 
+class CliAttributeArchitectures(unittest.TestCase):
+    """attribute on a model with a namedtuple output (GoogLeNet: its logits explained) and on a vision
+    transformer's tokens (ViT-B/16, a block's tokens as their 14 x 14 patch grid), against the values the
+    fixtures took with forward hooks and autograd on the eager models, and pytorch-grad-cam's CAMs of them."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = pathlib.Path(self.tmp.name)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def attribute(self, model, inputs, layer, *methods):
+        out = self.dir / "maps.npz"
+        result = cli("attribute", FIXTURES / model, "--input", FIXTURES / inputs, "--threads", THREADS, "--layer",
+                     layer, "--target", "3", *[a for m in methods for a in ("--method", m)], "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return {key: torch.from_numpy(value) for key, value in np.load(out).items()}
+
+    def assertCams(self, got, activations, gradients, x):
+        from pytorch_grad_cam import GradCAM, HiResCAM, LayerCAM
+        from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
+        targets = [ClassifierOutputTarget(3)]
+        for name, peer in (("grad_cam", GradCAM), ("hires_cam", HiResCAM), ("layer_cam", LayerCAM)):
+            with self.subTest(method=name):
+                module = torch.nn.Linear(1, 1)  # get_cam_image reads only the values given to it
+                raw = peer(model=module, target_layers=[module]).get_cam_image(
+                    x, module, targets, activations.numpy(), gradients.numpy(), False)
+                want = torch.from_numpy(np.maximum(raw, 0)).unsqueeze(1)
+                self.assertGreater(float(want.max()), 0.0)
+                self.assertLessEqual(max_diff(got[name], want), 1e-4 * float(want.max()))
+
+    def test_a_namedtuple_output_explains_its_logits(self):
+        got = self.attribute("googlenet_scripted.pt", "googlenet_input.pt", "inception5b", "saliency",
+                             "input_x_gradient", "grad_cam", "hires_cam", "layer_cam")
+        expected = torch.load(FIXTURES / "googlenet_expected.pt")
+        x = torch.load(FIXTURES / "googlenet_input.pt")
+        gradient = expected["input:grad"]  # of the logits' class 3, by autograd on the eager model
+        self.assertEqual(got["targets"].tolist(), [3])
+        self.assertLessEqual(max_diff(got["saliency"], gradient.abs()), 1e-4 * float(gradient.abs().max()))
+        self.assertLessEqual(max_diff(got["input_x_gradient"], x * gradient), 1e-4 * float((x * gradient).abs().max()))
+        self.assertCams(got, expected["inception5b"], expected["inception5b:grad"], x)
+
+    def test_vision_transformer_tokens(self):
+        expected = torch.load(FIXTURES / "vit_expected.pt")
+        as_maps = lambda t: t[:, 1:].transpose(1, 2).reshape(1, t.shape[2], 14, 14)
+        # Block 5: its patch tokens carry the score's gradient (past block 10 gradient x activation
+        # summed over channels cancels to 1e-9, rounding noise, for any implementation).
+        layer = "encoder.layers.encoder_layer_5"
+        got = self.attribute("vit_b_16_scripted.pt", "vit_input.pt", layer, "grad_cam", "hires_cam", "layer_cam")
+        self.assertCams(got, as_maps(expected[layer]), as_maps(expected[f"{layer}:grad"]),
+                        torch.load(FIXTURES / "vit_input.pt"))
+        self.assertEqual(tuple(got["grad_cam:input"].shape), (1, 1, 224, 224))
+        # Block 10's Grad-CAM as the fixture computed it.
+        got = self.attribute("vit_b_16_scripted.pt", "vit_input.pt", "encoder.layers.encoder_layer_10", "grad_cam")
+        self.assertLessEqual(max_diff(got["grad_cam"][:, 0], expected["gradcam/cam"]),
+                             1e-4 * float(expected["gradcam/cam"].max()))
+
+
 @unittest.skipIf(HEADLESS, "reads image files")
 class CliEigenCam(unittest.TestCase):
     """attribute --method eigen_cam on a CNN, a detection model and a vision transformer's tokens,
