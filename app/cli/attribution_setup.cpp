@@ -68,6 +68,7 @@ AttributionSetup prepareAttribution(const CliOptions& options)
     std::sort(request.methods.begin(), request.methods.end());
     request.methods.erase(std::unique(request.methods.begin(), request.methods.end()), request.methods.end());
     request.target.index = options.target.value_or(-1);
+    request.target.region = options.targetBox;
     request.scores = out.setup.scores;
     request.labels = out.setup.labels;
     request.steps = options.attributionSteps;

@@ -154,7 +154,7 @@ void addJobTimeout(CLI::App* command, CliOptions& o)
 }
 
 // The options every attribution command shares: attribute, evaluate and sanity.
-void addAttributionOptions(CLI::App* command, CliOptions& o)
+void addAttributionOptions(CLI::App* command, CliOptions& o, std::string& box)
 {
     repeatable(command, "--input", o.inputs, "images, folders of images, or one tensor file [N, C, H, W]")->required();
     repeatable(command, "--method", o.methods,
@@ -165,7 +165,7 @@ void addAttributionOptions(CLI::App* command, CliOptions& o)
             "vargrad", "occlusion", "grad_cam", "grad_cam_pp", "hires_cam", "xgrad_cam", "layer_cam", "score_cam",
             "eigen_cam"}));
     command->add_option("--layer", o.camLayer, "the layer methods' layer");
-    command->add_option("--target", o.target, "the class explained; -1: each image's prediction (default)");
+    addTarget(command, o, box);
     command->add_option("--steps", o.attributionSteps, "integrated_gradients: points on the path")
         ->check(CLI::Range(1, 100000))
         ->capture_default_str();
@@ -280,7 +280,7 @@ CliOptions parseCommandLine(int argc, char** argv)
         "input size; a layer method [N, 1, h, w] at the layer and \"M:input\" upsampled to the input),\n"
         "\"targets\" (int64 [N]), \"integrated_gradients:delta\" ([N]: the attributions' sum minus the\n"
         "score's change from the baseline) and, unless black, \"integrated_gradients:baseline\".\n");
-    addAttributionOptions(attribute, o);
+    addAttributionOptions(attribute, o, box);
     attribute->add_option("--out,-o", o.out, "FILE.pt, FILE.npz or FILE.safetensors")->required();
 
     CLI::App* evaluate
@@ -297,7 +297,7 @@ CliOptions parseCommandLine(int argc, char** argv)
         "maps are made as `attribute` makes them, or read from --attributions (keys as attribute writes them;\n"
         "a layer method's \"M:input\" first). Writes FILE.json (per image, mean and sd per method and metric,\n"
         "the deletion / insertion curves) or FILE.csv (method, metric, image, value; mean and sd rows).\n");
-    addAttributionOptions(evaluate, o);
+    addAttributionOptions(evaluate, o, box);
     repeatable(evaluate, "--metric", o.metrics,
         "deletion, insertion, road_morf, road_lerf, average_drop or increase_confidence (repeatable)")
         ->required()
@@ -325,7 +325,7 @@ CliOptions parseCommandLine(int argc, char** argv)
         "Writes FILE.json ({\"method\", \"mode\", \"layers\": [{\"layer\", \"spearman_abs\", \"spearman\", \"ssim\",\n"
         "...}]}, a list of those for several methods) or FILE.csv; --maps FILE.npz keeps every map\n"
         "(\"M/original\", \"M/LAYER\").\n");
-    addAttributionOptions(sanity, o);
+    addAttributionOptions(sanity, o, box);
     sanity->add_option("--mode", o.mode, "cascading or independent")
         ->check(CLI::IsMember({"cascading", "independent"}))
         ->default_str("cascading");

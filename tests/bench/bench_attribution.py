@@ -59,8 +59,8 @@ def timed(command, data_limit=None):
         if "Maximum resident set size" in line:
             result["peak_mib"] = int(line.split(":")[1]) / 1024
     if result["status"] != 0:  # time's own report is last: the command's error is above it
-        lines = [l for l in result["stderr"].splitlines() if l.strip() and not l.startswith("\t")]
-        result["error"] = lines[-2:] if lines else []
+        lines = [l for l in result["stderr"].splitlines() if "Error" in l or "error" in l]
+        result["error"] = lines[-1:] if lines else ["exit status %d" % result["status"]]
     return result
 
 

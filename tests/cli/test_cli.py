@@ -2067,6 +2067,64 @@ class CliAttributeNoise(unittest.TestCase):
         self.assertIn("one image of their size", bad.stderr)
 
 
+@unittest.skipIf(HEADLESS, "reads image files")
+class CliAttributeTorchcam(unittest.TestCase):
+    """attribute's CAMs against torchcam's extractors on the eager demo model, image by image: Grad-CAM,
+    XGrad-CAM and LayerCAM equal; torchcam's Grad-CAM++ is shown to be another formula."""
+
+    IMAGES = CliAttribute.IMAGES
+    LAYER = "features.1"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.x = torch.cat([fashion_image(path) for path in cls.IMAGES])
+        cls.model = demo_model()
+        with tempfile.TemporaryDirectory() as folder:
+            out = pathlib.Path(folder) / "cams.npz"
+            result = cli("attribute", FASHION, *inputs(cls.IMAGES), "--threads", THREADS, "--layer", cls.LAYER,
+                         *[a for m in ("grad_cam", "grad_cam_pp", "xgrad_cam", "layer_cam") for a in ("--method", m)],
+                         "--out", out)
+            assert result.returncode == 0, result.stderr
+            cls.got = {key: torch.from_numpy(value) for key, value in np.load(out).items()}
+
+    def torchcam(self, extractor_class, **kwargs):
+        cams = []
+        for i in range(len(self.x)):
+            with extractor_class(self.model, target_layer=self.LAYER, **kwargs) as extractor:
+                out = self.model(self.x[i:i + 1])
+                cams.append(extractor(int(self.got["targets"][i]), out, normalized=False)[0].detach())
+        return torch.stack(cams)
+
+    def test_grad_cam_xgrad_cam_and_layer_cam_equal_torchcam(self):
+        from torchcam.methods import GradCAM, LayerCAM, XGradCAM
+        for name, extractor in (("grad_cam", GradCAM), ("xgrad_cam", XGradCAM), ("layer_cam", LayerCAM)):
+            with self.subTest(method=name):
+                want = self.torchcam(extractor)
+                self.assertGreater(float(want.max()), 0.0)
+                self.assertLessEqual(max_diff(self.got[name], want), 1e-5 * float(want.max()))
+
+    def test_torchcams_grad_cam_pp_is_another_formula(self):
+        # torchcam 0.5's GradCAMpp divides alpha through a boolean-mask copy (alpha[mask].div_(...)),
+        # which leaves alpha = g²: its channel weights are sum(g² · relu(g)), not Chattopadhay et al.'s
+        # eq. 19, which TorchScope (and pytorch-grad-cam) follow.
+        from torchcam.methods import GradCAMpp
+        want = self.torchcam(GradCAMpp)
+        module = dict(self.model.named_modules())[self.LAYER]
+        effective = []
+        for i in range(len(self.x)):
+            seen = {}
+            hook = module.register_forward_hook(lambda m, inp, output: seen.__setitem__("a", output))
+            out = self.model(self.x[i:i + 1])
+            hook.remove()
+            g, = torch.autograd.grad(out[0, int(self.got["targets"][i])], seen["a"])
+            weights = (g.pow(2) * torch.relu(g)).flatten(2).sum(-1)[..., None, None]
+            effective.append(torch.relu((weights * seen["a"].detach()).sum(1)))
+        self.assertLessEqual(max_diff(want, torch.stack(effective)), 1e-5 * float(want.max()))
+        ours = self.got["grad_cam_pp"]
+        scale = lambda t: t / t.flatten(1).max(1).values.view(-1, 1, 1, 1)
+        self.assertGreater(max_diff(scale(ours), scale(want)), 1e-2)
+
+
 class CliAttributeArchitectures(unittest.TestCase):
     """attribute on a model with a namedtuple output (GoogLeNet: its logits explained) and on a vision
     transformer's tokens (ViT-B/16, a block's tokens as their 14 x 14 patch grid), against the values the
@@ -2109,6 +2167,19 @@ class CliAttributeArchitectures(unittest.TestCase):
         self.assertLessEqual(max_diff(got["saliency"], gradient.abs()), 1e-4 * float(gradient.abs().max()))
         self.assertLessEqual(max_diff(got["input_x_gradient"], x * gradient), 1e-4 * float((x * gradient).abs().max()))
         self.assertCams(got, expected["inception5b"], expected["inception5b:grad"], x)
+
+    def test_a_segmentation_class_over_a_box(self):
+        out = self.dir / "seg.npz"
+        result = cli("attribute", FIXTURES / "deeplabv3_scripted.pt", "--input", FIXTURES / "deeplabv3_input.pt",
+                     "--threads", THREADS, "--layer", "backbone.16", "--target", "3", "--target-box", "40,60,200,180",
+                     "--method", "grad_cam", "--method", "saliency", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("summed over the region", result.stdout)
+        got = {key: torch.from_numpy(value) for key, value in np.load(out).items()}
+        expected = torch.load(FIXTURES / "deeplabv3_expected.pt")  # autograd of class 3's scores in the box
+        for key, value in (("grad_cam", got["grad_cam"][:, 0]), ("saliency", got["saliency"].amax(1))):
+            want = expected[f"region/{'cam' if key == 'grad_cam' else 'saliency'}"]
+            self.assertLessEqual(max_diff(value, want), 1e-3 * float(want.abs().max()), key)
 
     def test_vision_transformer_tokens(self):
         expected = torch.load(FIXTURES / "vit_expected.pt")
