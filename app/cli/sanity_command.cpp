@@ -47,7 +47,7 @@ nlohmann::json numbers(const std::vector<double>& values)
     return list;
 }
 
-std::string asJson(const SanityReport& report, const std::string& mode, const CliOptions& options,
+std::string asJson(const SanityResult& report, const std::string& mode, const CliOptions& options,
     const std::vector<std::string>& images)
 {
     nlohmann::json all = nlohmann::json::array();
@@ -67,7 +67,7 @@ std::string asJson(const SanityReport& report, const std::string& mode, const Cl
     return (all.size() == 1 ? all[0] : all).dump(2) + "\n";
 }
 
-std::string asCsv(const SanityReport& report, const std::string& mode)
+std::string asCsv(const SanityResult& report, const std::string& mode)
 {
     std::ostringstream csv;
     csv << std::setprecision(9) << "method,mode,order,layer,type,spearman_abs,spearman,ssim\n";
@@ -96,7 +96,7 @@ int runSanity(const CliOptions& options)
     request.keepMaps = !options.mapsOut.empty();
     const std::shared_ptr<Model> scratch = openModel(options); // the copy whose layers are randomised
 
-    SanityReport report;
+    SanityResult report;
     {
         const InterruptibleProgress progress("layers randomised");
         report = checkSanity(engine, scratch, job.images, request, progress.callback());

@@ -61,10 +61,10 @@ std::string randomisationModeName(RandomisationMode mode)
     return mode == RandomisationMode::Cascading ? "cascading" : "independent";
 }
 
-SanityReport checkSanity(Engine& original, const std::shared_ptr<Model>& scratch, const at::Tensor& images,
+SanityResult checkSanity(Engine& original, const std::shared_ptr<Model>& scratch, const at::Tensor& images,
     const SanityRequest& request, const ProgressCallback& progress)
 {
-    SanityReport report;
+    SanityResult report;
     Model& copy = *scratch;
     Engine randomisedEngine(scratch);
     std::vector<std::string> layers = randomisableLayers(copy, &report.skipped);
@@ -78,7 +78,7 @@ SanityReport checkSanity(Engine& original, const std::shared_ptr<Model>& scratch
     report.targets = first.targets;
     const auto originalMaps = comparedMaps(first, request.attribution.methods);
     for (const auto& method : request.attribution.methods)
-        report.methods.push_back(SanityResult{method, originalMaps.at(method), {}});
+        report.methods.push_back(MethodSanity{method, originalMaps.at(method), {}});
 
     InputAttributionRequest fixed = request.attribution;
     fixed.targets = first.targets;

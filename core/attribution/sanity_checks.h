@@ -43,14 +43,14 @@ struct LayerSimilarity {
     at::Tensor maps; // [N, ...] the randomised maps, when kept
 };
 
-struct SanityResult {
+struct MethodSanity {
     std::string method;
     at::Tensor original; // the original model's maps
     std::vector<LayerSimilarity> layers; // in the order randomised
 };
 
-struct SanityReport {
-    std::vector<SanityResult> methods;
+struct SanityResult {
+    std::vector<MethodSanity> methods;
     std::vector<int64_t> targets;
     std::vector<std::string> skipped; // modules with parameters whose initialiser TorchScope does not know
     bool cancelled = false; // the layers finished are in the report
@@ -59,7 +59,7 @@ struct SanityReport {
 // `original` runs the loaded model; `scratch` is a second copy of it, loaded for this, that this
 // changes (its layers randomised and, in independent mode, put back). Progress counts layers.
 // Throws torchscope::Error for a model without a layer to randomise.
-SanityReport checkSanity(Engine& original, const std::shared_ptr<Model>& scratch, const at::Tensor& images,
+SanityResult checkSanity(Engine& original, const std::shared_ptr<Model>& scratch, const at::Tensor& images,
     const SanityRequest& request, const ProgressCallback& progress = {});
 
 } // namespace torchscope

@@ -181,7 +181,7 @@ AttributionWorkbenchResult runAttributionWorkbench(Engine& engine, const std::sh
     sanity.mode = parseRandomisationMode(request.sanityMode);
     sanity.seed = request.seed;
     sanity.keepMaps = true;
-    const SanityReport report
+    const SanityResult report
         = checkSanity(engine, scratch, batch, sanity, stageProgress(progress, stage, stages, "sanity check"));
     result.cancelled = report.cancelled;
     result.notRandomised = report.skipped;
