@@ -4,8 +4,10 @@
 #include "common/strings.h"
 #include "model/model.h"
 #include "open_model.h"
+#include "probe/linear_probe.h"
 
 #include <ATen/ATen.h>
+#include <torch/script.h>
 
 #include <algorithm>
 #include <csignal>
@@ -38,6 +40,23 @@ Baseline baselineFromOptions(const CliOptions& options, const Model& model, cons
         throw Error("--baseline " + options.baseline + " is not one image or tensor");
     baseline.images = file.arguments[0].toTensor().to(at::kFloat);
     return baseline;
+}
+
+// FILE.pt or FILE.pt@LAYER, on the model's device.
+std::shared_ptr<const ProbeExtension> loadTargetProbe(const std::string& spec, const Model& model)
+{
+    const auto separator = spec.rfind('@');
+    const std::string path = separator == std::string::npos ? spec : spec.substr(0, separator);
+    auto probe = std::make_shared<ProbeExtension>(loadProbeExtension(path));
+    if (separator != std::string::npos)
+        probe->layer = spec.substr(separator + 1);
+    if (probe->layer.empty())
+        throw Error(path + " does not say which layer it reads: give --probe " + path + "@LAYER");
+    if (!model.find(probe->layer))
+        throw Error("the probe reads '" + probe->layer + "', which the model does not have");
+    probe->module->to(at::Device(model.device()));
+    probe->module->eval();
+    return probe;
 }
 
 } // namespace
@@ -82,6 +101,8 @@ AttributionSetup prepareAttribution(const CliOptions& options)
                 + "; the inputs are " + shapeToString(out.images.sizes().vec())
                 + ": give one image of their size, or one per input");
     }
+    if (!options.probeTarget.empty())
+        request.probe = loadTargetProbe(options.probeTarget, *out.model);
     request.noise.samples = options.samples;
     request.noise.noise = options.noise;
     request.noise.seed = static_cast<uint64_t>(options.seed);

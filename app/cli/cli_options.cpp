@@ -166,6 +166,9 @@ void addAttributionOptions(CLI::App* command, CliOptions& o, std::string& box)
             "eigen_cam"}));
     command->add_option("--layer", o.camLayer, "the layer methods' layer");
     addTarget(command, o, box);
+    command->add_option("--probe", o.probeTarget,
+        "FILE.pt or FILE.pt@LAYER: explain a probe's class (probe train writes them) instead of the model's; "
+        "--target is then the probe's class");
     command->add_option("--steps", o.attributionSteps, "integrated_gradients: points on the path")
         ->check(CLI::Range(1, 100000))
         ->capture_default_str();

@@ -96,6 +96,8 @@ struct CliOptions {
     double blurSigma = 0.0; // 0: a tenth of the shorter side
     int samples = 25; // smoothgrad, smoothgrad_sq, vargrad
     double noise = 0.15;
+    std::string probeTarget; // FILE.pt or FILE.pt@LAYER: explain the probe's class
+
     // evaluate
     std::vector<std::string> metrics;
     std::string attributions; // FILE.npz / FILE.pt of maps made elsewhere

@@ -51,7 +51,7 @@ MapsToScore mapsFromFile(const CliOptions& options, const AttributionSetup& job,
     } else if (options.target) {
         out.targets.assign(static_cast<size_t>(n), *options.target);
     } else {
-        const ScoreSource source{job.request.scores, job.request.target.region, job.request.labels};
+        const ScoreSource source = scoreSourceOf(job.request);
         const at::Tensor predicted = predictedClasses(engine, job.images, source).contiguous();
         out.targets.assign(predicted.data_ptr<int64_t>(), predicted.data_ptr<int64_t>() + n);
     }
@@ -168,7 +168,7 @@ int runEvaluate(const CliOptions& options)
 
     FaithfulnessRequest request;
     request.metrics = options.metrics;
-    request.source = {job.request.scores, job.request.target.region, job.request.labels};
+    request.source = scoreSourceOf(job.request);
     request.pixelsPerStep = options.pixelsPerStep;
     if (!options.fill.empty())
         request.deletionFill = request.insertionStart = parseFill(options.fill);

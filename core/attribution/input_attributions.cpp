@@ -73,6 +73,11 @@ bool isLayerMethod(const std::string& method)
     return isGradientCam(method) || method == ScoreCam || method == EigenCam;
 }
 
+ScoreSource scoreSourceOf(const InputAttributionRequest& request)
+{
+    return ScoreSource{request.scores, request.target.region, request.labels, request.probe};
+}
+
 int64_t batchUnderCap(int64_t memoryBytes, int64_t bytesPerSample, int64_t useful)
 {
     return std::clamp<int64_t>(memoryBytes / std::max<int64_t>(1, bytesPerSample), 1, std::max<int64_t>(1, useful));
@@ -127,7 +132,7 @@ InputAttributionResult attributeInputs(
         = std::max<int64_t>({static_cast<int64_t>(points.alphas.size()), noisy ? int64_t{request.noise.samples} : 1,
             has(methods, Occlusion) || has(methods, ScoreCam) ? int64_t{4096} : 1});
     const int64_t batch = batchUnderCap(request.memoryBytes, perSample, useful);
-    const ScoreSource source{request.scores, request.target.region, request.labels};
+    const ScoreSource source = scoreSourceOf(request);
 
     InputAttributionResult result;
     result.batch = static_cast<int>(batch);

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ namespace torchscope {
 
 class Engine;
 class Model;
+struct ProbeExtension;
 
 // The methods by their CLI names.
 inline constexpr const char* Saliency = "saliency"; // |d score / d x| per input value
@@ -43,6 +45,7 @@ struct InputAttributionRequest {
     std::vector<int64_t> targets; // one per image, in place of target.index (the sanity checks fix them)
     std::string scores; // the output element with the scores ("" : found by itself)
     std::vector<std::string> labels;
+    std::shared_ptr<const ProbeExtension> probe; // explain a probe's class instead (model_scores.h)
     int steps = 50; // Integrated Gradients
     IntegrationRule rule = IntegrationRule::GaussLegendre;
     Baseline baseline; // Integrated Gradients' path start
@@ -75,6 +78,9 @@ struct InputAttributionResult {
     int batch = 0; // the inputs evaluated together under the memory cap
     bool cancelled = false; // the images done so far are in the maps
 };
+
+// A request's ScoreSource: where its scores are and which part of them is explained.
+ScoreSource scoreSourceOf(const InputAttributionRequest& request);
 
 // `images`: the model's input batch [N, C, H, W] (preprocessed). Progress counts images. Throws
 // torchscope::Error for an unknown method or a model whose output has no score to explain.

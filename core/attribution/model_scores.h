@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,12 +16,16 @@
 namespace torchscope {
 
 class Engine;
+struct ProbeExtension;
 
 // Where the scores are and which part of them is explained.
 struct ScoreSource {
     std::string scores; // the output element with the scores ("" : found by itself)
     std::optional<std::array<int64_t, 4>> region; // segmentation: x0, y0, x1, y1
     std::vector<std::string> labels;
+    // A probe on one of the model's layers (probe/linear_probe.h): its scores instead of the model's.
+    // [N, K]: class k's logit; [N, 1] (two classes): the second's logit, and the first's its negation.
+    std::shared_ptr<const ProbeExtension> probe;
 };
 
 struct InputGradients {

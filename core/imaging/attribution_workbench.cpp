@@ -141,7 +141,7 @@ AttributionWorkbenchResult runAttributionWorkbench(Engine& engine, const std::sh
 
     FaithfulnessRequest faithfulness;
     faithfulness.metrics = request.metrics;
-    faithfulness.source = {attribution.scores, std::nullopt, attribution.labels};
+    faithfulness.source = scoreSourceOf(attribution);
     faithfulness.pixelsPerStep = request.pixelsPerStep;
     faithfulness.seed = request.seed;
     faithfulness.memoryBytes = request.memoryBytes;

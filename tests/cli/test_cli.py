@@ -2125,6 +2125,86 @@ class CliAttributeTorchcam(unittest.TestCase):
         self.assertGreater(max_diff(scale(ours), scale(want)), 1e-2)
 
 
+@unittest.skipIf(HEADLESS, "reads image files")
+class CliAttributeProbe(unittest.TestCase):
+    """attribute --probe: a linear probe's class explained instead of the model's, against Captum and
+    pytorch-grad-cam on the eager demo model with the probe's own TorchScript module on its hooked layer
+    (two classes: class 1 is the probe's logit z, class 0 its negation -z)."""
+
+    IMAGES = CliAttribute.IMAGES
+    LAYER = "features.1"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.probe = pathlib.Path(cls.tmp.name) / "probe.pt"
+        trained = cli("probe", "train", FASHION, "--layer", cls.LAYER, "--data", FIXTURES / "probe", "--out",
+                      cls.probe, "--threads", THREADS, "--cache", "none")
+        assert trained.returncode == 0, trained.stderr
+        cls.x = torch.cat([fashion_image(path) for path in cls.IMAGES])
+        model, probe, layer = demo_model(), torch.jit.load(str(cls.probe)), cls.LAYER
+
+        class ProbeOnLayer(torch.nn.Module):
+            def forward(self, x):
+                seen = {}
+                hook = dict(model.named_modules())[layer].register_forward_hook(
+                    lambda m, i, output: seen.__setitem__("a", output))
+                model(x)
+                hook.remove()
+                z = probe(seen["a"])
+                return torch.cat([-z, z], 1)
+
+        cls.wrapped = ProbeOnLayer()
+        with torch.no_grad():
+            cls.predicted = cls.wrapped(cls.x).argmax(1)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_saliency_and_grad_cam_of_the_probes_class(self):
+        from captum.attr import Saliency
+        from pytorch_grad_cam import GradCAM
+        from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
+        out = pathlib.Path(self.tmp.name) / "maps.npz"
+        result = cli("attribute", FASHION, *inputs(self.IMAGES), "--threads", THREADS, "--probe", self.probe,
+                     "--method", "saliency", "--method", "grad_cam", "--layer", "features.0", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("probe class", result.stdout)
+        got = {key: torch.from_numpy(value) for key, value in np.load(out).items()}
+        self.assertTrue(torch.equal(got["targets"], self.predicted))
+        self.assertEqual(set(self.predicted.tolist()), {0, 1})  # both of the probe's classes are explained
+        want = Saliency(self.wrapped).attribute(self.x.clone().requires_grad_(), target=self.predicted, abs=True)
+        self.assertLessEqual(max_diff(got["saliency"], want), 1e-5 * float(want.max()))
+        cams = []
+        for i in range(len(self.x)):
+            seen = {}
+            eager = demo_model()
+            target_module = dict(eager.named_modules())["features.0"]
+            hook = target_module.register_forward_hook(lambda m, inp, output: seen.__setitem__("a", output))
+            probe, layer = torch.jit.load(str(self.probe)), dict(eager.named_modules())[self.LAYER]
+            grabbed = {}
+            hook2 = layer.register_forward_hook(lambda m, inp, output: grabbed.__setitem__("a", output))
+            eager(self.x[i:i + 1])
+            hook.remove()
+            hook2.remove()
+            z = probe(grabbed["a"])[0, 0]
+            g, = torch.autograd.grad(z if int(self.predicted[i]) == 1 else -z, seen["a"])
+            raw = GradCAM(model=eager, target_layers=[target_module]).get_cam_image(
+                self.x[i:i + 1], target_module, [ClassifierOutputTarget(int(self.predicted[i]))],
+                seen["a"].detach().numpy(), g.numpy(), False)
+            cams.append(torch.from_numpy(np.maximum(raw, 0)))
+        want = torch.stack(cams)
+        self.assertGreater(float(want.max()), 0.0)
+        self.assertLessEqual(max_diff(got["grad_cam"], want), 1e-5 * float(want.max()))
+
+    def test_a_layer_after_the_probes_is_refused(self):
+        result = cli("attribute", FASHION, *inputs(self.IMAGES[:1]), "--probe", self.probe, "--method", "grad_cam",
+                     "--layer", "features.2", "--out", pathlib.Path(self.tmp.name) / "x.npz")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("take a layer before the probe's", result.stderr)
+
+
 class CliAttributeArchitectures(unittest.TestCase):
     """attribute on a model with a namedtuple output (GoogLeNet: its logits explained) and on a vision
     transformer's tokens (ViT-B/16, a block's tokens as their 14 x 14 patch grid), against the values the
