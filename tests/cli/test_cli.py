@@ -2604,6 +2604,13 @@ class CliSanity(unittest.TestCase):
                     self.assertAlmostEqual(entry["per_image"]["ssim"][i], want, delta=1e-9)
         first = got["saliency"]["layers"][0]
         self.assertEqual((first["layer"], first["type"]), ("classifier.2", "Linear"))
+        # Quantus's ssim compares the flattened maps as 1-D signals; TorchScope compares the 2-D maps,
+        # as Adebayo et al. did: the two are different numbers.
+        import quantus
+        original = maps["saliency/original"].sum(1).double().numpy()
+        randomised = maps[f"saliency/{first['layer']}"].sum(1).double().numpy()
+        flat = quantus.similarity_func.ssim(original[0].reshape(-1), randomised[0].reshape(-1))
+        self.assertGreater(abs(flat - first["per_image"]["ssim"][0]), 1e-3)
 
     def test_mistakes_are_named(self):
         bad = cli("sanity", FASHION, *inputs(self.IMAGES[:1]), "--method", "saliency", "--mode", "sideways",
