@@ -96,7 +96,9 @@ void addCheckItem(QListWidget* list, const QString& name, const QString& about, 
 class NumberItem : public QTableWidgetItem {
 public:
     NumberItem(double mean, double sd)
-        : QTableWidgetItem(std::isfinite(mean) ? QString("%1 ± %2").arg(scaleNumber(mean), scaleNumber(sd)) : "—")
+        : QTableWidgetItem(!std::isfinite(mean) ? QString("—")
+                : std::isfinite(sd)             ? QString("%1 ± %2").arg(scaleNumber(mean), scaleNumber(sd))
+                                                : scaleNumber(mean))
         , mean_(mean)
     {
         setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
@@ -382,6 +384,10 @@ void AttributionPanel::fillSummary()
         headers << tr("Spearman |map| after all layers") << tr("SSIM after all layers");
     summary_->setColumnCount(headers.size());
     summary_->setHorizontalHeaderLabels(headers);
+    for (int c = 1; c <= metrics.size(); ++c) // which way is better, on hover
+        for (const auto& m : Metrics)
+            if (metrics[c - 1] == m.name)
+                summary_->horizontalHeaderItem(c)->setToolTip(tr(m.about));
     summary_->setRowCount(static_cast<int>(result_->methods.size()));
     for (int row = 0; row < static_cast<int>(result_->methods.size()); ++row) {
         const std::string& method = result_->methods[static_cast<size_t>(row)];
@@ -401,9 +407,9 @@ void AttributionPanel::fillSummary()
             const auto layers = result_->sanity.find(method);
             const bool has = layers != result_->sanity.end() && !layers->second.empty();
             summary_->setItem(row, static_cast<int>(metrics.size()) + 1,
-                new NumberItem(has ? layers->second.back().spearmanAbs : NAN, 0.0));
+                new NumberItem(has ? layers->second.back().spearmanAbs : NAN, NAN));
             summary_->setItem(
-                row, static_cast<int>(metrics.size()) + 2, new NumberItem(has ? layers->second.back().ssim : NAN, 0.0));
+                row, static_cast<int>(metrics.size()) + 2, new NumberItem(has ? layers->second.back().ssim : NAN, NAN));
         }
     }
     summary_->setSortingEnabled(true);
