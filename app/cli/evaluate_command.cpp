@@ -5,6 +5,7 @@
 #include "attribution_setup.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/finite_summary.h"
 #include "common/strings.h"
 #include "export/read_tensors.h"
 #include "graph/engine.h"
@@ -58,31 +59,6 @@ MapsToScore mapsFromFile(const CliOptions& options, const AttributionSetup& job,
     return out;
 }
 
-struct Summary {
-    double mean = NAN, sd = NAN;
-    int count = 0;
-};
-
-Summary summarise(const std::vector<double>& values)
-{
-    Summary s;
-    double sum = 0.0;
-    for (double v : values)
-        if (std::isfinite(v)) {
-            sum += v;
-            ++s.count;
-        }
-    if (s.count == 0)
-        return s;
-    s.mean = sum / s.count;
-    double squares = 0.0;
-    for (double v : values)
-        if (std::isfinite(v))
-            squares += (v - s.mean) * (v - s.mean);
-    s.sd = std::sqrt(squares / s.count);
-    return s;
-}
-
 nlohmann::json number(double v)
 {
     return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
@@ -104,7 +80,7 @@ std::string asJson(const Results& results, const AttributionSetup& job, const st
     for (const auto& [method, result] : results) {
         out["pixels_per_step"] = result.pixelsPerStep;
         for (const auto& [metric, values] : result.metrics) {
-            const Summary s = summarise(values.perImage);
+            const FiniteSummary s = summariseFinite(values.perImage);
             nlohmann::json entry{{"mean", number(s.mean)}, {"sd", number(s.sd)}, {"images", s.count}};
             entry["per_image"] = nlohmann::json::array();
             for (double v : values.perImage)
@@ -135,7 +111,7 @@ std::string asCsv(const Results& results, const std::vector<std::string>& names)
                     csv << method << ',' << metric << ','
                         << quoted(i < names.size() ? names[i] : "sample " + std::to_string(i)) << ','
                         << values.perImage[i] << '\n';
-            const Summary s = summarise(values.perImage);
+            const FiniteSummary s = summariseFinite(values.perImage);
             csv << method << ',' << metric << ",mean," << s.mean << '\n';
             csv << method << ',' << metric << ",sd," << s.sd << '\n';
         }
@@ -193,7 +169,7 @@ int runEvaluate(const CliOptions& options)
     std::cout << std::fixed << std::setprecision(4);
     for (const auto& [method, result] : results)
         for (const auto& [metric, values] : result.metrics) {
-            const Summary s = summarise(values.perImage);
+            const FiniteSummary s = summariseFinite(values.perImage);
             std::cout << "  " << method << "  " << metric << ": " << s.mean << " ± " << s.sd << " (" << s.count
                       << " images)\n";
         }

@@ -5,6 +5,7 @@
 #include "cli_manifest.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/finite_summary.h"
 #include "export/write_tensors.h"
 #include "graph/engine.h"
 #include "model/model.h"
@@ -21,18 +22,6 @@
 
 namespace torchscope::cli {
 namespace {
-
-double mean(const std::vector<double>& values)
-{
-    double sum = 0.0;
-    int count = 0;
-    for (double v : values)
-        if (std::isfinite(v)) {
-            sum += v;
-            ++count;
-        }
-    return count > 0 ? sum / count : NAN;
-}
 
 nlohmann::json number(double v)
 {
@@ -56,12 +45,13 @@ std::string asJson(const SanityResult& report, const std::string& mode, const Cl
             {"targets", report.targets}, {"seed", options.seed}, {"not_randomised", report.skipped}};
         entry["layers"] = nlohmann::json::array();
         for (const auto& layer : method.layers)
-            entry["layers"].push_back(
-                {{"layer", layer.layer}, {"type", layer.type}, {"spearman_abs", number(mean(layer.spearmanAbs))},
-                    {"spearman", number(mean(layer.spearman))}, {"ssim", number(mean(layer.ssim))},
-                    {"per_image",
-                        {{"spearman_abs", numbers(layer.spearmanAbs)}, {"spearman", numbers(layer.spearman)},
-                            {"ssim", numbers(layer.ssim)}}}});
+            entry["layers"].push_back({{"layer", layer.layer}, {"type", layer.type},
+                {"spearman_abs", number(summariseFinite(layer.spearmanAbs).mean)},
+                {"spearman", number(summariseFinite(layer.spearman).mean)},
+                {"ssim", number(summariseFinite(layer.ssim).mean)},
+                {"per_image",
+                    {{"spearman_abs", numbers(layer.spearmanAbs)}, {"spearman", numbers(layer.spearman)},
+                        {"ssim", numbers(layer.ssim)}}}});
         all.push_back(entry);
     }
     return (all.size() == 1 ? all[0] : all).dump(2) + "\n";
@@ -75,7 +65,8 @@ std::string asCsv(const SanityResult& report, const std::string& mode)
         for (size_t k = 0; k < method.layers.size(); ++k) {
             const LayerSimilarity& layer = method.layers[k];
             csv << method.method << ',' << mode << ',' << k + 1 << ',' << layer.layer << ',' << layer.type << ','
-                << mean(layer.spearmanAbs) << ',' << mean(layer.spearman) << ',' << mean(layer.ssim) << '\n';
+                << summariseFinite(layer.spearmanAbs).mean << ',' << summariseFinite(layer.spearman).mean << ','
+                << summariseFinite(layer.ssim).mean << '\n';
         }
     return csv.str();
 }
@@ -129,8 +120,9 @@ int runSanity(const CliOptions& options)
     for (const auto& method : report.methods) {
         std::cout << method.method << ", " << mode << " randomisation (Spearman |map|, Spearman, SSIM):\n";
         for (const auto& layer : method.layers)
-            std::cout << "  " << layer.layer << " (" << layer.type << ")  " << mean(layer.spearmanAbs) << "  "
-                      << mean(layer.spearman) << "  " << mean(layer.ssim) << '\n';
+            std::cout << "  " << layer.layer << " (" << layer.type << ")  " << summariseFinite(layer.spearmanAbs).mean
+                      << "  " << summariseFinite(layer.spearman).mean << "  " << summariseFinite(layer.ssim).mean
+                      << '\n';
     }
     for (const auto& skipped : report.skipped)
         std::cerr << "torchscope-cli: not randomised (its initialiser is not known): " << skipped << '\n';

@@ -4,6 +4,7 @@
 #include "attribution/input_attributions.h"
 #include "attribution/sanity_checks.h"
 #include "common/error.h"
+#include "common/finite_summary.h"
 #include "common/strings.h"
 #include "common/tensor_conversion.h"
 #include "export/manifest.h"
@@ -82,19 +83,9 @@ ProgressCallback stageProgress(const ProgressCallback& progress, int stage, int 
 WorkbenchMetricSummary summarise(const MetricValues& values)
 {
     WorkbenchMetricSummary s;
-    double sum = 0.0;
-    int count = 0;
-    for (double v : values.perImage)
-        if (std::isfinite(v)) {
-            sum += v;
-            ++count;
-        }
-    s.mean = count > 0 ? sum / count : NAN;
-    double squares = 0.0;
-    for (double v : values.perImage)
-        if (std::isfinite(v))
-            squares += (v - s.mean) * (v - s.mean);
-    s.sd = count > 0 ? std::sqrt(squares / count) : NAN;
+    const FiniteSummary finite = summariseFinite(values.perImage);
+    s.mean = finite.mean;
+    s.sd = finite.sd;
     if (!values.curves.empty()) {
         s.meanCurve.assign(values.curves.front().size(), 0.0);
         for (const auto& curve : values.curves)
@@ -185,24 +176,14 @@ AttributionWorkbenchResult runAttributionWorkbench(Engine& engine, const std::sh
         = checkSanity(engine, scratch, batch, sanity, stageProgress(progress, stage, stages, "sanity check"));
     result.cancelled = report.cancelled;
     result.notRandomised = report.skipped;
-    const auto mean = [](const std::vector<double>& values) {
-        double sum = 0.0;
-        int count = 0;
-        for (double v : values)
-            if (std::isfinite(v)) {
-                sum += v;
-                ++count;
-            }
-        return count > 0 ? sum / count : NAN;
-    };
     for (const auto& method : report.methods)
         for (const auto& layer : method.layers) {
             WorkbenchSanityLayer entry;
             entry.layer = layer.layer;
             entry.type = layer.type;
-            entry.spearmanAbs = mean(layer.spearmanAbs);
-            entry.spearman = mean(layer.spearman);
-            entry.ssim = mean(layer.ssim);
+            entry.spearmanAbs = summariseFinite(layer.spearmanAbs).mean;
+            entry.spearman = summariseFinite(layer.spearman).mean;
+            entry.ssim = summariseFinite(layer.ssim).mean;
             entry.firstImage = toFloatTensor(
                 pixelImportance(layer.maps.narrow(0, 0, 1), images.size(2), images.size(3))[0].contiguous());
             result.sanity[method.method].push_back(std::move(entry));
