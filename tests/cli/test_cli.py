@@ -1823,10 +1823,9 @@ class CliManifest(unittest.TestCase):
         self.assertEqual(len(m["images"]), 4)
 
 
-@unittest.skipIf(HEADLESS, "reads image files")
-class CliAttribute(unittest.TestCase):
-    """attribute: saliency, Input x Gradient and Integrated Gradients (every integration rule) against
-    Captum's own classes on the eager demo model with the same weights and input."""
+class FashionImagesCase:
+    """For the attribution classes: IMAGES as the demo model saw them (x), the eager demo model with
+    its predictions, and a temporary folder per test (dir)."""
 
     IMAGES = [FIXTURES / "probe" / folder / name for folder in ("footwear", "rest") for name in ("00.png", "01.png")]
 
@@ -1843,6 +1842,12 @@ class CliAttribute(unittest.TestCase):
 
     def tearDown(self):
         self.tmp.cleanup()
+
+
+@unittest.skipIf(HEADLESS, "reads image files")
+class CliAttribute(FashionImagesCase, unittest.TestCase):
+    """attribute: saliency, Input x Gradient and Integrated Gradients (every integration rule) against
+    Captum's own classes on the eager demo model with the same weights and input."""
 
     def attribute(self, *args, name="maps.npz"):
         out = self.dir / name
@@ -1971,27 +1976,13 @@ class CliAttribute(unittest.TestCase):
 
 
 @unittest.skipIf(HEADLESS, "reads image files")
-class CliAttributeNoise(unittest.TestCase):
+class CliAttributeNoise(FashionImagesCase, unittest.TestCase):
     """attribute: SmoothGrad, SmoothGrad² and VarGrad against Captum's NoiseTunnel drawing the same
     noise, and Integrated Gradients from a blurred, a noisy and a user's baseline against Captum
     given that baseline (itself checked against torchvision's gaussian_blur and torch.rand)."""
 
     IMAGES = CliAttribute.IMAGES[1:3]
     SEED = 7
-
-    @classmethod
-    def setUpClass(cls):
-        cls.x = torch.cat([fashion_image(path) for path in cls.IMAGES])
-        cls.model = demo_model()
-        with torch.no_grad():
-            cls.predicted = cls.model(cls.x).argmax(1)
-
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = pathlib.Path(self.tmp.name)
-
-    def tearDown(self):
-        self.tmp.cleanup()
 
     def attribute(self, *args, name="maps.npz"):
         return CliAttribute.attribute(self, *args, name=name)
@@ -2504,27 +2495,12 @@ class CliEvaluate(unittest.TestCase):
 
 
 @unittest.skipIf(HEADLESS, "reads image files")
-class CliSanity(unittest.TestCase):
+class CliSanity(FashionImagesCase, unittest.TestCase):
     """sanity: cascading and independent randomisation against Quantus's MPRT on the eager demo model
     (the same layers in the same order, re-initialised from the same seed, the same Spearman per image),
     SSIM against skimage's structural_similarity of the maps it keeps, and the loaded model untouched."""
 
-    IMAGES = CliAttribute.IMAGES
     SEED = 42
-
-    @classmethod
-    def setUpClass(cls):
-        cls.x = torch.cat([fashion_image(path) for path in cls.IMAGES])
-        cls.model = demo_model()
-        with torch.no_grad():
-            cls.predicted = cls.model(cls.x).argmax(1)
-
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = pathlib.Path(self.tmp.name)
-
-    def tearDown(self):
-        self.tmp.cleanup()
 
     def sanity(self, *args, name="sanity.json"):
         out = self.dir / name
