@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 
 namespace torchscope::cli {
@@ -89,8 +90,12 @@ int runAttribute(const CliOptions& options)
     for (size_t i = 0; i < result.targets.size(); ++i) {
         std::cout << "  " << (i < names.size() ? names[i] : "sample " + std::to_string(i)) << ": "
                   << result.targetDescriptions[i];
-        if (i < result.integratedGradientsDelta.size())
-            std::cout << "; integrated gradients' completeness error " << result.integratedGradientsDelta[i];
+        if (i < result.integratedGradientsDelta.size()) {
+            if (std::isnan(result.integratedGradientsDelta[i]))
+                std::cout << "; no completeness error (the output has no class scores to compare)";
+            else
+                std::cout << "; integrated gradients' completeness error " << result.integratedGradientsDelta[i];
+        }
         std::cout << '\n';
     }
     if (result.cancelled)

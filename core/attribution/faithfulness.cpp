@@ -137,7 +137,7 @@ FaithfulnessResult evaluateFaithfulness(Engine& engine, const at::Tensor& images
     for (const auto& metric : request.metrics)
         if (std::find(known.begin(), known.end(), metric) == known.end())
             throw Error("unknown metric '" + metric + "'; expected " + join(known, ", "));
-    if (images.dim() != 4 || maps.dim() != 4 || maps.size(0) != images.size(0)
+    if (images.dim() != 4 || images.size(0) == 0 || maps.dim() != 4 || maps.size(0) != images.size(0)
         || static_cast<int64_t>(targets.size()) != images.size(0))
         throw Error("faithfulness needs images [N, C, H, W], maps [N, K, h, w] and N targets; got "
             + shapeToString(images.sizes().vec()) + ", " + shapeToString(maps.sizes().vec()) + " and "

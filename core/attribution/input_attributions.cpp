@@ -108,8 +108,9 @@ int64_t evaluationBytesPerSample(Model& model, const at::Tensor& oneSample)
 InputAttributionResult attributeInputs(
     Engine& engine, const at::Tensor& images, const InputAttributionRequest& request, const ProgressCallback& progress)
 {
-    if (images.dim() != 4)
-        throw Error("attributions need a batch of images [N, C, H, W], got " + shapeToString(images.sizes().vec()));
+    if (images.dim() != 4 || images.size(0) == 0)
+        throw Error(
+            "attributions need a batch of images [N, C, H, W], N >= 1, got " + shapeToString(images.sizes().vec()));
     const std::vector<std::string> known = attributionMethods();
     for (const auto& method : request.methods)
         if (std::find(known.begin(), known.end(), method) == known.end())
@@ -131,7 +132,11 @@ InputAttributionResult attributeInputs(
     const int64_t useful
         = std::max<int64_t>({static_cast<int64_t>(points.alphas.size()), noisy ? int64_t{request.noise.samples} : 1,
             has(methods, Occlusion) || has(methods, ScoreCam) ? int64_t{4096} : 1});
-    const int64_t batch = batchUnderCap(request.memoryBytes, perSample, useful);
+    // A model taking List[Tensor] (detection) hands back the first image's input gradient only:
+    // its path points and noisy copies go one at a time.
+    const auto& arguments = engine.model().forwardArguments();
+    const bool listInput = !arguments.empty() && arguments[0].type == "List[Tensor]";
+    const int64_t batch = listInput ? 1 : batchUnderCap(request.memoryBytes, perSample, useful);
     const ScoreSource source = scoreSourceOf(request);
 
     InputAttributionResult result;

@@ -72,7 +72,8 @@ struct InputAttributionResult {
     std::vector<int64_t> targets; // the class explained, per image (-1: none, EigenCAM alone)
     std::vector<std::string> targetDescriptions;
     // Integrated Gradients' completeness error per image: sum of the attributions minus
-    // (f(x) - f(baseline)) of the target score; and the baselines [N, C, H, W] unless black.
+    // (f(x) - f(baseline)) of the target score (NaN where the output has no class scores: a
+    // segmentation region or a detection); and the baselines [N, C, H, W] unless black.
     std::vector<double> integratedGradientsDelta;
     at::Tensor integratedGradientsBaselines;
     int batch = 0; // the inputs evaluated together under the memory cap

@@ -10,6 +10,7 @@
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
+#include <limits>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/script.h>
 
@@ -91,12 +92,12 @@ InputGradients inputGradients(Engine& engine, const at::Tensor& batch, const Sco
     run.inputGradient = true;
     const RunResult result = engine.run(run, forwardInputsFromBatch(engine.model(), batch));
     InputGradients out;
-    out.input = result.tensor("input:grad").to(at::kFloat);
+    out.input = result.tensor("input:grad").to(batch.device(), at::kFloat); // the engine ran on the model's device
     out.target = result.targetIndex;
     out.description = result.target;
     const ScoreOutput scores = findScores(*result.find("output"), source.scores);
-    if (scores.kind == OutputKind::Classes)
-        out.score = scores.scores.select(1, out.target).sum().item<double>();
+    out.score = scores.kind == OutputKind::Classes ? scores.scores.select(1, out.target).sum().item<double>()
+                                                   : std::numeric_limits<double>::quiet_NaN();
     return out;
 }
 

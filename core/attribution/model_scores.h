@@ -32,7 +32,7 @@ struct InputGradients {
     at::Tensor input; // d score / d input, [B, C, H, W] float32
     int64_t target = 0; // the class explained (a negative request: the first input's prediction)
     std::string description;
-    double score = 0.0; // the target's class score summed over the batch (0 for other outputs)
+    double score = 0.0; // the target's class score summed over the batch (NaN for other outputs)
 };
 InputGradients inputGradients(Engine& engine, const at::Tensor& batch, const ScoreSource& source, int64_t target);
 

@@ -56,20 +56,21 @@ at::Tensor scoreCam(Engine& engine, const at::Tensor& x, const at::Tensor& activ
 {
     const at::NoGradGuard noGrad;
     const int64_t channels = activations.size(1);
+    const at::Tensor input = x.to(activations.device()); // the activations are on the model's device
     std::vector<at::Tensor> scores;
     // The masks of one batch at a time: all of them at once would hold channels × the input.
     for (int64_t first = 0; first < channels; first += batch) {
         const int64_t count = std::min(batch, channels - first);
         at::Tensor masks = at::upsample_bilinear2d(
-            activations.narrow(1, first, count), {x.size(2), x.size(3)}, /*align_corners=*/true);
+            activations.narrow(1, first, count), {input.size(2), input.size(3)}, /*align_corners=*/true);
         const at::Tensor flat = masks.view({1, count, -1});
         const at::Tensor highs = std::get<0>(flat.max(-1)).view({1, count, 1, 1});
         const at::Tensor lows = std::get<0>(flat.min(-1)).view({1, count, 1, 1});
         masks = (masks - lows) / (highs - lows + 1e-8);
-        const at::Tensor masked = (x.unsqueeze(1) * masks.unsqueeze(2)).squeeze(0); // [count, Cin, H, W]
+        const at::Tensor masked = (input.unsqueeze(1) * masks.unsqueeze(2)).squeeze(0); // [count, Cin, H, W]
         scores.push_back(classScores(engine, masked, source, target, "score_cam"));
     }
-    const at::Tensor weights = at::softmax(at::cat(scores), 0).view({1, channels, 1, 1});
+    const at::Tensor weights = at::softmax(at::cat(scores), 0).view({1, channels, 1, 1}).to(activations.device());
     return at::relu((weights * activations).sum(1, true));
 }
 

@@ -65,6 +65,8 @@ at::Tensor decodeNpy(const std::string& bytes, const std::string& name)
         throw Error("'" + name + "' is not a .npy array");
     const int major = static_cast<unsigned char>(bytes[6]);
     const size_t lengthBytes = major == 1 ? 2 : 4;
+    if (bytes.size() < 8 + lengthBytes)
+        throw Error("'" + name + "' has a cut .npy header");
     size_t headerLength = 0;
     for (size_t k = 0; k < lengthBytes; ++k)
         headerLength |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + k])) << (8 * k);
