@@ -115,6 +115,13 @@ AttributionSetup prepareAttribution(const CliOptions& options)
     return out;
 }
 
+bool writesCsv(const CliOptions& options, const std::string& command)
+{
+    if (!endsWith(options.out, ".csv") && !endsWith(options.out, ".json"))
+        throw Error(command + " writes FILE.json or FILE.csv; got " + options.out);
+    return endsWith(options.out, ".csv");
+}
+
 InterruptibleProgress::InterruptibleProgress(std::string unit)
     : unit_(std::move(unit))
 {

@@ -31,6 +31,9 @@ struct AttributionSetup {
 // does not fit.
 AttributionSetup prepareAttribution(const CliOptions& options);
 
+// Whether `options.out` is a .csv (else a .json); throws torchscope::Error naming `command` for another.
+bool writesCsv(const CliOptions& options, const std::string& command);
+
 // A progress callback that prints "done / total UNIT" on stderr and stops after Ctrl+C (SIGINT is
 // caught while the returned guard lives; what finished is kept).
 class InterruptibleProgress {

@@ -6,6 +6,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/finite_summary.h"
+#include "common/json_number.h"
 #include "common/strings.h"
 #include "export/read_tensors.h"
 #include "graph/engine.h"
@@ -33,15 +34,13 @@ MapsToScore mapsFromFile(const CliOptions& options, const AttributionSetup& job,
     MapsToScore out;
     const int64_t n = job.images.size(0);
     for (const auto& method : job.request.methods) {
-        const auto upsampled = file.find(method + ":input");
-        const auto found = upsampled != file.end() ? upsampled : file.find(method);
-        if (found == file.end())
+        const at::Tensor* found = inputSizedMap(file, method);
+        if (!found)
             throw Error(options.attributions + " has no key '" + method + "' (nor '" + method + ":input')");
-        if (found->second.dim() != 4 || found->second.size(0) != n)
-            throw Error(options.attributions + ": '" + found->first + "' is "
-                + shapeToString(found->second.sizes().vec()) + "; [" + std::to_string(n)
-                + ", channels, height, width] was expected, one map per input");
-        out.maps[method] = found->second.to(at::kFloat);
+        if (found->dim() != 4 || found->size(0) != n)
+            throw Error(options.attributions + ": '" + method + "' is " + shapeToString(found->sizes().vec()) + "; ["
+                + std::to_string(n) + ", channels, height, width] was expected, one map per input");
+        out.maps[method] = found->to(at::kFloat);
     }
     if (const auto targets = file.find("targets"); targets != file.end()) {
         const at::Tensor t = targets->second.to(at::kLong).contiguous();
@@ -57,11 +56,6 @@ MapsToScore mapsFromFile(const CliOptions& options, const AttributionSetup& job,
         out.targets.assign(predicted.data_ptr<int64_t>(), predicted.data_ptr<int64_t>() + n);
     }
     return out;
-}
-
-nlohmann::json number(double v)
-{
-    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
 
 using Results = std::map<std::string, FaithfulnessResult>; // method -> metrics
@@ -81,10 +75,10 @@ std::string asJson(const Results& results, const AttributionSetup& job, const st
         out["pixels_per_step"] = result.pixelsPerStep;
         for (const auto& [metric, values] : result.metrics) {
             const FiniteSummary s = summariseFinite(values.perImage);
-            nlohmann::json entry{{"mean", number(s.mean)}, {"sd", number(s.sd)}, {"images", s.count}};
+            nlohmann::json entry{{"mean", jsonNumber(s.mean)}, {"sd", jsonNumber(s.sd)}, {"images", s.count}};
             entry["per_image"] = nlohmann::json::array();
             for (double v : values.perImage)
-                entry["per_image"].push_back(number(v));
+                entry["per_image"].push_back(jsonNumber(v));
             if (!values.curves.empty())
                 entry["curves"] = values.curves;
             methods[method][metric] = entry;
@@ -122,9 +116,7 @@ std::string asCsv(const Results& results, const std::vector<std::string>& names)
 
 int runEvaluate(const CliOptions& options)
 {
-    const bool csv = options.out.size() >= 4 && options.out.substr(options.out.size() - 4) == ".csv";
-    if (!csv && (options.out.size() < 5 || options.out.substr(options.out.size() - 5) != ".json"))
-        throw Error("evaluate writes FILE.json or FILE.csv; got " + options.out);
+    const bool csv = writesCsv(options, "evaluate");
     AttributionSetup job = prepareAttribution(options);
     Engine engine(job.model);
 
@@ -137,7 +129,7 @@ int runEvaluate(const CliOptions& options)
         InputAttributionResult made = attributeInputs(engine, job.images, job.request, progress.callback());
         cancelled = made.cancelled;
         for (const auto& method : job.request.methods)
-            scored.maps[method] = made.maps.count(method + ":input") ? made.maps[method + ":input"] : made.maps[method];
+            scored.maps[method] = *inputSizedMap(made.maps, method);
         scored.targets = made.targets;
     }
     const auto explained = static_cast<int64_t>(scored.targets.size());

@@ -6,6 +6,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/finite_summary.h"
+#include "common/json_number.h"
 #include "export/write_tensors.h"
 #include "graph/engine.h"
 #include "model/model.h"
@@ -23,16 +24,11 @@
 namespace torchscope::cli {
 namespace {
 
-nlohmann::json number(double v)
-{
-    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
-
 nlohmann::json numbers(const std::vector<double>& values)
 {
     nlohmann::json list = nlohmann::json::array();
     for (double v : values)
-        list.push_back(number(v));
+        list.push_back(jsonNumber(v));
     return list;
 }
 
@@ -46,9 +42,9 @@ std::string asJson(const SanityResult& report, const std::string& mode, const Cl
         entry["layers"] = nlohmann::json::array();
         for (const auto& layer : method.layers)
             entry["layers"].push_back({{"layer", layer.layer}, {"type", layer.type},
-                {"spearman_abs", number(summariseFinite(layer.spearmanAbs).mean)},
-                {"spearman", number(summariseFinite(layer.spearman).mean)},
-                {"ssim", number(summariseFinite(layer.ssim).mean)},
+                {"spearman_abs", jsonNumber(summariseFinite(layer.spearmanAbs).mean)},
+                {"spearman", jsonNumber(summariseFinite(layer.spearman).mean)},
+                {"ssim", jsonNumber(summariseFinite(layer.ssim).mean)},
                 {"per_image",
                     {{"spearman_abs", numbers(layer.spearmanAbs)}, {"spearman", numbers(layer.spearman)},
                         {"ssim", numbers(layer.ssim)}}}});
@@ -75,9 +71,7 @@ std::string asCsv(const SanityResult& report, const std::string& mode)
 
 int runSanity(const CliOptions& options)
 {
-    const bool csv = options.out.size() >= 4 && options.out.substr(options.out.size() - 4) == ".csv";
-    if (!csv && (options.out.size() < 5 || options.out.substr(options.out.size() - 5) != ".json"))
-        throw Error("sanity writes FILE.json or FILE.csv; got " + options.out);
+    const bool csv = writesCsv(options, "sanity");
     AttributionSetup job = prepareAttribution(options);
     Engine engine(job.model);
     SanityRequest request;

@@ -1,6 +1,7 @@
 #include "attribution/faithfulness.h"
 
 #include "attribution/baselines.h"
+#include "attribution/input_attributions.h"
 #include "attribution/road_imputation.h"
 #include "common/error.h"
 #include "common/strings.h"
@@ -147,8 +148,7 @@ FaithfulnessResult evaluateFaithfulness(Engine& engine, const at::Tensor& images
     const int64_t perStep = request.pixelsPerStep > 0 ? request.pixelsPerStep : (pixels + 99) / 100;
     const int64_t perSample = request.bytesPerSample > 0 ? request.bytesPerSample
                                                          : 16 * images[0].numel() * static_cast<int64_t>(sizeof(float));
-    const int64_t batch = std::clamp<int64_t>(
-        request.memoryBytes / std::max<int64_t>(1, perSample), 1, (pixels + perStep - 1) / perStep + 1);
+    const int64_t batch = batchUnderCap(request.memoryBytes, perSample, (pixels + perStep - 1) / perStep + 1);
     const at::Tensor importance = pixelImportance(maps, height, width);
     const auto uses = [&](const char* metric) {
         return std::find(request.metrics.begin(), request.metrics.end(), metric) != request.metrics.end();

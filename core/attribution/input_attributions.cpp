@@ -73,6 +73,14 @@ bool isLayerMethod(const std::string& method)
     return isGradientCam(method) || method == ScoreCam || method == EigenCam;
 }
 
+const at::Tensor* inputSizedMap(const std::map<std::string, at::Tensor>& maps, const std::string& method)
+{
+    auto found = maps.find(method + ":input");
+    if (found == maps.end())
+        found = maps.find(method);
+    return found == maps.end() ? nullptr : &found->second;
+}
+
 ScoreSource scoreSourceOf(const InputAttributionRequest& request)
 {
     return ScoreSource{request.scores, request.target.region, request.labels, request.probe};

@@ -80,6 +80,10 @@ struct InputAttributionResult {
     bool cancelled = false; // the images done so far are in the maps
 };
 
+// The map of `method` at the input's size: a layer method's "M:input", another's "M"; nullptr
+// when `maps` (a result's, or a file's) has neither. What the metrics and sanity checks compare.
+const at::Tensor* inputSizedMap(const std::map<std::string, at::Tensor>& maps, const std::string& method);
+
 // A request's ScoreSource: where its scores are and which part of them is explained.
 ScoreSource scoreSourceOf(const InputAttributionRequest& request);
 

@@ -21,8 +21,7 @@ std::map<std::string, at::Tensor> comparedMaps(
 {
     std::map<std::string, at::Tensor> maps;
     for (const auto& method : methods) {
-        const auto upsampled = result.maps.find(method + ":input");
-        maps[method] = (upsampled != result.maps.end() ? upsampled : result.maps.find(method))->second;
+        maps[method] = *inputSizedMap(result.maps, method);
     }
     return maps;
 }

@@ -2,6 +2,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/json_number.h"
 #include "common/strings.h"
 #include "export/manifest.h"
 #include "export/pt_export.h"
@@ -24,11 +25,6 @@ std::string number(double value)
     std::ostringstream out;
     out << std::setprecision(10) << value;
     return out.str();
-}
-
-nlohmann::json jsonNumber(double value)
-{
-    return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
 }
 
 at::Tensor measure(const Comparison& comparison, double LayerDifference::*field)

@@ -1,6 +1,7 @@
 #include "export/read_tensors.h"
 
 #include "common/error.h"
+#include "common/strings.h"
 #include "export/pt_export.h"
 
 #include <ATen/ATen.h>
@@ -13,11 +14,6 @@
 
 namespace torchscope {
 namespace {
-
-bool endsWith(const std::string& text, const std::string& tail)
-{
-    return text.size() >= tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
-}
 
 at::ScalarType numpyType(const std::string& descr, const std::string& name)
 {

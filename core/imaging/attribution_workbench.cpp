@@ -5,6 +5,7 @@
 #include "attribution/sanity_checks.h"
 #include "common/error.h"
 #include "common/finite_summary.h"
+#include "common/json_number.h"
 #include "common/strings.h"
 #include "common/tensor_conversion.h"
 #include "export/manifest.h"
@@ -95,11 +96,6 @@ WorkbenchMetricSummary summarise(const MetricValues& values)
     return s;
 }
 
-nlohmann::json number(double v)
-{
-    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
-
 } // namespace
 
 AttributionWorkbenchResult runAttributionWorkbench(Engine& engine, const std::shared_ptr<Model>& scratch,
@@ -138,8 +134,7 @@ AttributionWorkbenchResult runAttributionWorkbench(Engine& engine, const std::sh
     faithfulness.memoryBytes = request.memoryBytes;
     int stage = 1;
     for (const auto& method : request.methods) {
-        const auto upsampled = made.maps.find(method + ":input");
-        const at::Tensor maps = (upsampled != made.maps.end() ? upsampled : made.maps.find(method))->second;
+        const at::Tensor maps = *inputSizedMap(made.maps, method);
         const at::Tensor importance = pixelImportance(maps, images.size(2), images.size(3));
         auto& perImage = result.maps[method];
         for (int64_t i = 0; i < explained; ++i) {
@@ -231,11 +226,11 @@ std::string attributionMetricsJson(const AttributionWorkbenchResult& result)
     out["methods"] = nlohmann::json::object();
     for (const auto& [method, metrics] : result.summary)
         for (const auto& [metric, summary] : metrics) {
-            nlohmann::json entry{{"mean", number(summary.mean)}, {"sd", number(summary.sd)}};
+            nlohmann::json entry{{"mean", jsonNumber(summary.mean)}, {"sd", jsonNumber(summary.sd)}};
             entry["per_image"] = nlohmann::json::array();
             for (const auto& map : result.maps.at(method)) {
                 const auto found = map.metrics.find(metric);
-                entry["per_image"].push_back(number(found == map.metrics.end() ? NAN : found->second));
+                entry["per_image"].push_back(jsonNumber(found == map.metrics.end() ? NAN : found->second));
             }
             out["methods"][method][metric] = entry;
         }
@@ -245,8 +240,8 @@ std::string attributionMetricsJson(const AttributionWorkbenchResult& result)
             nlohmann::json entry{{"method", method}, {"mode", result.sanityMode}, {"layers", nlohmann::json::array()}};
             for (const auto& layer : layers)
                 entry["layers"].push_back(
-                    {{"layer", layer.layer}, {"type", layer.type}, {"spearman_abs", number(layer.spearmanAbs)},
-                        {"spearman", number(layer.spearman)}, {"ssim", number(layer.ssim)}});
+                    {{"layer", layer.layer}, {"type", layer.type}, {"spearman_abs", jsonNumber(layer.spearmanAbs)},
+                        {"spearman", jsonNumber(layer.spearman)}, {"ssim", jsonNumber(layer.ssim)}});
             out["sanity"].push_back(entry);
         }
     }

@@ -1,5 +1,6 @@
 #include "panels/attribution_panel.h"
 
+#include "common/atomic_file.h"
 #include "dialogs/save_dialog.h"
 #include "document/document.h"
 #include "export/manifest.h"
@@ -21,7 +22,6 @@
 #include <QListWidget>
 #include <QMenu>
 #include <QPushButton>
-#include <QSaveFile>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTableWidget>
@@ -425,10 +425,7 @@ QString AttributionPanel::exportTo(const QString& path, const QString& plot) con
         return savePlotFile(plots_->sanityPlot(), path, 900, 560);
     try {
         if (path.endsWith(".json", Qt::CaseInsensitive)) {
-            QSaveFile file(path);
-            const QByteArray json = QByteArray::fromStdString(attributionMetricsJson(*result_));
-            if (!file.open(QIODevice::WriteOnly) || file.write(json) != json.size() || !file.commit())
-                return tr("Could not write %1: %2").arg(path, file.errorString());
+            writeFileAtomically(path.toStdString(), attributionMetricsJson(*result_));
             return {};
         }
         ExportManifest manifest;
