@@ -345,6 +345,14 @@ void AttributionPanel::start()
     request.sanityMode = sanity_->currentData().toString().toStdString();
     shown_ = request;
     job_ = controller_->attributionWorkbench(request);
+    // The maps come when the job ends (the metrics and the sanity check need them all): say so,
+    // rather than leave the last result or the first-use hint standing.
+    result_.reset();
+    grid_->clear(tr("Explaining %n image(s)… the maps appear here when the job ends; the progress is on the left.",
+        nullptr, static_cast<int>(request.images.size())));
+    plots_->clear();
+    summary_->setRowCount(0);
+    column_->exportButton()->setEnabled(false);
     column_->setRunning(true);
     column_->showProgress(0, 1);
     column_->summary()->setText(tr("Explaining %n image(s)…", nullptr, static_cast<int>(request.images.size())));
@@ -362,6 +370,15 @@ void AttributionPanel::showResult(const AttributionWorkbenchResultPtr& result)
     QString text = result->cancelled ? tr("Cancelled: %n image(s) explained; what finished is shown.", nullptr,
                        static_cast<int>(result->images.size()))
                                      : tr("%n image(s) explained.", nullptr, static_cast<int>(result->images.size()));
+    if (result->cancelled && !shown_.metrics.empty()) { // say which maps have their metrics
+        QStringList scored;
+        for (const auto& [method, metrics] : result->summary)
+            if (std::any_of(metrics.begin(), metrics.end(), [](const auto& m) { return std::isfinite(m.second.mean); }))
+                scored << QString::fromStdString(method); // at least one image scored
+        text += "\n"
+            + (scored.isEmpty() ? tr("No map was scored before the cancel.")
+                                : tr("Metrics were computed for: %1.").arg(scored.join(", ")));
+    }
     for (const auto& [image, why] : result->failures)
         text += "\n" + tr("Left out %1: %2").arg(QString::fromStdString(image), QString::fromStdString(why));
     column_->summary()->setText(text);
