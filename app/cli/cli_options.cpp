@@ -19,7 +19,8 @@ face-expression network) is used. Run 'torchscope-cli COMMAND --help' for a comm
 
 constexpr const char* SpecHelp = R"(
 Grab specs: PATH (every call's output: PATH, PATH#1, ...), PATH:in0, PATH:in1 (inputs), PATH:grad
-(gradient of the --target score); PATH may be a glob ("layer3.*") or "type:Conv2d".
+(gradient of the --target score), PATH:attention (the attention probabilities [N, heads, queries,
+keys] the module computes, even fused); PATH may be a glob ("layer3.*") or "type:Conv2d".
 Edit specs: PATH:zero:C1,C2  PATH:scale:C1,C2:FACTOR  PATH:add:FILE.pt  PATH:replace:FILE.pt
 The input setup (--preprocess): none, imagenet, or a JSON file {"preprocess": {"resize": 256,
 "crop": 224, "grayscale": false, "scale": 1, "channel_order": "RGB", "mean": [...], "std":
@@ -286,6 +287,39 @@ CliOptions parseCommandLine(int argc, char** argv)
     addAttributionOptions(attribute, o, box);
     attribute->add_option("--out,-o", o.out, "FILE.pt, FILE.npz or FILE.safetensors")->required();
 
+    CLI::App* attention = app.add_subcommand("attention", "where a vision transformer's heads look");
+    addModelOptions(attention, o,
+        "The attention probabilities of every module that computes attention (the module tree marks them;\n"
+        "--layer picks some): scaled_dot_product_attention, nn.MultiheadAttention (need_weights=False and\n"
+        "its fast path included) or an explicit softmax(q kᵀ·s + b), computed beside the model's own kernel.\n"
+        "Methods: heads (\"PATH:attention\" [N, H, Q, K], \"PATH:maps\" [N, H, h, w]: the --query token's\n"
+        "attention over the h x w patches, \"PATH:entropy\" and \"PATH:distance\" [N, H]: each head's entropy\n"
+        "and mean attention distance in pixels), rollout (Abnar & Zuidema: heads fused by --head-fusion, the\n"
+        "lowest --discard fraction dropped, 0.5 A + 0.5 I; \"rollout\" [N, 1, h, w]), legrad (Bousselham et\n"
+        "al., as torchcam: \"legrad\" [N, 1, h, w] for --target or each image's predicted class, \"targets\").\n"
+        "The class token is the first; register tokens after it and models without one are said so.\n");
+    repeatable(attention, "--input", o.inputs, "images, folders of images, or one tensor file [N, C, H, W]")
+        ->required();
+    repeatable(attention, "--layer", o.attentionLayers, "attention module path, glob or type:NAME (repeatable)");
+    repeatable(attention, "--method", o.attentionMethods, "heads (default), rollout or legrad (repeatable)")
+        ->check(CLI::IsMember({"heads", "rollout", "legrad"}));
+    attention->add_option("--query", o.query, "the query token of the maps: cls (the class token) or an index")
+        ->capture_default_str();
+    attention->add_option("--head-fusion", o.headFusion, "rollout: mean, max or min over the heads")
+        ->check(CLI::IsMember({"mean", "max", "min"}))
+        ->capture_default_str();
+    attention->add_option("--discard", o.discard, "rollout: the fraction of lowest attention set to 0 per layer")
+        ->check(CLI::Range(0.0, 0.999))
+        ->capture_default_str();
+    attention
+        ->add_option("--target", o.target, "legrad: the class explained; default: each image's predicted class")
+        ->check(CLI::NonNegativeNumber);
+    attention->add_option("--patch-size", o.patchSize, "pixels per patch; default: the patch embedding's kernel")
+        ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+    attention->add_option("--memory-mb", o.memoryMb, "the memory one batch of images may take")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+    attention->add_option("--out,-o", o.out, "FILE.pt, FILE.npz or FILE.safetensors")->required();
+
     CLI::App* evaluate
         = app.add_subcommand("evaluate", "faithfulness metrics: does each map point at what the model uses?");
     addModelOptions(evaluate, o,
@@ -527,8 +561,8 @@ CliOptions parseCommandLine(int argc, char** argv)
         return o;
     } catch (const CLI::ParseError& e) {
         CLI::App* failed = &app; // the deepest command the parser entered
-        for (CLI::App* command : {inspect, setup, run, gradcam, attribute, evaluate, sanity, patch, record, probe,
-                 train, sweep, compare, visualize})
+        for (CLI::App* command : {inspect, setup, run, gradcam, attribute, attention, evaluate, sanity, patch, record,
+                 probe, train, sweep, compare, visualize})
             if (command->parsed())
                 failed = command;
         if (failed == probe)
@@ -536,8 +570,8 @@ CliOptions parseCommandLine(int argc, char** argv)
                              "for the subcommands.");
         if (failed == &app && dynamic_cast<const CLI::ExtrasError*>(&e))
             throw UsageError("unknown command '" + std::string(argv[1])
-                + "'; expected inspect, setup, run, gradcam, attribute, evaluate, sanity, patch, record, probe, "
-                  "compare or "
+                + "'; expected inspect, setup, run, gradcam, attribute, attention, evaluate, sanity, patch, record, "
+                  "probe, compare or "
                   "visualize\nRun "
                   "'torchscope-cli --help' for the commands.");
         const std::string name
@@ -547,7 +581,7 @@ CliOptions parseCommandLine(int argc, char** argv)
     }
     if (o.command.empty()) {
         for (CLI::App* command :
-            {inspect, setup, run, gradcam, attribute, evaluate, sanity, patch, record, compare, visualize})
+            {inspect, setup, run, gradcam, attribute, attention, evaluate, sanity, patch, record, compare, visualize})
             if (command->parsed())
                 o.command = command->get_name();
         if (probe->parsed()) {

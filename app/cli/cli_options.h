@@ -105,6 +105,13 @@ struct CliOptions {
     std::string fill; // "": zero for deletion, blur for insertion
     // sanity (mode: "cascading" or "independent", shared with compare's --mode)
     std::string mapsOut;
+    // attention (--target, --memory-mb and --input shared with attribute)
+    std::vector<std::string> attentionLayers;
+    std::vector<std::string> attentionMethods; // heads, rollout, legrad
+    std::string query = "cls"; // "cls" or a token index
+    std::string headFusion = "mean";
+    double discard = 0.0;
+    int64_t patchSize = 0; // 0: the model's patch embedding's
 };
 
 // CLI11 does the parsing: per-command options, ranges and choices checked, --help per command.

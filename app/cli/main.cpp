@@ -1,6 +1,7 @@
 // torchscope-cli: inspect a TorchScript model's module tree, or run it while grabbing, editing
 // and truncating ('torchscope-cli --help'). Errors go to stderr with exit code 1 (2 for usage errors).
 #include "analysis_commands.h"
+#include "attention_command.h"
 #include "attribute_command.h"
 #include "cli_options.h"
 #include "commands.h"
@@ -39,6 +40,8 @@ int main(int argc, char** argv)
             return runPatch(options);
         if (options.command == "attribute")
             return runAttribute(options);
+        if (options.command == "attention")
+            return runAttention(options);
         if (options.command == "evaluate")
             return runEvaluate(options);
         if (options.command == "sanity")

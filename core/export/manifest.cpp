@@ -27,6 +27,8 @@ std::string kindName(CaptureKind kind)
         return "input";
     case CaptureKind::Gradient:
         return "gradient";
+    case CaptureKind::Attention:
+        return "attention";
     }
     return "output";
 }

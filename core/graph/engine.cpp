@@ -106,6 +106,7 @@ ResolvedRequest Engine::resolve(const Request& request) const
         requireCalledModule(*model_, edit.path, "edit '" + edit.toString() + "'");
         resolved.edits.push_back(edit);
     }
+    resolved.attentionInPath = request.attentionInPath;
     if (request.truncateAt) {
         requireCalledModule(*model_, *request.truncateAt, "truncation point");
         resolved.truncateAt = request.truncateAt;

@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "common/strings.h"
+#include "graph/attention_taps.h"
 #include "graph/edit_functions.h"
 #include "graph/write_analysis.h"
 #include "model/torch_names.h"
@@ -40,6 +41,7 @@ std::string ResolvedRequest::cacheKey() const
     key << "|t=" << truncateAt.value_or("");
     for (const auto& e : edits)
         key << "|e=" << e.toString();
+    key << "|a=" << attentionInPath;
     return key.str();
 }
 
@@ -113,7 +115,7 @@ public:
         if (std::getenv("TORCHSCOPE_DUMP_GRAPH"))
             std::cerr << "instrumented graph:\n" << *graph_ << '\n';
 
-        const auto mode = request_.needsGradients()
+        const auto mode = request_.needsGradients() || request_.attentionInPath
             ? c10::optional<torch::jit::ExecutorExecutionMode>(torch::jit::ExecutorExecutionMode::SIMPLE)
             : c10::nullopt;
         // Gradients w.r.t. returned intermediates come back undefined once the profiling executor
@@ -147,14 +149,22 @@ private:
                         break;
                     }
             });
+            std::set<Node*> inlined;
             for (const auto& [node, path] : targetCalls) {
                 instrumentCall(path, node);
-                tapped_.insert(node);
                 found.insert(path);
+                if (grabsAttention(path)) {
+                    inlineAndTapAttention(path, node);
+                    inlined.insert(node);
+                } else {
+                    tapped_.insert(node);
+                }
             }
-            if (toInline.empty())
+            if (toInline.empty() && inlined.empty())
                 break;
             for (const auto& [node, path] : toInline) {
+                if (inlined.count(node))
+                    continue;
                 tapped_.erase(node); // the node is destroyed; its address may be reused
                 inlineCall(node, path);
             }
@@ -167,6 +177,39 @@ private:
         for (size_t s = 0; s < result_->slots.size(); ++s)
             if (!lists_[s])
                 throw Error("'" + result_->slots[s].key + "' cannot be grabbed: its module is never called");
+    }
+
+    bool grabsAttention(const std::string& path) const
+    {
+        for (const auto& slot : result_->slots)
+            if (slot.path == path && slot.kind == CaptureKind::Attention)
+                return true;
+        return false;
+    }
+
+    // The module's own code (and the functions it calls) comes into the graph, so that its
+    // attention can be found and computed beside the model's kernel; its submodules stay calls.
+    void inlineAndTapAttention(const std::string& path, Node* call)
+    {
+        Node* before = call->prev();
+        Node* end = call->next();
+        inlineCall(call, path);
+        inlineFunctionCalls(before->next(), end);
+        const auto probabilities = tapAttention(*graph_, before->next(), end, request_.attentionInPath);
+        for (size_t s = 0; s < result_->slots.size(); ++s) {
+            const auto& slot = result_->slots[s];
+            if (slot.path != path || slot.kind != CaptureKind::Attention)
+                continue;
+            if (probabilities.empty())
+                throw Error("'" + slot.key + "': module '" + path
+                    + "' computes no attention in its own code (no scaled_dot_product_attention, "
+                      "nn.MultiheadAttention or softmax over q·kᵀ); the module tree marks the modules that do");
+            for (Value* p : probabilities) {
+                WithInsertPoint after(p->node()->next());
+                const bool copy = !request_.attentionInPath && writes_.mayBeWritten(p);
+                append(s, copy ? insertClone(*graph_, p) : p);
+            }
+        }
     }
 
     void addEditInputs()
@@ -229,7 +272,7 @@ private:
 
         for (size_t s = 0; s < result_->slots.size(); ++s) {
             const auto& slot = result_->slots[s];
-            if (slot.path != path || slot.kind == CaptureKind::Input)
+            if (slot.path != path || slot.kind == CaptureKind::Input || slot.kind == CaptureKind::Attention)
                 continue;
             const bool isTensor = current->type()->isSubtypeOf(*c10::TensorType::get());
             if (slot.kind == CaptureKind::Output) {

@@ -30,6 +30,7 @@ struct ResolvedRequest {
     std::optional<std::string> truncateAt;
     std::vector<EditSpec> edits;
     std::vector<std::string> notes; // what the selectors skipped (modules that never run)
+    bool attentionInPath = false; // Request::attentionInPath
 
     bool needsGradients() const;
     std::string cacheKey() const;
@@ -43,7 +44,9 @@ struct InstrumentedFunction {
 
 // Copies forward's graph, inlines only the prim::CallMethod calls on the way to each requested
 // module, taps the calls of those modules, applies edits and cuts the graph at the truncation
-// point. The module itself is left untouched. Throws torchscope::Error.
+// point. A module whose attention is grabbed is inlined itself, with the functions it calls, and
+// its attention tapped (graph/attention_taps.h). The module itself is left untouched. Throws
+// torchscope::Error.
 std::shared_ptr<InstrumentedFunction> instrument(const torch::jit::Module& module, const ResolvedRequest& request);
 
 } // namespace torchscope

@@ -83,6 +83,8 @@ GrabSpec GrabSpec::parse(const std::string& text)
     const std::string suffix = text.substr(colon + 1);
     if (suffix == "grad" || suffix == "out")
         spec.kind = suffix == "grad" ? CaptureKind::Gradient : CaptureKind::Output;
+    else if (suffix == "attention")
+        spec.kind = CaptureKind::Attention;
     else if (startsWith(suffix, "in") && suffix.size() > 2) {
         spec.kind = CaptureKind::Input;
         const int64_t index = parseInteger(suffix.substr(2), "grab '" + text + "'");
@@ -91,13 +93,14 @@ GrabSpec GrabSpec::parse(const std::string& text)
         spec.inputIndex = static_cast<int>(index);
     } else {
         throw Error("grab '" + text + "': unknown suffix ':" + suffix
-            + "'; use PATH (output), PATH:in0, PATH:in1 ... (inputs) or PATH:grad");
+            + "'; use PATH (output), PATH:in0, PATH:in1 ... (inputs), PATH:grad or PATH:attention");
     }
     spec.selector = text.substr(0, colon);
     if (spec.selector.empty())
         throw Error("grab '" + text + "' names no module");
     if (spec.selector.find(':', startsWith(spec.selector, "type:") ? 5 : 0) != std::string::npos)
-        throw Error("grab '" + text + "': one suffix at most (PATH, PATH:in0 or PATH:grad); module paths have no ':'");
+        throw Error("grab '" + text
+            + "': one suffix at most (PATH, PATH:in0, PATH:grad or PATH:attention); module paths have no ':'");
     return spec;
 }
 
@@ -110,6 +113,8 @@ std::string GrabSpec::suffix() const
         return ":in" + std::to_string(inputIndex);
     case CaptureKind::Gradient:
         return ":grad";
+    case CaptureKind::Attention:
+        return ":attention";
     }
     return "";
 }
@@ -131,6 +136,8 @@ CaptureKey CaptureKey::parse(const std::string& text)
     const std::string suffix = rest.substr(colon + 1);
     if (suffix == "grad") {
         key.kind = CaptureKind::Gradient;
+    } else if (suffix == "attention") {
+        key.kind = CaptureKind::Attention;
     } else if (startsWith(suffix, "in") && suffix.size() > 2 && suffix.size() <= 6
         && suffix.find_first_not_of("0123456789", 2) == std::string::npos) {
         key.kind = CaptureKind::Input;

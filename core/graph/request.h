@@ -8,7 +8,9 @@
 
 namespace torchscope {
 
-enum class CaptureKind { Output, Input, Gradient };
+// Attention: the probabilities [N, heads, queries, keys] of the attention the module computes
+// (graph/attention_taps.h), worked out beside the model's own (possibly fused) kernel.
+enum class CaptureKind { Output, Input, Gradient, Attention };
 
 // One --grab: a selector (path, glob "layer3.*", or "type:Conv2d") and what to take from it.
 struct GrabSpec {
@@ -16,9 +18,10 @@ struct GrabSpec {
     CaptureKind kind = CaptureKind::Output;
     int inputIndex = 0; // for CaptureKind::Input
 
-    // "layer1", "layer1:in0", "layer1:grad", "type:Conv2d:in1". Throws torchscope::Error.
+    // "layer1", "layer1:in0", "layer1:grad", "blocks.0.attn:attention", "type:Conv2d:in1".
+    // Throws torchscope::Error.
     static GrabSpec parse(const std::string& text);
-    std::string suffix() const; // "", ":in0", ":grad"
+    std::string suffix() const; // "", ":in0", ":grad", ":attention"
 };
 
 // The key a grabbed value goes by in results and files: PATH, PATH:in0, PATH:grad, and "#N" after
@@ -30,7 +33,7 @@ struct CaptureKey {
     int inputIndex = 0; // for CaptureKind::Input
     int call = 0; // 0: the first call
 
-    // Never throws: a key that is not PATH[:inN|:grad][#N] is a path of its own.
+    // Never throws: a key that is not PATH[:inN|:grad|:attention][#N] is a path of its own.
     static CaptureKey parse(const std::string& key);
     std::string format() const;
     std::string grab() const; // the grab spec that asks for it: the key without "#N"
@@ -73,6 +76,10 @@ struct Request {
     std::vector<std::string> labels; // class names for RunResult::target ("class 3 (cat)")
     // Also the gradient of that score with respect to the first input ("input:grad"): saliency.
     bool inputGradient = false;
+    // Attention grabs then route the module's result through the probabilities they return
+    // (scaled_dot_product_attention's output becomes probabilities @ v, as the math kernel
+    // computes it), so that gradients reach them: LeGrad. The output may differ in the last bits.
+    bool attentionInPath = false;
 
     // Adds a grab of the module's output, unless one is there already.
     void grabOutput(const std::string& path);

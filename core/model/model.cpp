@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "common/tensor_conversion.h"
+#include "graph/attention_taps.h"
 #include "model/call_graph.h"
 #include "model/file_diagnosis.h"
 #include "model/operator_libraries.h"
@@ -14,9 +15,27 @@
 #include <torch/version.h>
 
 #include <functional>
+#include <map>
 
 namespace torchscope {
 namespace {
+
+// Per TorchScript type: instances of one type share their forward's code.
+bool holdsAttention(const torch::jit::Module& module, std::map<std::string, bool>& byType)
+{
+    const auto name = module.type()->name();
+    const std::string key = name ? name->qualifiedName() : "";
+    if (const auto it = byType.find(key); !key.empty() && it != byType.end())
+        return it->second;
+    bool holds = false;
+    try {
+        holds = computesAttention(module);
+    } catch (const std::exception&) {
+        holds = false; // code we cannot inline is code whose attention we cannot tap either
+    }
+    byType[key] = holds;
+    return holds;
+}
 
 int64_t countParameters(const torch::jit::Module& module, bool recurse)
 {
@@ -141,6 +160,7 @@ std::shared_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
     }
 
     const CallGraph calls = traceCalls(*model->module_);
+    std::map<std::string, bool> attentionByType;
     for (const auto& named : model->module_->named_modules()) {
         ModuleInfo info;
         info.path = named.name;
@@ -149,6 +169,7 @@ std::shared_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
         info.shortType = split(info.qualifiedType, '.').back();
         info.ownParameters = countParameters(named.value, false);
         info.totalParameters = countParameters(named.value, true);
+        info.holdsAttention = holdsAttention(named.value, attentionByType);
         model->index_[info.path] = static_cast<int>(model->modules_.size());
         model->modules_.push_back(std::move(info));
     }

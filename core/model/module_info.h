@@ -28,6 +28,8 @@ struct ModuleInfo {
     // type skip it, a grab by path is refused with the reason, dry runs leave it out.
     bool called = true;
     std::string notCalledReason;
+    // Its own forward computes attention (graph/attention_taps.h): PATH:attention can be grabbed.
+    bool holdsAttention = false;
     // Output shape of each call after a dry run (empty before; empty inner vector: not a tensor).
     std::vector<std::vector<int64_t>> outputShapes;
 };

@@ -1,0 +1,36 @@
+#pragma once
+
+// Attention probabilities out of a model's graph, whether or not the model ever materialises them.
+// Three forms are recognised in a module's own code (the functions it calls inlined first):
+//  - aten::scaled_dot_product_attention (timm, nn.MultiheadAttention with need_weights=False),
+//    with its mask, causal flag, scale and grouped heads;
+//  - aten::_native_multi_head_attention, nn.MultiheadAttention's inference fast path;
+//  - a softmax over the last dim of a matmul's result, plus bias or mask: softmax(q kᵀ·s + b), as
+//    Swin (per window) and nn.MultiheadAttention with need_weights=True write it.
+// For the first two the probabilities are computed beside the model's node from the same q, k and
+// mask, in the model's dtype; the model's own nodes stay as they are, so its output is unchanged.
+// Includes Torch: for the instrumenter and the model loader only.
+
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <vector>
+
+namespace torchscope {
+
+// Inlines every prim::CallFunction in the nodes from `first` up to (not including) `end`, and in
+// their blocks, until none is left: F.multi_head_attention_forward's or Swin's ops become visible.
+void inlineFunctionCalls(torch::jit::Node* first, torch::jit::Node* end);
+
+// One value per attention computation from `first` up to `end` (nested blocks included), in graph
+// order, each inserted just after its computation and in its block: [N, heads, queries, keys]
+// ([N, 1, queries, keys] where the model has no heads dimension). inPath: gradients must reach the
+// returned values (graph/request.h, attentionInPath).
+std::vector<torch::jit::Value*> tapAttention(
+    torch::jit::Graph& graph, torch::jit::Node* first, torch::jit::Node* end, bool inPath);
+
+// Whether the module's own forward (with the functions it calls, without its submodules) computes
+// attention in one of the recognised forms.
+bool computesAttention(const torch::jit::Module& module);
+
+} // namespace torchscope

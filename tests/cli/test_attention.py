@@ -1,0 +1,376 @@
+"""Attention grabs and maps through torchscope-cli, against eager PyTorch on the same weights.
+
+The grabbed probabilities equal what the eager model gives when asked for them: torchvision's
+nn.MultiheadAttention with need_weights=True, average_attn_weights=False; timm with fused_attn=False;
+Swin's own softmax; PyTorch's math kernel (aten::_scaled_dot_product_attention_math) for a
+hand-written module. The output with the grabs equals the output without them, bit for bit.
+Rollout equals the NumPy rollout written here; LeGrad equals torchcam's LeGrad."""
+
+import os
+import pathlib
+import subprocess
+import tempfile
+import unittest
+import warnings
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torchvision
+
+warnings.filterwarnings("ignore", category=DeprecationWarning)  # TorchScript's, from PyTorch 2.9 on
+warnings.filterwarnings("ignore", category=FutureWarning)
+
+CLI = os.environ["TORCHSCOPE_CLI"]
+FIXTURES = pathlib.Path(os.environ["TORCHSCOPE_FIXTURES_DIR"])
+THREADS = os.environ.get("OMP_NUM_THREADS", "2")
+TIMEOUT = 900  # the sanitized CLI is several times slower
+PROBABILITY_TOLERANCE = 1e-5  # float32 probabilities of two kernels (fused vs explicit)
+
+torch.set_num_threads(int(THREADS))
+
+
+def cli(*args):
+    return subprocess.run([CLI, *map(str, args), "--device", "cpu", "--threads", THREADS], capture_output=True,
+                          text=True, timeout=TIMEOUT)
+
+
+def max_diff(a, b):
+    """The largest absolute difference; NaN (which fails every comparison) where either has one."""
+    a, b = torch.as_tensor(a).double(), torch.as_tensor(b).double()
+    if a.shape != b.shape:
+        raise AssertionError(f"shapes differ: {tuple(a.shape)} vs {tuple(b.shape)}")
+    if torch.isnan(a).any() or torch.isnan(b).any():
+        return float("nan")
+    return (a - b).abs().max().item()
+
+
+def multihead_attention_of(model, x):
+    """Every nn.MultiheadAttention's per-head probabilities, asked of the eager model itself."""
+    found, handles = {}, []
+    for name, module in model.named_modules():
+        if not isinstance(module, nn.MultiheadAttention):
+            continue
+
+        def ask(mod, args, kwargs):
+            return args, {**kwargs, "need_weights": True, "average_attn_weights": False}
+
+        def keep(mod, args, kwargs, output, name=name):
+            found[f"{name}:attention"] = output[1].detach()
+        handles += [module.register_forward_pre_hook(ask, with_kwargs=True),
+                    module.register_forward_hook(keep, with_kwargs=True)]
+    with torch.no_grad():
+        model(x)
+    for h in handles:
+        h.remove()
+    return found
+
+
+def numpy_rollout(layers, fusion, discard):
+    """Abnar & Zuidema's rollout as vit-explain writes it, per image: heads fused, the lowest
+    `discard` of each matrix set to 0 (never entry [0, 0]), 0.5 A + 0.5 I, rows renormalised."""
+    n, _, t, _ = layers[0].shape
+    out = np.zeros((n, t, t))
+    for i in range(n):
+        result = np.eye(t)
+        for layer in layers:
+            heads = layer[i].astype(np.float64)
+            fused = {"mean": heads.mean(0), "max": heads.max(0), "min": heads.min(0)}[fusion]
+            flat = fused.reshape(-1).copy()
+            lowest = np.argsort(flat, kind="stable")[:int(flat.size * discard)]
+            flat[lowest[lowest != 0]] = 0
+            a = 0.5 * flat.reshape(t, t) + 0.5 * np.eye(t)
+            a = a / a.sum(-1, keepdims=True)
+            result = a @ result
+        out[i] = result
+    return out
+
+
+def vit_b_16_fixture():
+    """The fixture script's ViT-B/16 (random weights, a random head), eager with the same weights."""
+    scripted = torch.jit.load(FIXTURES / "vit_b_16_scripted.pt")
+    model = torchvision.models.vit_b_16(weights=None)
+    model.load_state_dict(scripted.state_dict())
+    return model.eval()
+
+
+class MaskedSdpa(nn.Module):
+    """A hand-written attention module calling F.scaled_dot_product_attention three times: with a
+    boolean mask, causal with its own scale, and with a float bias."""
+
+    def __init__(self, dim: int = 32, heads: int = 4, tokens: int = 10):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.register_buffer("keep", (torch.rand(tokens, tokens) > 0.3) | torch.eye(tokens, dtype=torch.bool))
+        self.register_buffer("bias", torch.randn(heads, tokens, tokens))
+
+    def split(self, x):
+        n, t, d = x.shape
+        return self.qkv(x).reshape(n, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+
+    def forward(self, x):
+        q, k, v = self.split(x)
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=self.keep)
+        b = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3)
+        c = F.scaled_dot_product_attention(q, k, v, attn_mask=self.bias)
+        return (a + b + c).sum(1)
+
+
+class Holder(nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+class WeightsMha(nn.Module):
+    """nn.MultiheadAttention asked for its weights, sequence first: its explicit softmax path."""
+
+    def __init__(self):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(32, 4)
+
+    def forward(self, x):
+        out, weights = self.mha(x, x, x, need_weights=True, average_attn_weights=False)
+        assert weights is not None
+        return out + weights.mean()
+
+
+class AttentionCase(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = pathlib.Path(self.tmp.name)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def save(self, name, value):
+        path = self.dir / name
+        torch.save(value, path)
+        return path
+
+    def script(self, name, model):
+        path = self.dir / name
+        torch.jit.save(torch.jit.script(model), path)
+        return path
+
+    def run_cli(self, *args):
+        result = cli(*args)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return result
+
+    def grab(self, model_path, input_path, *grabs, extra=()):
+        out = self.dir / "grabbed.pt"
+        args = [a for g in grabs for a in ("--grab", g)]
+        self.run_cli("run", model_path, "--input", input_path, *args, *extra, "--out", out)
+        return torch.load(out)
+
+    def assert_same_output_with_and_without(self, model_path, input_path, *grabs):
+        plain = self.grab(model_path, input_path)["output"]
+        grabbed = self.grab(model_path, input_path, *grabs)["output"]
+        self.assertTrue(torch.equal(plain, grabbed), "the attention grabs changed the model's output")
+
+    def assert_probabilities(self, got, want):
+        self.assertEqual(set(got), set(want))
+        for key in sorted(want):
+            diff = max_diff(got[key], want[key])
+            print(f"{key}: max abs diff {diff:.3g}")
+            self.assertLessEqual(diff, PROBABILITY_TOLERANCE, key)
+
+
+class AttentionGrabs(AttentionCase):
+    """PATH:attention in `run` for every form of attention the issue names."""
+
+    def test_vit_b_16_fast_path_and_sdpa_path_equal_need_weights(self):
+        model = vit_b_16_fixture()
+        torch.manual_seed(1)
+        x = torch.randn(2, 3, 224, 224)
+        x_path = self.save("x.pt", x)
+        want = multihead_attention_of(model, x)
+        layers = [f"encoder.layers.encoder_layer_{i}.self_attention" for i in (0, 5, 11)]
+        want = {f"{l}:attention": want[f"{l}:attention"] for l in layers}
+        model_path = FIXTURES / "vit_b_16_scripted.pt"
+        # Without gradients the scripted module takes nn.MultiheadAttention's fast path
+        # (_native_multi_head_attention); with them, scaled_dot_product_attention.
+        got = self.grab(model_path, x_path, "encoder.layers.*.self_attention:attention")
+        self.assertEqual(len([k for k in got if k.endswith(":attention")]), 12)
+        self.assert_probabilities({k: got[k] for k in want}, want)
+        got = self.grab(model_path, x_path, *[f"{l}:attention" for l in layers], "heads.head:grad",
+                        extra=("--target", "3"))
+        del got["heads.head:grad"], got["output"]
+        self.assert_probabilities(got, want)
+        self.assert_same_output_with_and_without(model_path, x_path, "encoder.layers.*.self_attention:attention")
+
+    def test_timm_fused_attention_equals_unfused(self):
+        import timm
+        from timm.models.vision_transformer import Attention
+        torch.manual_seed(2)
+        model = timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=96).eval()
+        self.assertTrue(all(m.fused_attn for m in model.modules() if isinstance(m, Attention)))
+        model_path = self.script("timm_vit.pt", model)
+        x_path = self.save("x.pt", torch.randn(2, 3, 96, 96))
+        want = {}
+        for name, module in model.named_modules():
+            if isinstance(module, Attention):
+                module.fused_attn = False
+                module.attn_drop.register_forward_hook(
+                    lambda mod, args, out, name=name: want.__setitem__(f"{name}:attention", out.detach()))
+        with torch.no_grad():
+            model(torch.load(x_path))
+        got = self.grab(model_path, x_path, "blocks.*.attn:attention")
+        del got["output"]
+        self.assertEqual(len(got), 12)
+        self.assert_probabilities(got, want)
+        self.assert_same_output_with_and_without(model_path, x_path, "blocks.*.attn:attention")
+
+    def test_swin_t_windows_equal_its_own_softmax(self):
+        from torchvision.models.swin_transformer import ShiftedWindowAttention
+        scripted = torch.jit.load(FIXTURES / "pt2_swin_t.pt")
+        model = torchvision.models.swin_t(weights=None)
+        model.load_state_dict(scripted.state_dict())
+        model.eval()
+        x_path = FIXTURES / "pt2_swin_t_input.pt"
+        want, current = {}, [None]
+        for name, module in model.named_modules():
+            if isinstance(module, ShiftedWindowAttention):
+                module.register_forward_pre_hook(lambda mod, args, name=name: current.__setitem__(0, name))
+        softmax = F.softmax
+
+        def recording(input, dim=None, _stacklevel=3, dtype=None):
+            out = softmax(input, dim=dim, dtype=dtype)
+            want[f"{current[0]}:attention"] = out.detach()
+            return out
+        F.softmax = recording
+        try:
+            with torch.no_grad():
+                model(torch.load(x_path))
+        finally:
+            F.softmax = softmax
+        got = self.grab(FIXTURES / "pt2_swin_t.pt", x_path, "features.*.attn:attention")
+        del got["output"]
+        self.assertEqual(len(got), 12)
+        self.assertEqual(tuple(got["features.1.0.attn:attention"].shape), (64, 3, 49, 49))  # per window
+        self.assert_probabilities(got, want)
+        self.assert_same_output_with_and_without(FIXTURES / "pt2_swin_t.pt", x_path, "features.*.attn:attention")
+
+    def test_masked_causal_and_biased_sdpa_equal_the_math_kernel(self):
+        torch.manual_seed(3)
+        model = MaskedSdpa().eval()
+        x = torch.randn(2, 10, 32)
+        model_path, x_path = self.script("sdpa.pt", Holder(model)), self.save("x.pt", x)
+        with torch.no_grad():
+            q, k, v = model.split(x)
+            math = torch.ops.aten._scaled_dot_product_attention_math
+            # The public op turns a boolean mask into -inf where it is False before its kernels see it.
+            keep = torch.zeros(model.keep.shape).masked_fill(~model.keep, float("-inf"))
+            want = {"inner:attention": math(q, k, v, keep)[1],
+                    "inner:attention#1": math(q, k, v, None, 0.0, True, scale=0.3)[1],
+                    "inner:attention#2": math(q, k, v, model.bias)[1]}
+        got = self.grab(model_path, x_path, "inner:attention")
+        del got["output"]
+        self.assert_probabilities(got, want)
+        self.assert_same_output_with_and_without(model_path, x_path, "inner:attention")
+
+    def test_multihead_attention_asked_for_weights_splits_its_heads(self):
+        torch.manual_seed(4)
+        model = WeightsMha().eval()
+        x = torch.randn(7, 3, 32)  # sequence first: the explicit softmax path
+        model_path, x_path = self.script("mha.pt", model), self.save("x.pt", x)
+        want = multihead_attention_of(model, x)
+        got = self.grab(model_path, x_path, "mha:attention")
+        del got["output"]
+        self.assertEqual(tuple(got["mha:attention"].shape), (3, 4, 7, 7))
+        self.assert_probabilities(got, want)
+        self.assert_same_output_with_and_without(model_path, x_path, "mha:attention")
+
+    def test_a_module_without_attention_is_refused_with_the_ones_that_have_it(self):
+        result = cli("run", FIXTURES / "vit_b_16_scripted.pt", "--input", FIXTURES / "vit_input.pt",
+                     "--grab", "encoder.layers.encoder_layer_0.mlp:attention", "--out", self.dir / "x.pt")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("computes no attention", result.stderr)
+        result = cli("attention", FIXTURES / "vit_b_16_scripted.pt", "--input", FIXTURES / "vit_input.pt",
+                     "--layer", "encoder.layers.encoder_layer_0", "--out", self.dir / "x.pt")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("encoder.layers.encoder_layer_0.self_attention", result.stderr)
+        self.assertFalse((self.dir / "x.pt").exists())
+
+
+class AttentionMaps(AttentionCase):
+    """torchscope-cli attention: head maps, rollout and LeGrad."""
+
+    def test_vit_heads_rollout_and_legrad(self):
+        from torchcam.methods import LeGrad
+        model = vit_b_16_fixture()
+        torch.manual_seed(5)
+        x = torch.randn(2, 3, 224, 224)
+        x_path = self.save("x.pt", x)
+        want = multihead_attention_of(model, x)
+        layers = [f"encoder.layers.encoder_layer_{i}.self_attention" for i in range(12)]
+        out = self.dir / "maps.npz"
+        self.run_cli("attention", FIXTURES / "vit_b_16_scripted.pt", "--input", x_path, "--method", "heads",
+                     "--method", "rollout", "--head-fusion", "max", "--discard", "0.9", "--out", out)
+        got = np.load(out)
+        self.assertEqual(got[f"{layers[0]}:attention"].shape, (2, 12, 197, 197))
+        for layer in (layers[0], layers[11]):
+            p = want[f"{layer}:attention"]
+            self.assertLessEqual(max_diff(got[f"{layer}:attention"], p), PROBABILITY_TOLERANCE)
+            self.assertLessEqual(max_diff(got[f"{layer}:maps"], p[:, :, 0, 1:].reshape(2, 12, 14, 14)),
+                                 PROBABILITY_TOLERANCE)
+            entropy = -(p * p.clamp_min(1e-30).log()).sum(-1).mean(-1)
+            self.assertLessEqual(max_diff(got[f"{layer}:entropy"], entropy), 1e-4)
+        rollout = numpy_rollout([want[f"{l}:attention"].numpy() for l in layers], "max", 0.9)
+        self.assertEqual(got["rollout"].shape, (2, 1, 14, 14))
+        diff = max_diff(got["rollout"], rollout[:, 0, 1:].reshape(2, 1, 14, 14))
+        print(f"rollout: max abs diff {diff:.3g}")
+        self.assertLessEqual(diff, 1e-5)
+
+        last = layers[8:]
+        out = self.dir / "legrad.pt"
+        self.run_cli("attention", FIXTURES / "vit_b_16_scripted.pt", "--input", x_path, "--method", "legrad",
+                     *[a for l in last for a in ("--layer", l)], "--target", "3", "--out", out)
+        got = torch.load(out)
+        with LeGrad(model, [l.rsplit(".", 1)[0] for l in last]) as extractor:
+            model(x)
+            cam = extractor(3)[0]
+        self.assertEqual(tuple(got["legrad"].shape), (2, 1, 14, 14))
+        self.assertEqual(got["targets"].tolist(), [3, 3])
+        diff = max_diff(got["legrad"][:, 0], cam)
+        print(f"legrad: max abs diff {diff:.3g}")
+        self.assertLessEqual(diff, 1e-4)
+
+    def test_register_tokens_and_a_model_without_a_class_token(self):
+        from timm.models.vision_transformer import VisionTransformer
+        torch.manual_seed(6)
+        x = torch.randn(2, 3, 64, 64)
+        x_path = self.save("x.pt", x)
+        for name, options, prefix in (("registers", dict(reg_tokens=4), 5),
+                                      ("pooled", dict(class_token=False, global_pool="avg"), 0)):
+            with self.subTest(name):
+                model = VisionTransformer(img_size=64, patch_size=16, embed_dim=64, depth=2, num_heads=4,
+                                          num_classes=10, **options).eval()
+                model_path = self.script(f"{name}.pt", model)  # fused, before the oracle's changes
+                want = {}
+                for block_name, module in model.named_modules():
+                    if block_name.endswith(".attn"):
+                        module.fused_attn = False
+                        module.attn_drop.register_forward_hook(
+                            lambda mod, a, o, n=block_name: want.__setitem__(n, o.detach()))
+                with torch.no_grad():
+                    model(x)
+                out = self.dir / f"{name}.pt"
+                result = self.run_cli("attention", model_path, "--input", x_path, "--out", out)
+                got = torch.load(out)
+                p = want["blocks.1.attn"]
+                self.assertEqual(p.shape[-1], prefix + 16)
+                rows = p[:, :, 0] if prefix else p.mean(2)
+                self.assertLessEqual(max_diff(got["blocks.1.attn:maps"], rows[..., prefix:].reshape(2, 4, 4, 4)),
+                                     PROBABILITY_TOLERANCE)
+                self.assertIn("4 register token(s)" if prefix else "no class token", result.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
