@@ -1,5 +1,6 @@
 #include "attention/attention_maps.h"
 
+#include "attention/attention_statistics.h"
 #include "attention/legrad.h"
 #include "attribution/input_attributions.h"
 #include "common/error.h"
@@ -47,15 +48,6 @@ at::Tensor queryRows(const at::Tensor& probabilities, const TokenLayout& layout,
     return probabilities.mean(2);
 }
 
-// Pixel distance between every two patches of the grid: [P, P].
-at::Tensor patchDistances(const TokenLayout& layout)
-{
-    const at::Tensor rows = at::arange(layout.gridHeight, at::kFloat).repeat_interleave(layout.gridWidth);
-    const at::Tensor cols = at::arange(layout.gridWidth, at::kFloat).repeat(layout.gridHeight);
-    const at::Tensor dy = rows.unsqueeze(1) - rows.unsqueeze(0), dx = cols.unsqueeze(1) - cols.unsqueeze(0);
-    return (dy * dy + dx * dx).sqrt() * static_cast<double>(layout.patchSize);
-}
-
 struct LayerFigures {
     at::Tensor probabilities, headMap, entropy, distance;
 };
@@ -69,15 +61,15 @@ LayerFigures layerFigures(const at::Tensor& attention, const TokenLayout& layout
             + " queries");
     if (keep)
         figures.probabilities = p;
-    figures.entropy = -at::special_xlogy(p, p).sum(-1).mean(-1);
+    figures.entropy = attentionEntropy(p);
     if (!layout.spatial)
         return figures;
     const int64_t patches = layout.gridHeight * layout.gridWidth;
     figures.headMap = queryRows(p, layout, query)
                           .narrow(-1, layout.prefix, patches)
                           .reshape({p.size(0), p.size(1), layout.gridHeight, layout.gridWidth});
-    const at::Tensor amongPatches = p.narrow(2, layout.prefix, patches).narrow(3, layout.prefix, patches);
-    figures.distance = (amongPatches * patchDistances(layout)).sum(-1).mean(-1);
+    figures.distance = attentionDistance(p, layout.prefix, layout.gridHeight, layout.gridWidth)
+        * static_cast<double>(layout.patchSize);
     return figures;
 }
 

@@ -1,5 +1,6 @@
 #include "distributed/job_recording.h"
 
+#include "attention/attention_statistics.h"
 #include "common/error.h"
 #include "common/strings.h"
 #include "distributed/cluster.h"
@@ -72,6 +73,7 @@ FolderRunResult recordShareTogether(
                     if (!batch->images.defined() || batch->images.size(0) == 0)
                         return;
                     result = engine.run(request, forwardInputsFromBatch(engine.model(), batch->images));
+                    addAttentionFigures(*result);
                     mask = conditionMask(recorder.config().condition, result->values.front().second,
                         recorder.config().scores, batch->labels);
                     mine.samples = batch->images.size(0);

@@ -1,5 +1,6 @@
 #include "record/batch_run.h"
 
+#include "attention/attention_statistics.h"
 #include "common/error.h"
 #include "common/strings.h"
 #include "graph/engine.h"
@@ -126,7 +127,8 @@ FolderRunResult recordBatches(
     const Request request = recordingRequest(engine, recorder.config());
     FolderRunResult summary;
     const BatchLoop loop = forEachBatch(stream, progress, [&](const ImageBatch& batch) {
-        const RunResult result = engine.run(request, forwardInputsFromBatch(engine.model(), batch.images));
+        RunResult result = engine.run(request, forwardInputsFromBatch(engine.model(), batch.images));
+        addAttentionFigures(result);
         const at::Tensor mask = conditionMask(
             recorder.config().condition, result.values.front().second, recorder.config().scores, batch.labels);
         recorder.add(result, batch.indices, mask);

@@ -372,5 +372,37 @@ class AttentionMaps(AttentionCase):
                 self.assertIn("4 register token(s)" if prefix else "no class token", result.stdout)
 
 
+def numpy_distance(p, prefix, side):
+    """Mean attention distance in patches: over patch queries, Σ over patch keys of p · distance."""
+    yx = np.stack(np.meshgrid(np.arange(side), np.arange(side), indexing="ij"), -1).reshape(-1, 2)
+    d = np.sqrt(((yx[:, None, :] - yx[None, :, :]) ** 2).sum(-1))
+    patches = p[:, :, prefix:, prefix:].astype(np.float64)
+    return (patches * d).sum(-1).mean(-1)
+
+
+class AttentionRecorders(AttentionCase):
+    """record folds each head's entropy and mean attention distance over many samples."""
+
+    def test_entropy_and_distance_per_head_over_samples(self):
+        import timm
+        torch.manual_seed(7)
+        model = timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=64, depth=2).eval()
+        model_path = self.script("timm.pt", model)
+        x = torch.randn(20, 3, 64, 64)
+        x_path = self.save("x.pt", x)
+        out = self.dir / "recorded.pt"
+        self.run_cli("record", model_path, "--input", x_path, "--grab", "blocks.1.attn:attention", "--batch", "6",
+                     "--out", out)
+        got = torch.load(out)
+        p = self.grab(model_path, x_path, "blocks.1.attn:attention")["blocks.1.attn:attention"].numpy()
+        entropy = -(p * np.log(np.where(p > 0, p, 1))).sum(-1).mean(-1)  # [N, H]
+        self.assertEqual(got["blocks.1.attn:entropy:samples"].item(), 20)
+        self.assertLessEqual(max_diff(got["blocks.1.attn:entropy:mean"], entropy.mean(0)), 1e-5)
+        self.assertLessEqual(max_diff(got["blocks.1.attn:entropy:max"], entropy.max(0)), 1e-5)
+        distance = numpy_distance(p, 1, 4)
+        self.assertLessEqual(max_diff(got["blocks.1.attn:distance:mean"], distance.mean(0)), 1e-5)
+        self.assertLessEqual(max_diff(got["blocks.1.attn:distance:std"], distance.std(0)), 1e-5)
+
+
 if __name__ == "__main__":
     unittest.main()

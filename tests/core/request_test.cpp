@@ -15,6 +15,15 @@ TEST(GrabSpec, Parses)
     EXPECT_EQ(input.inputIndex, 1);
     EXPECT_EQ(input.selector, "layer1.0");
     EXPECT_EQ(GrabSpec::parse("fc:grad").kind, CaptureKind::Gradient);
+    const auto attention = GrabSpec::parse("blocks.*.attn:attention");
+    EXPECT_EQ(attention.kind, CaptureKind::Attention);
+    EXPECT_EQ(attention.selector, "blocks.*.attn");
+    EXPECT_EQ(attention.suffix(), ":attention");
+    const auto key = CaptureKey::parse("blocks.0.attn:attention#2");
+    EXPECT_EQ(key.kind, CaptureKind::Attention);
+    EXPECT_EQ(key.path, "blocks.0.attn");
+    EXPECT_EQ(key.call, 2);
+    EXPECT_EQ(key.format(), "blocks.0.attn:attention#2");
     const auto byType = GrabSpec::parse("type:Conv2d");
     EXPECT_EQ(byType.selector, "type:Conv2d");
     EXPECT_EQ(byType.kind, CaptureKind::Output);

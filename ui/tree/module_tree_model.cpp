@@ -105,9 +105,19 @@ QString ModuleTreeModel::marks(const ModuleInfo& module) const
         marks << tr("✂ truncate");
     if (isCutAway(module))
         marks << tr("cut away");
-    for (const auto& spec : document_->grabs())
-        if (const CaptureKey grab = captureKey(spec); grab.path == module.path && grab.kind != CaptureKind::Output)
+    bool attentionGrabbed = false;
+    for (const auto& spec : document_->grabs()) {
+        const CaptureKey grab = captureKey(spec);
+        if (grab.path != module.path || grab.kind == CaptureKind::Output)
+            continue;
+        if (grab.kind == CaptureKind::Attention)
+            attentionGrabbed = true;
+        else
             marks << (grab.kind == CaptureKind::Gradient ? QStringLiteral("∇") : QString("in%1").arg(grab.inputIndex));
+    }
+    // Where the model computes attention (the grab PATH:attention works there).
+    if (module.holdsAttention)
+        marks << (attentionGrabbed ? tr("◉ attention grabbed") : tr("◎ attention"));
     for (const auto& edit : document_->edits())
         if (edit.path == module.path)
             marks << "✎ " + QString::fromStdString(edit.toString()).section(':', 1);
