@@ -24,8 +24,7 @@ int64_t parseQuery(const std::string& text)
         const long long index = std::stoll(text, &used);
         if (used == text.size() && index >= 0)
             return index;
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) { }
     throw Error("--query takes cls or a token index (0, 1, ...), got '" + text + "'");
 }
 
@@ -49,8 +48,8 @@ AttentionRequest attentionRequest(const CliOptions& options, const AttributionSe
 void printSummary(const AttentionResult& result, const std::vector<std::string>& names)
 {
     const TokenLayout& layout = result.layout;
-    std::cout << result.images << " image(s), " << result.layers.size() << " attention layer(s), "
-              << layout.tokens << " tokens";
+    std::cout << result.images << " image(s), " << result.layers.size() << " attention layer(s), " << layout.tokens
+              << " tokens";
     if (layout.spatial)
         std::cout << " (" << layout.prefix << " before a " << layout.gridHeight << " x " << layout.gridWidth
                   << " grid of " << layout.patchSize << "-pixel patches)";
@@ -93,15 +92,16 @@ int runAttention(const CliOptions& options)
         names.begin(), names.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(names.size(), result.images)));
     ExportManifest manifest = cliManifest(options, *job.model, job.setup, done);
     NamedValues values;
-    const auto add = [&](const std::string& key, const at::Tensor& value, const std::string& module,
-                         const std::string& what) {
-        values.emplace_back(key, value.contiguous());
-        manifest.keys.push_back({key, module, what});
-    };
+    const auto add
+        = [&](const std::string& key, const at::Tensor& value, const std::string& module, const std::string& what) {
+              values.emplace_back(key, value.contiguous());
+              manifest.keys.push_back({key, module, what});
+          };
     for (size_t l = 0; l < result.layers.size(); ++l) {
         const std::string& layer = result.layers[l];
         if (l < result.probabilities.size())
-            add(layer + ":attention", result.probabilities[l], layer, "attention probabilities [N, heads, queries, keys]");
+            add(layer + ":attention", result.probabilities[l], layer,
+                "attention probabilities [N, heads, queries, keys]");
         if (l < result.headMaps.size())
             add(layer + ":maps", result.headMaps[l], layer, "each head's attention of the query over the patches");
         add(layer + ":entropy", result.entropy[l], layer, "each head's attention entropy (nats)");

@@ -311,8 +311,7 @@ CliOptions parseCommandLine(int argc, char** argv)
     attention->add_option("--discard", o.discard, "rollout: the fraction of lowest attention set to 0 per layer")
         ->check(CLI::Range(0.0, 0.999))
         ->capture_default_str();
-    attention
-        ->add_option("--target", o.target, "legrad: the class explained; default: each image's predicted class")
+    attention->add_option("--target", o.target, "legrad: the class explained; default: each image's predicted class")
         ->check(CLI::NonNegativeNumber);
     attention->add_option("--patch-size", o.patchSize, "pixels per patch; default: the patch embedding's kernel")
         ->check(CLI::Range(int64_t{1}, int64_t{4096}));

@@ -57,8 +57,8 @@ LayerFigures layerFigures(const at::Tensor& attention, const TokenLayout& layout
     LayerFigures figures;
     const at::Tensor p = attention.to(at::kCPU, at::kFloat);
     if (query >= p.size(2))
-        throw Error("--query " + std::to_string(query) + " is out of range: the attention has " + std::to_string(p.size(2))
-            + " queries");
+        throw Error("--query " + std::to_string(query) + " is out of range: the attention has "
+            + std::to_string(p.size(2)) + " queries");
     if (keep)
         figures.probabilities = p;
     figures.entropy = attentionEntropy(p);
@@ -102,10 +102,11 @@ std::vector<std::string> attentionLayers(const Model& model, const std::vector<s
             if (!attends && selector == path)
                 throw Error("module '" + path + "' computes no attention in its own code; "
                     + (holding.empty() ? "no module of this model does"
-                                       : "these do: " + join(std::vector<std::string>(holding.begin(),
-                                                                 holding.begin() + std::min<size_t>(holding.size(), 4)),
-                                                             ", ")
-                               + (holding.size() > 4 ? " ..." : "")));
+                                       : "these do: "
+                                + join(std::vector<std::string>(
+                                           holding.begin(), holding.begin() + std::min<size_t>(holding.size(), 4)),
+                                    ", ")
+                                + (holding.size() > 4 ? " ..." : "")));
             if (attends && std::find(layers.begin(), layers.end(), path) == layers.end())
                 layers.push_back(path);
         }
@@ -157,7 +158,9 @@ at::Tensor attentionRollout(const std::vector<at::Tensor>& layers, const std::st
         const at::Tensor p = layer.to(at::kCPU, at::kDouble);
         if (p.dim() != 4 || p.size(2) != p.size(3))
             throw Error("rollout needs square attention [N, heads, T, T] in every layer");
-        at::Tensor fused = fusion == "mean" ? p.mean(1) : fusion == "max" ? std::get<0>(p.max(1)) : std::get<0>(p.min(1));
+        at::Tensor fused = fusion == "mean" ? p.mean(1)
+            : fusion == "max"               ? std::get<0>(p.max(1))
+                                            : std::get<0>(p.min(1));
         const int64_t tokens = fused.size(1);
         if (discard > 0.0) {
             at::Tensor flat = fused.reshape({fused.size(0), -1}).clone();
@@ -206,8 +209,8 @@ AttentionResult attentionMaps(
         for (const auto& layer : result.layers)
             layers.push_back(out.tensor(layer + ":attention"));
         if (start == 0)
-            result.layout = tokenLayout(engine.model(), layers.front().size(-1), images.size(2), images.size(3),
-                request.patchSize);
+            result.layout = tokenLayout(
+                engine.model(), layers.front().size(-1), images.size(2), images.size(3), request.patchSize);
         for (size_t l = 0; l < layers.size(); ++l) {
             LayerFigures figures = layerFigures(layers[l], result.layout, request.query, keep);
             probabilities[l].push_back(figures.probabilities);
@@ -253,8 +256,8 @@ AttentionResult attentionMaps(
     else if (layout.prefix == 0)
         result.notes.push_back("no class token: the maps show the mean over the patch queries' attention");
     else if (layout.prefix > 1)
-        result.notes.push_back(std::to_string(layout.prefix - 1)
-            + " register token(s) after the class token are left out of the maps");
+        result.notes.push_back(
+            std::to_string(layout.prefix - 1) + " register token(s) after the class token are left out of the maps");
     return result;
 }
 

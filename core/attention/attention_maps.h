@@ -78,7 +78,7 @@ TokenLayout tokenLayout(const Model& model, int64_t tokens, int64_t height, int6
 at::Tensor attentionRollout(const std::vector<at::Tensor>& layers, const std::string& fusion, double discard);
 
 // images: [N, C, H, W]. Progress counts images; cancelling keeps what the done batches gave.
-AttentionResult attentionMaps(Engine& engine, const at::Tensor& images, const AttentionRequest& request,
-    const ProgressCallback& progress = {});
+AttentionResult attentionMaps(
+    Engine& engine, const at::Tensor& images, const AttentionRequest& request, const ProgressCallback& progress = {});
 
 } // namespace torchscope

@@ -22,8 +22,7 @@ at::Tensor attentionDistance(const at::Tensor& probabilities, int64_t prefix, in
     const at::Tensor cols = at::arange(gridWidth, options).repeat(gridHeight);
     const at::Tensor dy = rows.unsqueeze(1) - rows.unsqueeze(0), dx = cols.unsqueeze(1) - cols.unsqueeze(0);
     const int64_t patches = gridHeight * gridWidth;
-    const at::Tensor amongPatches
-        = probabilities.to(at::kFloat).narrow(2, prefix, patches).narrow(3, prefix, patches);
+    const at::Tensor amongPatches = probabilities.to(at::kFloat).narrow(2, prefix, patches).narrow(3, prefix, patches);
     return (amongPatches * (dy * dy + dx * dx).sqrt()).sum(-1).mean(-1);
 }
 
@@ -41,7 +40,8 @@ void addAttentionFigures(RunResult& result)
         const int64_t tokens = p.size(3);
         const auto side = static_cast<int64_t>(std::sqrt(static_cast<double>(tokens)));
         if (p.size(2) == tokens && side > 1 && tokens - side * side <= MostPrefixTokens)
-            figures.emplace_back(capture.path + ":distance" + call, attentionDistance(p, tokens - side * side, side, side));
+            figures.emplace_back(
+                capture.path + ":distance" + call, attentionDistance(p, tokens - side * side, side, side));
     }
     result.values.insert(result.values.end(), figures.begin(), figures.end());
 }

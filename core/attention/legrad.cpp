@@ -84,8 +84,8 @@ LeGradResult leGrad(Engine& engine, const at::Tensor& batch, const std::vector<s
     const ScoreOutput output = findScores(run.values.at(0).second, scores);
     if (output.kind != OutputKind::Classes)
         throw Error("LeGrad explains a class, but the model's output " + output.described + " has no class scores");
-    const at::Tensor classes = target >= 0 ? at::full({batch.size(0)}, target, at::kLong)
-                                           : output.scores.detach().argmax(1).to(at::kCPU);
+    const at::Tensor classes
+        = target >= 0 ? at::full({batch.size(0)}, target, at::kLong) : output.scores.detach().argmax(1).to(at::kCPU);
     result.targets.assign(classes.data_ptr<int64_t>(), classes.data_ptr<int64_t>() + classes.numel());
 
     std::vector<at::Tensor> maps;
@@ -100,7 +100,8 @@ LeGradResult leGrad(Engine& engine, const at::Tensor& batch, const std::vector<s
         if (!gradient.defined())
             throw Error("the class score read from '" + parentPath(layers[l]) + "' does not depend on '" + layers[l]
                 + "''s attention");
-        const at::Tensor relevance = gradient.relu().mean({1, 2}).narrow(1, layout.prefix, layout.tokens - layout.prefix);
+        const at::Tensor relevance
+            = gradient.relu().mean({1, 2}).narrow(1, layout.prefix, layout.tokens - layout.prefix);
         maps.push_back(relevance.reshape({batch.size(0), layout.gridHeight, layout.gridWidth}).to(at::kFloat));
     }
     at::Tensor cam = at::stack(maps).mean(0).detach();

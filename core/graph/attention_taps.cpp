@@ -162,8 +162,8 @@ bool isAttentionSoftmax(const Node* node)
     // is taken: the product before it is what marks attention.
     const auto dim = torch::jit::toIValue(node->input(1));
     const auto rank = node->input(0)->type()->expectRef<c10::TensorType>().dim();
-    const bool lastDim = !dim || !dim->isInt() || dim->toInt() == -1
-        || (rank && dim->toInt() == static_cast<int64_t>(*rank) - 1);
+    const bool lastDim
+        = !dim || !dim->isInt() || dim->toInt() == -1 || (rank && dim->toInt() == static_cast<int64_t>(*rank) - 1);
     return lastDim && comesFromProduct(node->input(0), 8);
 }
 
@@ -194,7 +194,8 @@ Node* headsView(Value* probabilities, int depth = 6)
     for (const auto& use : probabilities->uses()) {
         Node* user = use.user;
         if ((isKind(user, "aten::view") || isKind(user, "aten::reshape")) && use.offset == 0
-            && user->input(1)->node()->kind() == c10::prim::ListConstruct && user->input(1)->node()->inputs().size() == 4)
+            && user->input(1)->node()->kind() == c10::prim::ListConstruct
+            && user->input(1)->node()->inputs().size() == 4)
             return user;
         Value* next = nullptr;
         if (isKind(user, "aten::dropout") || isKind(user, "aten::feature_dropout") || isKind(user, "aten::contiguous"))
@@ -231,8 +232,8 @@ Value* tapNativeMultiHeadAttention(Graph& graph, Node* node)
 {
     WithInsertPoint after(node->next());
     return insertHelper(graph, "native_mha_probabilities",
-        {node->input(0), node->input(1), node->input(3), node->input(4), node->input(5), node->input(6),
-            node->input(9), argumentOr(graph, node, 12, c10::IValue())});
+        {node->input(0), node->input(1), node->input(3), node->input(4), node->input(5), node->input(6), node->input(9),
+            argumentOr(graph, node, 12, c10::IValue())});
 }
 
 Value* tapSoftmax(Graph& graph, Node* node, bool inPath)
@@ -312,7 +313,8 @@ bool computesAttention(const torch::jit::Module& module)
     Node* end = graph->block()->return_node();
     inlineFunctionCalls(graph->block()->nodes().front(), end);
     bool found = false;
-    forEachNodeBetween(graph->block()->nodes().front(), end, [&](Node* node) { found = found || isAttentionNode(node); });
+    forEachNodeBetween(
+        graph->block()->nodes().front(), end, [&](Node* node) { found = found || isAttentionNode(node); });
     return found;
 }
 

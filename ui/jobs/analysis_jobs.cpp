@@ -117,6 +117,13 @@ AttributionWorkbenchResultPtr attributionWorkbench(
         runAttributionWorkbench(*engine, scratch, request, progressOf(job)));
 }
 
+AttentionWorkbenchResultPtr attentionWorkbench(
+    JobContext& job, const ModelKey& key, const AttentionWorkbenchRequest& request)
+{
+    auto engine = job.models().engine(JobLane::Batch, key);
+    return std::make_shared<const AttentionWorkbenchResult>(runAttentionWorkbench(*engine, request, progressOf(job)));
+}
+
 PatchResultPtr patch(JobContext& job, const ModelKey& key, const PatchRequest& request)
 {
     auto engine = job.models().engine(JobLane::Interactive, key);

@@ -3,6 +3,7 @@
 // What the probe tools send to the run worker and get back: plain values, no Torch, no Qt.
 
 #include "common/float_tensor.h"
+#include "imaging/attention_workbench.h"
 #include "imaging/attribution_workbench.h"
 #include "imaging/grad_cam_images.h"
 #include "imaging/patch_images.h"
@@ -62,5 +63,6 @@ using ProbeScoresPtr = std::shared_ptr<const ProbeScores>;
 using GradCamResultPtr = std::shared_ptr<const GradCamResult>;
 using PatchResultPtr = std::shared_ptr<const PatchResult>;
 using AttributionWorkbenchResultPtr = std::shared_ptr<const AttributionWorkbenchResult>;
+using AttentionWorkbenchResultPtr = std::shared_ptr<const AttentionWorkbenchResult>;
 
 } // namespace torchscope

@@ -23,6 +23,8 @@ RunController::RunController(Document* document, QObject* parent)
     qRegisterMetaType<ProbeScoresPtr>();
     qRegisterMetaType<GradCamResultPtr>();
     qRegisterMetaType<PatchResultPtr>();
+    qRegisterMetaType<AttributionWorkbenchResultPtr>();
+    qRegisterMetaType<AttentionWorkbenchResultPtr>();
     qRegisterMetaType<SetupAdvice>();
     qRegisterMetaType<CompareResultPtr>();
     qRegisterMetaType<LayerPairResult>();
@@ -279,6 +281,17 @@ JobId RunController::attributionWorkbench(const AttributionWorkbenchRequest& req
         [this, request, id, key = modelKey()](JobContext& job) -> std::function<void()> {
             const auto result = jobs::attributionWorkbench(job, key, request);
             return [this, result, id] { Q_EMIT attributionWorkbenchFinished(*id, result); };
+        });
+    return *id;
+}
+
+JobId RunController::attentionWorkbench(const AttentionWorkbenchRequest& request)
+{
+    auto id = std::make_shared<JobId>(0);
+    *id = submit(JobLane::Batch, Kind::Followed, WorkerTask::Run, tr("Attention Maps Failed"),
+        [this, request, id, key = modelKey()](JobContext& job) -> std::function<void()> {
+            const auto result = jobs::attentionWorkbench(job, key, request);
+            return [this, result, id] { Q_EMIT attentionWorkbenchFinished(*id, result); };
         });
     return *id;
 }

@@ -61,6 +61,7 @@ public:
         const CompareRequest& request, const QString& image, const QString& layerA, const QString& layerB);
     JobId visualize(const VisualizeRequest& request); // request.model/device are the Document's
     JobId attributionWorkbench(const AttributionWorkbenchRequest& request); // on the Document's model
+    JobId attentionWorkbench(const AttentionWorkbenchRequest& request); // on the Document's model
     void cancelJob(JobId id);
 
 Q_SIGNALS:
@@ -89,6 +90,7 @@ Q_SIGNALS:
     void layerPairMapsReady(torchscope::JobId id, const torchscope::LayerPairResult& maps);
     void visualizeFinished(torchscope::JobId id, const torchscope::VisualizeJobResult& outcome);
     void attributionWorkbenchFinished(torchscope::JobId id, const torchscope::AttributionWorkbenchResultPtr& result);
+    void attentionWorkbenchFinished(torchscope::JobId id, const torchscope::AttentionWorkbenchResultPtr& result);
     void jobFailed(torchscope::JobId id, const QString& message);
 
 private:

@@ -46,6 +46,8 @@ LayerPairResult layerPairMaps(JobContext& job, const CompareRequest& request, co
 VisualizeJobResult visualize(JobContext& job, const VisualizeRequest& request);
 AttributionWorkbenchResultPtr attributionWorkbench(
     JobContext& job, const ModelKey& key, const AttributionWorkbenchRequest& request);
+AttentionWorkbenchResultPtr attentionWorkbench(
+    JobContext& job, const ModelKey& key, const AttentionWorkbenchRequest& request);
 
 } // namespace jobs
 } // namespace torchscope

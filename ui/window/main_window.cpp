@@ -5,6 +5,7 @@
 #include "document/document.h"
 #include "document/session_io.h"
 #include "jobs/run_controller.h"
+#include "panels/attention_panel.h"
 #include "panels/attribution_panel.h"
 #include "panels/compare_panel.h"
 #include "panels/log_dock.h"
@@ -72,6 +73,7 @@ MainWindow::MainWindow(QWidget* parent)
     , patching_(new PatchingView(document_, controller_))
     , compare_(new ComparePanel(document_, controller_))
     , workbench_(new AttributionPanel(document_, controller_))
+    , attention_(new AttentionPanel(document_, controller_))
     , setup_(new SetupActions(document_, controller_, this))
     , sessions_(new SessionIo(document_, controller_, activations_, this))
     , central_(new QTabWidget)
@@ -81,6 +83,7 @@ MainWindow::MainWindow(QWidget* parent)
     central_->addTab(activations_, tr("Activations"));
     central_->addTab(attribution_, tr("Grad-CAM / Saliency"));
     central_->addTab(workbench_, tr("Attribution"));
+    central_->addTab(attention_, tr("Attention"));
     central_->addTab(patching_, tr("Patching / Ablation"));
     central_->addTab(recorders_, tr("Recorders"));
     central_->addTab(probes_, tr("Probes"));
@@ -102,6 +105,7 @@ MainWindow::MainWindow(QWidget* parent)
     connect(patching_, &PatchingView::failed, this, &MainWindow::reportError);
     connect(compare_, &ComparePanel::failed, this, &MainWindow::reportError);
     connect(workbench_, &AttributionPanel::failed, this, &MainWindow::reportError);
+    connect(attention_, &AttentionPanel::failed, this, &MainWindow::reportError);
     connect(compare_, &ComparePanel::finished, this, [this](const CompareResultPtr& result) {
         log_->append(tr("Compared %1 images: %2 × %3 layers")
                          .arg(result->samples)
@@ -291,8 +295,9 @@ void MainWindow::createMenus()
     for (QDockWidget* dock : findChildren<QDockWidget*>())
         view->addAction(dock->toggleViewAction());
     view->addSeparator();
-    const QStringList tabs{
-        tr("&Activations"), tr("&Grad-CAM / Saliency"), tr("&Patching / Ablation"), tr("&Recorders"), tr("Pro&bes")};
+    // CentralTab's order (Alt+1 … Alt+8).
+    const QStringList tabs{tr("&Activations"), tr("&Grad-CAM / Saliency"), tr("Attri&bution"), tr("Atte&ntion"),
+        tr("&Patching / Ablation"), tr("&Recorders"), tr("Pr&obes"), tr("&Compare")};
     for (int i = 0; i < tabs.size(); ++i) {
         QAction* show = view->addAction(tabs[i], this, [this, i] { central_->setCurrentIndex(i); });
         show->setShortcut(QKeySequence(Qt::ALT | Qt::Key(Qt::Key_1 + i)));
@@ -386,7 +391,7 @@ QString MainWindow::shortcutsText()
               "Ctrl+I\tadd images\n"
               "Ctrl+S\tsave the session\n"
               "Ctrl+Shift+I\tinput setup\n"
-              "Alt+1 … Alt+5\tActivations, Grad-CAM, Patching, Recorders, Probes\n"
+              "Alt+1 … Alt+8\tActivations, Grad-CAM, Attribution, Attention, Patching, Recorders, Probes, Compare\n"
               "Arrow keys\tnext or previous image (in the image grid)\n"
               "Delete\tremove the selected images from the grid\n"
               "F1\tthis list\n"

@@ -15,6 +15,7 @@ namespace torchscope {
 class ActivationView;
 class AttributionView;
 class ChannelPage;
+class AttentionPanel;
 class AttributionPanel;
 class ComparePanel;
 class PatchingView;
@@ -55,8 +56,9 @@ public:
     PatchingView* patchingView() const { return patching_; }
     ComparePanel* comparePanel() const { return compare_; }
     AttributionPanel* attributionPanel() const { return workbench_; }
+    AttentionPanel* attentionPanel() const { return attention_; }
     SetupActions* setupActions() const { return setup_; }
-    enum class CentralTab { Activations, Attribution, Workbench, Patching, Recorders, Probes, Compare };
+    enum class CentralTab { Activations, Attribution, Workbench, Attention, Patching, Recorders, Probes, Compare };
     void showCentralTab(CentralTab tab);
 
     // Errors are shown in a message box unless the window is not interactive (tests, screenshots);
@@ -112,6 +114,7 @@ private:
     PatchingView* patching_;
     ComparePanel* compare_;
     AttributionPanel* workbench_;
+    AttentionPanel* attention_;
     SetupActions* setup_;
     SessionIo* sessions_;
     QTabWidget* central_ = nullptr;
