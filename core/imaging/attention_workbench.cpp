@@ -150,11 +150,11 @@ std::vector<std::string> writeAttentionMaps(
 {
     NamedValues values;
     ExportManifest described = manifest ? *manifest : ExportManifest{};
-    const auto add = [&](const std::string& key, const at::Tensor& value, const std::string& module,
-                         const std::string& what) {
-        values.emplace_back(key, value);
-        described.keys.push_back({key, module, what});
-    };
+    const auto add
+        = [&](const std::string& key, const at::Tensor& value, const std::string& module, const std::string& what) {
+              values.emplace_back(key, value);
+              described.keys.push_back({key, module, what});
+          };
     const auto table = [](const std::vector<std::vector<double>>& rows) {
         std::vector<at::Tensor> stacked;
         for (const auto& row : rows)

@@ -65,8 +65,8 @@ private Q_SLOTS:
         MainWindow window;
         openVit(window);
         const auto& modules = window.document()->model().modules;
-        QCOMPARE(std::count_if(modules.begin(), modules.end(), [](const ModuleInfo& m) { return m.holdsAttention; }),
-            12L);
+        QCOMPARE(
+            std::count_if(modules.begin(), modules.end(), [](const ModuleInfo& m) { return m.holdsAttention; }), 12L);
         window.document()->addImages(photos());
         window.showCentralTab(MainWindow::CentralTab::Attention);
         AttentionPanel* panel = window.attentionPanel();
@@ -102,8 +102,8 @@ private Q_SLOTS:
         }
         // A head's map: the class token's row over the patches, or the clicked patch's.
         const at::Tensor p = expected.probabilities[5];
-        QVERIFY(at::equal(
-            shown(attentionHeadMap(*result, 5, 1, 7, -1)), p[1][7][0].narrow(0, 1, 196).reshape({14, 14})));
+        QVERIFY(
+            at::equal(shown(attentionHeadMap(*result, 5, 1, 7, -1)), p[1][7][0].narrow(0, 1, 196).reshape({14, 14})));
         QTest::mouseClick(panel->grid(), Qt::LeftButton, {}, panel->grid()->cellCentre(5, 7));
         QLabel* enlarged = panel->enlargedMap();
         // Row 3, column 10 of the 14 x 14 grid: token 1 + 3 * 14 + 10.

@@ -49,8 +49,7 @@ std::pair<double, double> rangeOf(const FloatTensor& map)
 QPixmap overlayPixmap(const FloatTensor& picture, const FloatTensor& map, double low, double high, int size)
 {
     const std::vector<float> unit = scaledToUnit(map, low, high);
-    const QImage image
-        = overlayImage(picture, unit.data(), map.shape[1], map.shape[0], ColorMap::Magma, 0.7f);
+    const QImage image = overlayImage(picture, unit.data(), map.shape[1], map.shape[0], ColorMap::Magma, 0.7f);
     return QPixmap::fromImage(image.scaled(size, size, Qt::IgnoreAspectRatio, Qt::SmoothTransformation));
 }
 
@@ -191,10 +190,10 @@ void AttentionPanel::buildExportMenu()
     addExport(tr("Attention as .npz, .pt or .safetensors…"), tr("Export Attention"), "attention.npz",
         tr("NumPy (*.npz);;PyTorch (*.pt);;safetensors (*.safetensors)"), QString());
     const QString pictures = tr("PNG image (*.png);;PDF (*.pdf)");
-    addExport(tr("Distance Plot as PNG or PDF…"), tr("Export Distance Plot"), "attention_distance.png", pictures,
-        "distance");
-    addExport(tr("Entropy Plot as PNG or PDF…"), tr("Export Entropy Plot"), "attention_entropy.png", pictures,
-        "entropy");
+    addExport(
+        tr("Distance Plot as PNG or PDF…"), tr("Export Distance Plot"), "attention_distance.png", pictures, "distance");
+    addExport(
+        tr("Entropy Plot as PNG or PDF…"), tr("Export Entropy Plot"), "attention_entropy.png", pictures, "entropy");
     exportButton->setMenu(menu);
 }
 
@@ -205,8 +204,8 @@ void AttentionPanel::connectJobs()
         if (job_)
             controller_->cancelJob(job_);
     });
-    connect(controller_, &RunController::jobProgress, this,
-        [this](JobId id, qint64 done, qint64 total, const QString&) {
+    connect(
+        controller_, &RunController::jobProgress, this, [this](JobId id, qint64 done, qint64 total, const QString&) {
             if (id == job_)
                 column_->showProgress(done, total);
         });
@@ -245,9 +244,8 @@ void AttentionPanel::resetForModel()
         bar->clearScale();
     caption_->clear();
     const auto& modules = document_->model().modules;
-    const auto attending = std::count_if(modules.begin(), modules.end(), [](const ModuleInfo& m) {
-        return m.holdsAttention && m.called;
-    });
+    const auto attending = std::count_if(
+        modules.begin(), modules.end(), [](const ModuleInfo& m) { return m.holdsAttention && m.called; });
     QString text;
     if (document_->modelPath().isEmpty())
         text = tr("Open a vision transformer and add images to see where its heads look.");
@@ -425,16 +423,15 @@ void AttentionPanel::drawWholeImageMaps(int image)
         bar->setScale(low, high, ColorMap::Magma, title);
     };
     draw(rollout_, rolloutBar_, shown.rollout, tr("rollout"));
-    draw(legradMap_, legradBar_, shown.legrad,
-        shown.target >= 0 ? tr("class %1").arg(shown.target) : tr("LeGrad"));
+    draw(legradMap_, legradBar_, shown.legrad, shown.target >= 0 ? tr("class %1").arg(shown.target) : tr("LeGrad"));
 }
 
 bool AttentionPanel::eventFilter(QObject* watched, QEvent* event)
 {
     if (watched == enlarged_ && event->type() == QEvent::MouseButtonPress && result_) {
         const auto* click = static_cast<QMouseEvent*>(event);
-        const int64_t token = patchToken(*result_, click->position().x() / enlarged_->width(),
-            click->position().y() / enlarged_->height());
+        const int64_t token = patchToken(
+            *result_, click->position().x() / enlarged_->width(), click->position().y() / enlarged_->height());
         if (token >= 0)
             setQuery(static_cast<int>(token));
         return true;

@@ -117,12 +117,11 @@ void AttentionHeadGrid::paintEvent(QPaintEvent*)
     }
     painter.setPen(palette().color(QPalette::WindowText));
     for (int head = 0; head < columns(); ++head)
-        painter.drawText(QRect(cellRect(0, head).left(), 0, cellSize(), HeaderHeight), Qt::AlignCenter,
-            tr("h%1").arg(head));
+        painter.drawText(
+            QRect(cellRect(0, head).left(), 0, cellSize(), HeaderHeight), Qt::AlignCenter, tr("h%1").arg(head));
     for (int layer = 0; layer < rows(); ++layer) {
         painter.drawText(QRect(0, cellRect(layer, 0).top(), RowLabelWidth - 4, cellSize()),
-            Qt::AlignRight | Qt::AlignVCenter,
-            layer < rowNames_.size() ? rowNames_[layer] : QString::number(layer));
+            Qt::AlignRight | Qt::AlignVCenter, layer < rowNames_.size() ? rowNames_[layer] : QString::number(layer));
         for (int head = 0; head < static_cast<int>(cells_[static_cast<size_t>(layer)].size()); ++head)
             painter.drawImage(cellRect(layer, head), cells_[static_cast<size_t>(layer)][static_cast<size_t>(head)]);
     }

@@ -21,8 +21,8 @@ QCustomPlot* newPlot(const QString& y)
 }
 
 // The mean over the images of each head's figure, a dot per head at its layer.
-void drawFigure(QCustomPlot* plot, const AttentionWorkbenchResult& result, bool distance, int pickedLayer,
-    int pickedHead)
+void drawFigure(
+    QCustomPlot* plot, const AttentionWorkbenchResult& result, bool distance, int pickedLayer, int pickedHead)
 {
     plot->clearGraphs();
     auto* heads = plot->addGraph();
