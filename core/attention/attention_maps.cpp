@@ -256,8 +256,9 @@ AttentionResult attentionMaps(
     else if (layout.prefix == 0)
         result.notes.push_back("no class token: the maps show the mean over the patch queries' attention");
     else if (layout.prefix > 1)
-        result.notes.push_back(
-            std::to_string(layout.prefix - 1) + " register token(s) after the class token are left out of the maps");
+        result.notes.push_back(std::to_string(layout.prefix - 1)
+            + " more token(s) between the class token and the patches (register or distillation tokens) are "
+              "left out of the maps");
     return result;
 }
 

@@ -44,8 +44,11 @@ def _sdpa_logits(q: Tensor, k: Tensor, mask: Optional[Tensor], is_causal: bool, 
     return logits
 
 def _with_heads(p: Tensor) -> Tensor:
+    # [N, Q, K]: one head; [N, windows, H, Q, K] (MaxViT): windows into the batch, as Swin has them.
     if p.dim() == 3:
         return p.unsqueeze(1)
+    if p.dim() > 4:
+        return p.flatten(0, p.dim() - 4)
     return p
 
 def sdpa_probabilities(q: Tensor, k: Tensor, mask: Optional[Tensor], is_causal: bool, scale: Optional[float], enable_gqa: bool) -> Tensor:
@@ -66,8 +69,11 @@ def native_mha_probabilities(query: Tensor, key: Tensor, embed_dim: int, num_hea
     weights = qkv_weight.chunk(3, 0)
     biases = qkv_bias.chunk(3, 0)
     batch = query.size(0)
-    q = (torch.matmul(query, weights[0].t()) + biases[0]).view(batch, query.size(1), num_heads, head_dim).transpose(1, 2)
-    k = (torch.matmul(key, weights[1].t()) + biases[1]).view(batch, key.size(1), num_heads, head_dim).transpose(1, 2)
+    # addmm: the projection and its bias in one GEMM, as nn.Linear computes them.
+    q = torch.addmm(biases[0], query.reshape(-1, embed_dim), weights[0].t())
+    k = torch.addmm(biases[1], key.reshape(-1, embed_dim), weights[1].t())
+    q = q.view(batch, query.size(1), num_heads, head_dim).transpose(1, 2)
+    k = k.view(batch, key.size(1), num_heads, head_dim).transpose(1, 2)
     logits = torch.matmul(q, k.transpose(-2, -1)) * (head_dim ** -0.5)
     if mask is not None:
         if mask_type is not None and mask_type == 1:

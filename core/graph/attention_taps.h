@@ -24,7 +24,8 @@ void inlineFunctionCalls(torch::jit::Node* first, torch::jit::Node* end);
 
 // One value per attention computation from `first` up to `end` (nested blocks included), in graph
 // order, each inserted just after its computation and in its block: [N, heads, queries, keys]
-// ([N, 1, queries, keys] where the model has no heads dimension). inPath: gradients must reach the
+// ([N, 1, queries, keys] where the model has no heads dimension; windows before the heads, as
+// MaxViT's [N, windows, heads, Q, K], go into the first dim as Swin has them). inPath: gradients must reach the
 // returned values (graph/request.h, attentionInPath).
 std::vector<torch::jit::Value*> tapAttention(
     torch::jit::Graph& graph, torch::jit::Node* first, torch::jit::Node* end, bool inPath);

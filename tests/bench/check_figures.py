@@ -5,7 +5,8 @@ ratios inside a broad range that only a broken measurement leaves, such as a zer
 mistake or a run that did nothing; echoed settings equal to what was asked). Sanity, not speed:
 the speed goals stay in the benchmarks' own output.
 
-  check_figures.py BENCH -- COMMAND [ARG ...]     BENCH: engine, compare, visualize, record, gui, job
+  check_figures.py BENCH -- COMMAND [ARG ...]     BENCH: engine, compare, visualize, record, gui, job,
+                                                  attention
   check_figures.py --self-test                    the checks themselves fail on broken reports
 """
 import copy
@@ -149,9 +150,21 @@ def job_rules(report):
             "merge_bytes": within(1, 1e12), "merge_seconds_median": within(0, 600)}
 
 
+def attention_rules(report):
+    rules = {"model": equals("vit_b_16"), "batch": equals(1), "repeats": equals(1), "layers": equals(12)}
+    for key in ("plain_forward_seconds", "engine_without_grabs_seconds", "attention_12_layers_seconds",
+                "python_eager_seconds",
+                "python_need_weights_hooks_seconds"):
+        rules[key] = within(*SECONDS)
+    for key in ("attention_ratio_to_plain", "python_need_weights_ratio_to_eager",
+                "attention_ours_over_python_need_weights"):
+        rules[key] = within(*RATIO)
+    return rules
+
+
 BENCHES = {"engine": (engine_rules, engine_whole), "compare": (compare_rules, compare_whole),
            "visualize": (visualize_rules, None), "record": (record_rules, None), "gui": (gui_rules, gui_whole),
-           "job": (job_rules, None)}
+           "job": (job_rules, None), "attention": (attention_rules, None)}
 
 
 def problems(bench, report):
@@ -212,6 +225,10 @@ def self_test():
                 "grabs": "features.0 features.2 features.2:grad", "run_seconds": 0.5, "wall_seconds": 1.2,
                 "gui_ticks": 100, "max_gui_stall_ms": 30.0, "p99_tick_gap_ms": 12.0, "results_drawn_at_s": 0.8,
                 "worst_stall_ended_at_s": 0.3},
+        "attention": {"model": "vit_b_16", "batch": 1, "repeats": 1, "layers": 12, "plain_forward_seconds": 0.2,
+                      "attention_12_layers_seconds": 0.23, "engine_without_grabs_seconds": 0.2, "python_eager_seconds": 0.21,
+                      "python_need_weights_hooks_seconds": 0.25, "attention_ratio_to_plain": 1.15,
+                      "python_need_weights_ratio_to_eager": 1.2, "attention_ours_over_python_need_weights": 0.92},
     }
     for bench, report in good.items():
         assert not problems(bench, report), (bench, problems(bench, report))
@@ -220,7 +237,8 @@ def self_test():
         ("engine", "grab_ratio_to_plain", 1e5), ("engine", "batch", 8), ("engine", "python_eager_seconds", None),
         ("engine", "truncation", []), ("gui", "failures", 3), ("gui", "cancelled", True),
         ("gui", "results_drawn_at_s", 9.0), ("gui", "max_gui_stall_ms", float("inf")), ("gui", "images_run", 0),
-        ("gui", "gui_ticks", "many"),
+        ("gui", "gui_ticks", "many"), ("attention", "attention_ratio_to_plain", 0.0),
+        ("attention", "layers", 11), ("attention", "attention_12_layers_seconds", None),
     ]
     for bench, key, value in broken:
         report = copy.deepcopy(good[bench])

@@ -369,7 +369,8 @@ class AttentionMaps(AttentionCase):
                 rows = p[:, :, 0] if prefix else p.mean(2)
                 self.assertLessEqual(max_diff(got["blocks.1.attn:maps"], rows[..., prefix:].reshape(2, 4, 4, 4)),
                                      PROBABILITY_TOLERANCE)
-                self.assertIn("4 register token(s)" if prefix else "no class token", result.stdout)
+                self.assertIn("4 more token(s) between the class token and the patches" if prefix else "no class token",
+                              result.stdout)
 
 
 def numpy_distance(p, prefix, side):
