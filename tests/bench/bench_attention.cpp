@@ -75,11 +75,12 @@ int main(int argc, char** argv)
         std::map<std::string, std::function<void()>> cases{
             {"plain", [&] { model->module().forward({input}); }},
             {"engine", [&] { engine.run(Request{}, {input}); }},
-            {"attention", [&] {
-                 const RunResult result = engine.run(grab, {input});
-                 if (result.values.size() != 13)
-                     throw std::runtime_error("expected 12 attention grabs");
-             }},
+            {"attention",
+                [&] {
+                    const RunResult result = engine.run(grab, {input});
+                    if (result.values.size() != 13)
+                        throw std::runtime_error("expected 12 attention grabs");
+                }},
             {"python plain", [&] { py.ask("plain"); }},
             {"python weights", [&] { py.ask("weights"); }},
         };

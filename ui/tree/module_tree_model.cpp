@@ -152,8 +152,8 @@ QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const
         switch (index.column()) {
         case Name:
             return QString::fromStdString(module->name);
-        case Type:
-            return QString::fromStdString(module->shortType);
+        case Type: // attention marked first, where the narrow tree shows it, not only in the marks
+            return (module->holdsAttention ? "◎ " : "") + QString::fromStdString(module->shortType);
         case Parameters:
             return QLocale().toString(static_cast<qlonglong>(module->totalParameters));
         case OutputShape:
@@ -180,6 +180,10 @@ QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const
                 + tr("Cut away: it runs after the truncation point %1, so it does not run now")
                       .arg(document_->truncation().toHtmlEscaped())
                 + "</i>";
+        if (module->holdsAttention)
+            tip += "<br>◎ "
+                + tr("Computes attention: grab %1:attention for its probabilities, or open the Attention tab")
+                      .arg(path.toHtmlEscaped());
         if (!module->called)
             tip += "<br><i>"
                 + tr("Never called: %1").arg(QString::fromStdString(module->notCalledReason).toHtmlEscaped()) + "</i>";
