@@ -27,8 +27,8 @@ TEST(AttentionRollout, AddsTheResidualAndMultipliesTheLayers)
 {
     // One head, two tokens: 0.5 A + 0.5 I = [[1, 0], [0.25, 0.75]], rows already summing to 1.
     const at::Tensor a = square({1.0, 0.0, 0.5, 0.5}, 2).view({1, 1, 2, 2});
-    EXPECT_TRUE(tensorsClose("one layer", attentionRollout({a}, "mean", 0.0)[0].to(at::kDouble),
-        square({1.0, 0.0, 0.25, 0.75}, 2), 1e-7));
+    EXPECT_TRUE(tensorsClose(
+        "one layer", attentionRollout({a}, "mean", 0.0)[0].to(at::kDouble), square({1.0, 0.0, 0.25, 0.75}, 2), 1e-7));
     EXPECT_TRUE(tensorsClose("two layers", attentionRollout({a, a}, "mean", 0.0)[0].to(at::kDouble),
         square({1.0, 0.0, 0.4375, 0.5625}, 2), 1e-7));
 }
