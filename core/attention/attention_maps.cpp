@@ -61,7 +61,12 @@ LayerFigures layerFigures(const at::Tensor& attention, const TokenLayout& layout
             + std::to_string(p.size(2)) + " queries");
     if (keep)
         figures.probabilities = p;
-    figures.entropy = attentionEntropy(p);
+    const int64_t images = layout.images;
+    if (p.size(0) != images && (p.size(0) % images != 0 || layout.spatial))
+        throw Error("attention of " + std::to_string(p.size(0)) + " rows for " + std::to_string(images)
+            + " images: neither one per image nor windows of each");
+    // Windows (Swin, MaxViT) come image by image: each head's entropy is the mean over an image's windows.
+    figures.entropy = attentionEntropy(p).view({images, -1, p.size(1)}).mean(1);
     if (!layout.spatial)
         return figures;
     const int64_t patches = layout.gridHeight * layout.gridWidth;
@@ -79,6 +84,27 @@ at::Tensor rolloutMap(const std::vector<at::Tensor>& layers, const TokenLayout& 
     const at::Tensor rows = queryRows(rolled.unsqueeze(1), layout, request.query).squeeze(1);
     return rows.narrow(-1, layout.prefix, layout.gridHeight * layout.gridWidth)
         .reshape({rolled.size(0), 1, layout.gridHeight, layout.gridWidth});
+}
+
+// Every layer's keys must lie as the first layer's do for the maps; a module that computes attention
+// more than once in a forward is read at its first.
+std::vector<std::string> layerNotes(const std::vector<std::string>& paths, const std::vector<at::Tensor>& layers,
+    const RunResult& run, const TokenLayout& layout)
+{
+    std::vector<std::string> notes;
+    for (size_t l = 0; l < layers.size(); ++l) {
+        if (layers[l].dim() != 4)
+            throw Error("'" + paths[l] + "' gives attention of shape " + shapeToString(layers[l].sizes().vec())
+                + ", not [N, heads, queries, keys]");
+        if (layout.spatial && layers[l].size(-1) != layout.tokens)
+            throw Error("'" + paths[l] + "' attends over " + std::to_string(layers[l].size(-1)) + " keys, '"
+                + paths.front() + "' over " + std::to_string(layout.tokens)
+                + ": the maps need one token layout; pick layers that share it with --layer");
+        if (run.find(paths[l] + ":attention#1"))
+            notes.push_back(
+                "'" + paths[l] + "' computes attention more than once in a forward; the maps read its first");
+    }
+    return notes;
 }
 
 at::Tensor concatenated(const std::vector<at::Tensor>& parts)
@@ -181,8 +207,9 @@ at::Tensor attentionRollout(const std::vector<at::Tensor>& layers, const std::st
 AttentionResult attentionMaps(
     Engine& engine, const at::Tensor& images, const AttentionRequest& request, const ProgressCallback& progress)
 {
-    if (images.dim() != 4)
-        throw Error("attention maps explain images [N, C, H, W]; got " + shapeToString(images.sizes().vec()));
+    if (images.dim() != 4 || images.size(0) == 0)
+        throw Error(
+            "attention maps explain images [N, C, H, W], at least one; got " + shapeToString(images.sizes().vec()));
     for (const auto& method : request.methods)
         if (method != AttentionHeads && method != AttentionRollout && method != AttentionLeGrad)
             throw Error("unknown attention method '" + method + "'; expected heads, rollout or legrad");
@@ -208,11 +235,15 @@ AttentionResult attentionMaps(
         std::vector<at::Tensor> layers;
         for (const auto& layer : result.layers)
             layers.push_back(out.tensor(layer + ":attention"));
-        if (start == 0)
+        if (start == 0) {
             result.layout = tokenLayout(
                 engine.model(), layers.front().size(-1), images.size(2), images.size(3), request.patchSize);
+            result.notes = layerNotes(result.layers, layers, out, result.layout);
+        }
+        TokenLayout layout = result.layout;
+        layout.images = chunk.size(0);
         for (size_t l = 0; l < layers.size(); ++l) {
-            LayerFigures figures = layerFigures(layers[l], result.layout, request.query, keep);
+            LayerFigures figures = layerFigures(layers[l], layout, request.query, keep);
             probabilities[l].push_back(figures.probabilities);
             maps[l].push_back(figures.headMap);
             entropy[l].push_back(figures.entropy);
@@ -249,6 +280,7 @@ AttentionResult attentionMaps(
     result.legrad = concatenated(legrads);
 
     const TokenLayout& layout = result.layout;
+    result.layout.images = result.images;
     if (!layout.spatial)
         result.notes.push_back("the keys (" + std::to_string(layout.tokens)
             + " per query) are not a class token and the image's patch grid, as in windowed attention: "

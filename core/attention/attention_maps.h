@@ -50,6 +50,7 @@ struct TokenLayout {
     int64_t prefix = 0; // class and register tokens before the patches
     int64_t gridHeight = 0, gridWidth = 0, patchSize = 0;
     int64_t tokens = 0;
+    int64_t images = 0; // how many images the attention's first dim holds (windows: several rows each)
 };
 
 struct AttentionResult {

@@ -1,5 +1,6 @@
 #include "attention/attention_statistics.h"
 
+#include "attention/attention_maps.h"
 #include "graph/engine.h"
 #include "graph/request.h"
 
@@ -26,22 +27,27 @@ at::Tensor attentionDistance(const at::Tensor& probabilities, int64_t prefix, in
     return (amongPatches * (dy * dy + dx * dx).sqrt()).sum(-1).mean(-1);
 }
 
-void addAttentionFigures(RunResult& result)
+void addAttentionFigures(RunResult& result, const Model& model, const std::vector<int64_t>& batchShape)
 {
-    constexpr int64_t MostPrefixTokens = 16; // a class token and registers
+    if (batchShape.size() != 4)
+        return; // not images: no patch grid, no per-image rows
+    const int64_t images = batchShape[0];
     std::vector<std::pair<std::string, c10::IValue>> figures;
     for (const auto& [key, value] : result.values) {
         const CaptureKey capture = CaptureKey::parse(key);
         if (capture.kind != CaptureKind::Attention || !value.isTensor() || value.toTensor().dim() != 4)
             continue;
         const at::Tensor p = value.toTensor();
+        if (p.size(0) % images != 0)
+            continue;
         const std::string call = capture.call == 0 ? "" : "#" + std::to_string(capture.call);
-        figures.emplace_back(capture.path + ":entropy" + call, attentionEntropy(p));
-        const int64_t tokens = p.size(3);
-        const auto side = static_cast<int64_t>(std::sqrt(static_cast<double>(tokens)));
-        if (p.size(2) == tokens && side > 1 && tokens - side * side <= MostPrefixTokens)
-            figures.emplace_back(
-                capture.path + ":distance" + call, attentionDistance(p, tokens - side * side, side, side));
+        figures.emplace_back(
+            capture.path + ":entropy" + call, attentionEntropy(p).view({images, -1, p.size(1)}).mean(1));
+        const TokenLayout layout = tokenLayout(model, p.size(3), batchShape[2], batchShape[3], 0);
+        if (layout.spatial && p.size(0) == images)
+            figures.emplace_back(capture.path + ":distance" + call,
+                attentionDistance(p, layout.prefix, layout.gridHeight, layout.gridWidth)
+                    * static_cast<double>(layout.patchSize));
     }
     result.values.insert(result.values.end(), figures.begin(), figures.end());
 }

@@ -10,9 +10,11 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace torchscope {
 
+class Model;
 struct RunResult;
 
 at::Tensor attentionEntropy(const at::Tensor& probabilities); // [N, H] float32
@@ -20,9 +22,11 @@ at::Tensor attentionEntropy(const at::Tensor& probabilities); // [N, H] float32
 // prefix tokens, then a gridHeight × gridWidth patch grid; [N, H] float32 in patches.
 at::Tensor attentionDistance(const at::Tensor& probabilities, int64_t prefix, int64_t gridHeight, int64_t gridWidth);
 
-// For every PATH:attention value of a run, adds PATH:entropy and, where its keys are a few prefix
-// tokens and a square patch grid (the largest square they hold), PATH:distance: what a recording
-// folds per head.
-void addAttentionFigures(RunResult& result);
+// For every PATH:attention value of a run on a batch of images [N, C, H, W], adds PATH:entropy
+// [N, heads] and, where the keys are the prefix tokens and the images' patch grid
+// (attention/attention_maps.h's tokenLayout), PATH:distance [N, heads] in pixels: what a recording
+// folds per head, as `torchscope-cli attention` writes them. Windows (Swin) count per image, their
+// entropy averaged.
+void addAttentionFigures(RunResult& result, const Model& model, const std::vector<int64_t>& batchShape);
 
 } // namespace torchscope

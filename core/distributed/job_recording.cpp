@@ -73,7 +73,7 @@ FolderRunResult recordShareTogether(
                     if (!batch->images.defined() || batch->images.size(0) == 0)
                         return;
                     result = engine.run(request, forwardInputsFromBatch(engine.model(), batch->images));
-                    addAttentionFigures(*result);
+                    addAttentionFigures(*result, engine.model(), batch->images.sizes().vec());
                     mask = conditionMask(recorder.config().condition, result->values.front().second,
                         recorder.config().scores, batch->labels);
                     mine.samples = batch->images.size(0);

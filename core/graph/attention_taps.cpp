@@ -4,6 +4,7 @@
 
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/passes/inliner.h>
 #include <torch/jit.h>
 
 #include <functional>
@@ -43,6 +44,11 @@ def _sdpa_logits(q: Tensor, k: Tensor, mask: Optional[Tensor], is_causal: bool, 
             logits = logits + mask
     return logits
 
+def _safe_softmax(logits: Tensor) -> Tensor:
+    # As PyTorch's math kernel: a query whose every key is masked attends to nothing (0), not NaN.
+    dead = (logits == float("-inf")).all(-1, keepdim=True)
+    return torch.softmax(logits, -1).masked_fill(dead, 0.0)
+
 def _with_heads(p: Tensor) -> Tensor:
     # [N, Q, K]: one head; [N, windows, H, Q, K] (MaxViT): windows into the batch, as Swin has them.
     if p.dim() == 3:
@@ -52,17 +58,17 @@ def _with_heads(p: Tensor) -> Tensor:
     return p
 
 def sdpa_probabilities(q: Tensor, k: Tensor, mask: Optional[Tensor], is_causal: bool, scale: Optional[float], enable_gqa: bool) -> Tensor:
-    return _with_heads(torch.softmax(_sdpa_logits(q, k, mask, is_causal, scale, enable_gqa), -1))
+    return _with_heads(_safe_softmax(_sdpa_logits(q, k, mask, is_causal, scale, enable_gqa)))
 
 def sdpa_in_path(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], is_causal: bool, scale: Optional[float], enable_gqa: bool) -> Tuple[Tensor, Tensor]:
-    probabilities = _with_heads(torch.softmax(_sdpa_logits(q, k, mask, is_causal, scale, enable_gqa), -1))
+    probabilities = _with_heads(_safe_softmax(_sdpa_logits(q, k, mask, is_causal, scale, enable_gqa)))
     values = _with_heads(v)
     if enable_gqa and values.size(-3) != probabilities.size(-3):
         values = values.repeat_interleave(probabilities.size(-3) // values.size(-3), -3)
-    output = torch.matmul(probabilities, values)
-    if q.dim() == 3:
-        output = output.squeeze(1)
-    return probabilities, output
+    # Back to the shape the kernel gives, q's with v's last dim (3-D, or windows before the heads).
+    size = q.size()
+    size[-1] = v.size(-1)
+    return probabilities, torch.matmul(probabilities, values).reshape(size)
 
 def native_mha_probabilities(query: Tensor, key: Tensor, embed_dim: int, num_heads: int, qkv_weight: Tensor, qkv_bias: Tensor, mask: Optional[Tensor], mask_type: Optional[int]) -> Tensor:
     head_dim = embed_dim // num_heads
@@ -96,12 +102,17 @@ def reshaped_like(p: Tensor, like: Tensor) -> Tensor:
 
 Graph& helper(const std::string& name)
 {
+    // Compiled once (thread-safe static) and inlined here, whatever the executor's settings: no call
+    // into the compilation unit survives in an instrumented graph.
     static const auto graphs = [] {
         const auto unit = torch::jit::compile(kAttentionSource);
         std::map<std::string, std::shared_ptr<Graph>> byName;
         for (const char* n : {"sdpa_probabilities", "sdpa_in_path", "native_mha_probabilities", "with_heads",
-                 "reshaped", "reshaped_like"})
-            byName[n] = torch::jit::toGraphFunction(unit->get_function(n)).optimized_graph();
+                 "reshaped", "reshaped_like"}) {
+            auto graph = torch::jit::toGraphFunction(unit->get_function(n)).graph()->copy();
+            torch::jit::Inline(*graph);
+            byName[n] = std::move(graph);
+        }
         return byName;
     }();
     return *graphs.at(name);
@@ -160,6 +171,32 @@ bool comesFromProduct(const Value* value, int depth)
     return false;
 }
 
+// Do the probabilities go on into a product with the values (attn @ v), through dropout, views and
+// if-branches? A router's softmax(x W) does not: that is what tells it from attention.
+bool feedsProduct(const Value* value, int depth)
+{
+    if (depth == 0)
+        return false;
+    for (const auto& use : value->uses()) {
+        const Node* user = use.user;
+        for (const char* product : {"aten::matmul", "aten::bmm", "aten::einsum", "aten::baddbmm"})
+            if (isKind(user, product))
+                return true;
+        if (user->kind() == c10::prim::ListConstruct && feedsProduct(user->output(), depth - 1))
+            return true; // einsum's operand list
+        if (user->kind() == c10::prim::Return && user->owningBlock()->owningNode()
+            && user->owningBlock()->owningNode()->kind() == c10::prim::If
+            && feedsProduct(user->owningBlock()->owningNode()->output(use.offset), depth - 1))
+            return true;
+        // A dropout module (timm's attn_drop) is a call: its result goes on.
+        for (const char* passing : {"aten::dropout", "aten::feature_dropout", "aten::contiguous", "aten::view",
+                 "aten::reshape", "aten::to", "aten::type_as", "prim::CallMethod"})
+            if (isKind(user, passing) && user->outputs().size() == 1 && feedsProduct(user->output(), depth - 1))
+                return true;
+    }
+    return false;
+}
+
 bool isAttentionSoftmax(const Node* node)
 {
     if (!isKind(node, "aten::softmax") || node->inputs().size() < 2)
@@ -170,7 +207,7 @@ bool isAttentionSoftmax(const Node* node)
     const auto rank = node->input(0)->type()->expectRef<c10::TensorType>().dim();
     const bool lastDim
         = !dim || !dim->isInt() || dim->toInt() == -1 || (rank && dim->toInt() == static_cast<int64_t>(*rank) - 1);
-    return lastDim && comesFromProduct(node->input(0), 8);
+    return lastDim && comesFromProduct(node->input(0), 8) && feedsProduct(node->output(), 8);
 }
 
 bool isAttentionNode(const Node* node)
@@ -291,23 +328,23 @@ void inlineFunctionCalls(Node* first, Node* end)
     }
 }
 
-std::vector<Value*> tapAttention(Graph& graph, Node* first, Node* end, bool inPath)
+std::vector<AttentionTap> tapAttention(Graph& graph, Node* first, Node* end, bool inPath)
 {
     std::vector<Node*> found;
     forEachNodeBetween(first, end, [&](Node* node) {
         if (isAttentionNode(node))
             found.push_back(node);
     });
-    std::vector<Value*> probabilities;
+    std::vector<AttentionTap> taps;
     for (Node* node : found) {
         if (isKind(node, "aten::scaled_dot_product_attention"))
-            probabilities.push_back(tapSdpa(graph, node, inPath));
+            taps.push_back({tapSdpa(graph, node, inPath), nullptr});
         else if (isKind(node, "aten::_native_multi_head_attention"))
-            probabilities.push_back(tapNativeMultiHeadAttention(graph, node));
+            taps.push_back({tapNativeMultiHeadAttention(graph, node), nullptr});
         else
-            probabilities.push_back(tapSoftmax(graph, node, inPath));
+            taps.push_back({tapSoftmax(graph, node, inPath), node->output()});
     }
-    return probabilities;
+    return taps;
 }
 
 bool computesAttention(const torch::jit::Module& module)

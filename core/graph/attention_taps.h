@@ -22,12 +22,19 @@ namespace torchscope {
 // their blocks, until none is left: F.multi_head_attention_forward's or Swin's ops become visible.
 void inlineFunctionCalls(torch::jit::Node* first, torch::jit::Node* end);
 
-// One value per attention computation from `first` up to `end` (nested blocks included), in graph
+struct AttentionTap {
+    torch::jit::Value* probabilities;
+    // The model's own value they may be a view of (its softmax), else nullptr (computed beside it):
+    // a later in-place op on it would change what was grabbed.
+    torch::jit::Value* modelsOwn;
+};
+
+// One tap per attention computation from `first` up to `end` (nested blocks included), in graph
 // order, each inserted just after its computation and in its block: [N, heads, queries, keys]
 // ([N, 1, queries, keys] where the model has no heads dimension; windows before the heads, as
 // MaxViT's [N, windows, heads, Q, K], go into the first dim as Swin has them). inPath: gradients must reach the
 // returned values (graph/request.h, attentionInPath).
-std::vector<torch::jit::Value*> tapAttention(
+std::vector<AttentionTap> tapAttention(
     torch::jit::Graph& graph, torch::jit::Node* first, torch::jit::Node* end, bool inPath);
 
 // Whether the module's own forward (with the functions it calls, without its submodules) computes

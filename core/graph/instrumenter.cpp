@@ -195,18 +195,20 @@ private:
         Node* end = call->next();
         inlineCall(call, path);
         inlineFunctionCalls(before->next(), end);
-        const auto probabilities = tapAttention(*graph_, before->next(), end, request_.attentionInPath);
+        const auto taps = tapAttention(*graph_, before->next(), end, request_.attentionInPath);
         for (size_t s = 0; s < result_->slots.size(); ++s) {
             const auto& slot = result_->slots[s];
             if (slot.path != path || slot.kind != CaptureKind::Attention)
                 continue;
-            if (probabilities.empty())
+            if (taps.empty())
                 throw Error("'" + slot.key + "': module '" + path
                     + "' computes no attention in its own code (no scaled_dot_product_attention, "
                       "nn.MultiheadAttention or softmax over q·kᵀ); the module tree marks the modules that do");
-            for (Value* p : probabilities) {
+            for (const auto& tap : taps) {
+                Value* p = tap.probabilities;
                 WithInsertPoint after(p->node()->next());
-                const bool copy = !request_.attentionInPath && writes_.mayBeWritten(p);
+                const bool copy = !request_.attentionInPath
+                    && (writes_.mayBeWritten(p) || (tap.modelsOwn && writes_.mayBeWritten(tap.modelsOwn)));
                 append(s, copy ? insertClone(*graph_, p) : p);
             }
         }

@@ -12,6 +12,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 namespace torchscope {
 namespace {
 
@@ -65,18 +67,35 @@ AttentionWorkbenchResult runAttentionWorkbench(
     maps.scores = request.setup.scores;
     maps.memoryBytes = request.memoryBytes;
     // Rollout and LeGrad need the patch grid: asked only where the first image shows there is one.
+    int64_t probeHeads = 0;
     const TokenLayout probe = [&] {
         AttentionRequest first = maps;
         first.layers = attentionLayers(engine.model(), request.layers);
         first.layers.resize(1);
-        return attentionMaps(engine, images.narrow(0, 0, 1), first).layout;
+        const AttentionResult one = attentionMaps(engine, images.narrow(0, 0, 1), first);
+        probeHeads = one.probabilities.front().size(1);
+        return one.layout;
     }();
+    // Every layer's probabilities of every image are kept for the window's queries: as many images
+    // as fit in keptBytes (estimated from the first layer's shape).
+    const auto layers = attentionLayers(engine.model(), request.layers).size();
+    const int64_t perImage = static_cast<int64_t>(layers) * probeHeads * probe.tokens * probe.tokens * 4 * 2;
+    const int64_t fit = std::max<int64_t>(1, request.keptBytes / std::max<int64_t>(1, perImage));
+    at::Tensor kept = images;
+    if (images.size(0) > fit) {
+        kept = images.narrow(0, 0, fit);
+        for (size_t i = static_cast<size_t>(fit); i < result.images.size(); ++i)
+            result.failures.emplace_back(result.images[i].image,
+                "the attention of more than " + std::to_string(fit) + " images (" + std::to_string(perImage >> 20)
+                    + " MiB each) is not kept; show fewer at a time, or use torchscope-cli attention");
+        result.images.resize(static_cast<size_t>(fit));
+    }
     if (probe.spatial) {
         maps.methods.push_back(AttentionRollout);
         if (request.legrad)
             maps.methods.push_back(AttentionLeGrad);
     }
-    const AttentionResult out = attentionMaps(engine, images, maps, progress);
+    const AttentionResult out = attentionMaps(engine, kept, maps, progress);
     result.cancelled = out.cancelled;
     result.images.resize(static_cast<size_t>(out.images));
     result.notes = out.notes;
@@ -89,11 +108,12 @@ AttentionWorkbenchResult runAttentionWorkbench(
     for (size_t l = 0; l < out.layers.size(); ++l) {
         AttentionWorkbenchLayer layer;
         layer.layer = out.layers[l];
+        layer.heads = out.probabilities[l].size(1);
         layer.probabilities = toFloatTensor(out.probabilities[l]);
         layer.entropy = rowsOf(out.entropy[l]);
         if (l < out.distance.size())
             layer.distance = rowsOf(out.distance[l]);
-        result.heads = out.probabilities[l].size(1);
+        result.heads = std::max(result.heads, layer.heads);
         result.layers.push_back(std::move(layer));
     }
     for (size_t i = 0; i < result.images.size(); ++i) {
@@ -114,25 +134,27 @@ FloatTensor attentionHeadMap(
     FloatTensor map;
     if (!result.spatial || layer >= result.layers.size())
         return map;
-    const FloatTensor& p = result.layers[layer].probabilities; // [N, H, T, T]
-    const int64_t heads = p.shape[1], tokens = p.shape[2];
+    const FloatTensor& p = result.layers[layer].probabilities; // [N, H, Q, K]
+    const int64_t heads = p.shape[1], queries = p.shape[2], tokens = p.shape[3];
+    if (image < 0 || image >= p.shape[0] || head < 0 || head >= heads || tokens != result.tokens)
+        return map;
     const int64_t patches = result.gridHeight * result.gridWidth;
     const auto at = [&](int64_t q, int64_t k) {
-        return p.values[static_cast<size_t>(((image * heads + head) * tokens + q) * tokens + k)];
+        return p.values[static_cast<size_t>(((image * heads + head) * queries + q) * tokens + k)];
     };
     map.shape = {result.gridHeight, result.gridWidth};
     map.values.assign(static_cast<size_t>(patches), 0.0f);
-    std::vector<int64_t> queries;
-    if (query >= 0 && query < tokens)
-        queries = {query};
-    else if (result.prefix > 0)
-        queries = {0};
+    std::vector<int64_t> rows;
+    if (query >= 0 && query < queries)
+        rows = {query};
+    else if (result.prefix > 0 || queries == 1)
+        rows = {0};
     else
-        for (int64_t q = 0; q < tokens; ++q)
-            queries.push_back(q);
-    for (const int64_t q : queries)
+        for (int64_t q = 0; q < queries; ++q)
+            rows.push_back(q);
+    for (const int64_t q : rows)
         for (int64_t k = 0; k < patches; ++k)
-            map.values[static_cast<size_t>(k)] += at(q, result.prefix + k) / static_cast<float>(queries.size());
+            map.values[static_cast<size_t>(k)] += at(q, result.prefix + k) / static_cast<float>(rows.size());
     return map;
 }
 

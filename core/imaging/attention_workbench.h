@@ -28,7 +28,10 @@ struct AttentionWorkbenchRequest {
     double discard = 0.0; // rollout
     bool legrad = true;
     int64_t target = -1; // LeGrad's class; -1: each image's prediction
-    int64_t memoryBytes = int64_t{1} << 30;
+    int64_t memoryBytes = int64_t{1} << 30; // what one batch of images may take
+    // What the kept probabilities (every layer's, for every image) may take: the images beyond are
+    // left out, with why.
+    int64_t keptBytes = int64_t{2} << 30;
 };
 
 struct AttentionWorkbenchImage {
@@ -41,6 +44,7 @@ struct AttentionWorkbenchImage {
 
 struct AttentionWorkbenchLayer {
     std::string layer;
+    int64_t heads = 0;
     FloatTensor probabilities; // [N, heads, queries, keys]
     std::vector<std::vector<double>> entropy; // [image][head], nats
     std::vector<std::vector<double>> distance; // [image][head], pixels (empty when not the patch grid)
@@ -49,7 +53,7 @@ struct AttentionWorkbenchLayer {
 struct AttentionWorkbenchResult {
     std::vector<AttentionWorkbenchImage> images; // in request order, without those that failed
     std::vector<AttentionWorkbenchLayer> layers; // in the model's order
-    int64_t heads = 0, tokens = 0;
+    int64_t heads = 0, tokens = 0; // heads: the most any layer has
     bool spatial = false; // the keys are the prefix tokens and the patch grid
     int64_t prefix = 0, gridHeight = 0, gridWidth = 0, patchSize = 0;
     std::vector<std::string> notes;
@@ -63,7 +67,8 @@ AttentionWorkbenchResult runAttentionWorkbench(
     Engine& engine, const AttentionWorkbenchRequest& request, const ProgressCallback& progress = {});
 
 // One head's attention of `query` over the patches, [gridHeight, gridWidth]; query -1: the class
-// token (the mean over the patch queries without one). Empty when the keys are not the patch grid.
+// token (the mean over the patch queries without one). Empty when the keys are not the patch grid
+// or the layer, image or head does not exist.
 FloatTensor attentionHeadMap(
     const AttentionWorkbenchResult& result, size_t layer, int64_t image, int64_t head, int64_t query);
 

@@ -128,7 +128,7 @@ FolderRunResult recordBatches(
     FolderRunResult summary;
     const BatchLoop loop = forEachBatch(stream, progress, [&](const ImageBatch& batch) {
         RunResult result = engine.run(request, forwardInputsFromBatch(engine.model(), batch.images));
-        addAttentionFigures(result);
+        addAttentionFigures(result, engine.model(), batch.images.sizes().vec());
         const at::Tensor mask = conditionMask(
             recorder.config().condition, result.values.front().second, recorder.config().scores, batch.labels);
         recorder.add(result, batch.indices, mask);

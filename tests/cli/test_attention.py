@@ -97,13 +97,15 @@ def vit_b_16_fixture():
 
 class MaskedSdpa(nn.Module):
     """A hand-written attention module calling F.scaled_dot_product_attention three times: with a
-    boolean mask, causal with its own scale, and with a float bias."""
+    boolean mask (one query's keys all masked), causal with its own scale, and with a float bias."""
 
     def __init__(self, dim: int = 32, heads: int = 4, tokens: int = 10):
         super().__init__()
         self.heads = heads
         self.qkv = nn.Linear(dim, 3 * dim)
-        self.register_buffer("keep", (torch.rand(tokens, tokens) > 0.3) | torch.eye(tokens, dtype=torch.bool))
+        keep = (torch.rand(tokens, tokens) > 0.3) | torch.eye(tokens, dtype=torch.bool)
+        keep[3] = False  # a query with every key masked: the math kernel gives it zeros, not NaN
+        self.register_buffer("keep", keep)
         self.register_buffer("bias", torch.randn(heads, tokens, tokens))
 
     def split(self, x):
@@ -272,6 +274,7 @@ class AttentionGrabs(AttentionCase):
                     "inner:attention#2": math(q, k, v, model.bias)[1]}
         got = self.grab(model_path, x_path, "inner:attention")
         del got["output"]
+        self.assertTrue(torch.equal(got["inner:attention"][:, :, 3], torch.zeros(2, 4, 10)))
         self.assert_probabilities(got, want)
         self.assert_same_output_with_and_without(model_path, x_path, "inner:attention")
 
@@ -301,6 +304,27 @@ class AttentionGrabs(AttentionCase):
 
 class AttentionMaps(AttentionCase):
     """torchscope-cli attention: head maps, rollout and LeGrad."""
+
+    def test_what_cannot_be_mapped_is_refused_with_why(self):
+        out = self.dir / "x.pt"
+        result = cli("attention", FIXTURES / "vit_b_16_scripted.pt", "--input", FIXTURES / "vit_input.pt",
+                     "--query", "197", "--out", out)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("--query 197 is out of range: the attention has 197 queries", result.stderr)
+        result = cli("attention", FIXTURES / "pt2_swin_t.pt", "--input", FIXTURES / "pt2_swin_t_input.pt",
+                     "--method", "rollout", "--out", out)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("not a class token and the patch grid", result.stderr)
+        self.assertFalse(out.exists())
+        # Heads alone work on windows: the probabilities and each image's entropy per head.
+        result = self.run_cli("attention", FIXTURES / "pt2_swin_t.pt", "--input", FIXTURES / "pt2_swin_t_input.pt",
+                              "--layer", "features.1.0.attn", "--out", out)
+        self.assertIn("windowed attention", result.stdout)
+        got = torch.load(out)
+        p = got["features.1.0.attn:attention"]
+        self.assertEqual(tuple(p.shape), (64, 3, 49, 49))
+        entropy = -(p * p.clamp_min(1e-30).log()).sum(-1).mean(-1).view(1, 64, 3).mean(1)
+        self.assertLessEqual(max_diff(got["features.1.0.attn:entropy"], entropy), 1e-5)
 
     def test_vit_heads_rollout_and_legrad(self):
         from torchcam.methods import LeGrad
@@ -374,7 +398,8 @@ class AttentionMaps(AttentionCase):
 
 
 def numpy_distance(p, prefix, side):
-    """Mean attention distance in patches: over patch queries, Σ over patch keys of p · distance."""
+    """Mean attention distance in patches: over patch queries, Σ over patch keys of p · distance.
+    The patches' distance is euclidean between their grid positions."""
     yx = np.stack(np.meshgrid(np.arange(side), np.arange(side), indexing="ij"), -1).reshape(-1, 2)
     d = np.sqrt(((yx[:, None, :] - yx[None, :, :]) ** 2).sum(-1))
     patches = p[:, :, prefix:, prefix:].astype(np.float64)
@@ -400,7 +425,7 @@ class AttentionRecorders(AttentionCase):
         self.assertEqual(got["blocks.1.attn:entropy:samples"].item(), 20)
         self.assertLessEqual(max_diff(got["blocks.1.attn:entropy:mean"], entropy.mean(0)), 1e-5)
         self.assertLessEqual(max_diff(got["blocks.1.attn:entropy:max"], entropy.max(0)), 1e-5)
-        distance = numpy_distance(p, 1, 4)
+        distance = numpy_distance(p, 1, 4) * 16  # pixels: 16-pixel patches
         self.assertLessEqual(max_diff(got["blocks.1.attn:distance:mean"], distance.mean(0)), 1e-5)
         self.assertLessEqual(max_diff(got["blocks.1.attn:distance:std"], distance.std(0)), 1e-5)
 

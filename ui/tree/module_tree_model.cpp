@@ -211,7 +211,8 @@ QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const
     case PathRole:
         return path;
     case SearchTextRole:
-        return path + " " + QString::fromStdString(module->shortType) + " " + shapes;
+        return path + " " + QString::fromStdString(module->shortType) + " " + shapes
+            + (module->holdsAttention ? " attention" : "");
     }
     return {};
 }
