@@ -7,7 +7,7 @@
 #include "export/manifest.h"
 #include "export/write_tensors.h"
 #include "graph/engine.h"
-#include "imaging/image_tensor.h"
+#include "imaging/same_size_images.h"
 #include "preprocess/preprocess_tensor.h"
 
 #include <ATen/ATen.h>
@@ -16,31 +16,6 @@
 
 namespace torchscope {
 namespace {
-
-at::Tensor loadBatch(const AttentionWorkbenchRequest& request, AttentionWorkbenchResult& result)
-{
-    std::vector<at::Tensor> inputs;
-    for (const auto& path : request.images) {
-        try {
-            at::Tensor input = loadImageBatch({path}, request.setup.preprocessing);
-            if (!inputs.empty() && !input.sizes().equals(inputs.front().sizes()))
-                throw Error("its input is " + shapeToString(input.sizes().vec()) + ", the first image's "
-                    + shapeToString(inputs.front().sizes().vec()) + "; give the Input Setup a resize and crop");
-            AttentionWorkbenchImage image;
-            image.image = path;
-            image.picture = toFloatTensor(pictureOfInput(input, request.setup.preprocessing));
-            result.images.push_back(std::move(image));
-            inputs.push_back(std::move(input));
-        } catch (const std::exception& e) {
-            result.failures.emplace_back(path, e.what());
-        }
-    }
-    if (inputs.empty())
-        throw Error(result.failures.empty() ? std::string("attention maps need at least one image")
-                                            : "no image could be read; the first, '" + result.failures.front().first
-                    + "': " + result.failures.front().second);
-    return at::cat(inputs);
-}
 
 std::vector<std::vector<double>> rowsOf(const at::Tensor& values) // [N, H] -> per image, per head
 {
@@ -57,7 +32,16 @@ AttentionWorkbenchResult runAttentionWorkbench(
     Engine& engine, const AttentionWorkbenchRequest& request, const ProgressCallback& progress)
 {
     AttentionWorkbenchResult result;
-    const at::Tensor images = loadBatch(request, result);
+    SameSizeImages loaded = loadSameSizeImages(request.images, request.setup.preprocessing,
+        "give the Input Setup a resize and crop", "attention maps need at least one image");
+    for (size_t i = 0; i < loaded.paths.size(); ++i) {
+        AttentionWorkbenchImage image;
+        image.image = loaded.paths[i];
+        image.picture = std::move(loaded.pictures[i]);
+        result.images.push_back(std::move(image));
+    }
+    result.failures = std::move(loaded.failures);
+    const at::Tensor images = loaded.batch;
     AttentionRequest maps;
     maps.layers = request.layers;
     maps.methods = {AttentionHeads};

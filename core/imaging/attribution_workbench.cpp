@@ -11,7 +11,7 @@
 #include "export/manifest.h"
 #include "export/write_tensors.h"
 #include "graph/engine.h"
-#include "imaging/image_tensor.h"
+#include "imaging/same_size_images.h"
 #include "preprocess/preprocess_tensor.h"
 
 #include <ATen/ATen.h>
@@ -41,33 +41,6 @@ InputAttributionRequest attributionRequest(const AttributionWorkbenchRequest& re
     out.layer = request.layer;
     out.memoryBytes = request.memoryBytes;
     return out;
-}
-
-// The images as one batch: those whose input size differs from the first's are failures.
-at::Tensor loadBatch(const AttributionWorkbenchRequest& request, AttributionWorkbenchResult& result)
-{
-    std::vector<at::Tensor> inputs;
-    for (const auto& path : request.images) {
-        try {
-            at::Tensor input = loadImageBatch({path}, request.setup.preprocessing);
-            if (!inputs.empty() && !input.sizes().equals(inputs.front().sizes()))
-                throw Error("its input is " + shapeToString(input.sizes().vec()) + ", the first image's "
-                    + shapeToString(inputs.front().sizes().vec())
-                    + "; the maps are compared across images: give the Input Setup a resize");
-            WorkbenchImage image;
-            image.image = path;
-            image.picture = toFloatTensor(pictureOfInput(input, request.setup.preprocessing));
-            result.images.push_back(std::move(image));
-            inputs.push_back(std::move(input));
-        } catch (const std::exception& e) {
-            result.failures.emplace_back(path, e.what());
-        }
-    }
-    if (inputs.empty())
-        throw Error(result.failures.empty() ? std::string("the attribution workbench needs at least one image")
-                                            : "no image could be read; the first, '" + result.failures.front().first
-                    + "': " + result.failures.front().second);
-    return at::cat(inputs);
 }
 
 // A stage's progress as the whole job's: stages of equal weight, one after another.
@@ -108,7 +81,17 @@ AttributionWorkbenchResult runAttributionWorkbench(Engine& engine, const std::sh
     AttributionWorkbenchResult result;
     result.methods = request.methods;
     result.sanityMode = request.sanityMode;
-    const at::Tensor images = loadBatch(request, result);
+    SameSizeImages loaded = loadSameSizeImages(request.images, request.setup.preprocessing,
+        "the maps are compared across images: give the Input Setup a resize",
+        "the attribution workbench needs at least one image");
+    for (size_t i = 0; i < loaded.paths.size(); ++i) {
+        WorkbenchImage image;
+        image.image = loaded.paths[i];
+        image.picture = std::move(loaded.pictures[i]);
+        result.images.push_back(std::move(image));
+    }
+    result.failures = std::move(loaded.failures);
+    const at::Tensor images = loaded.batch;
     const InputAttributionRequest attribution = attributionRequest(request);
     const int stages = 1 + static_cast<int>(request.methods.size()) * (request.metrics.empty() ? 0 : 1)
         + (request.sanityMode.empty() ? 0 : 1);
