@@ -101,6 +101,9 @@ std::optional<std::string> describeArchive(zip_t* archive)
             hasCode = hasCode || startsWith(record, prefix + "code/");
             hasConstants = hasConstants || record == prefix + "constants.pkl";
         }
+    // torch.export.save writes the same zip layout with archive_format = "pt2" and no code/.
+    if (const auto format = zipRecord(archive, prefix + "archive_format", 16); format && startsWith(*format, "pt2"))
+        return std::nullopt;
     auto version = zipRecord(archive, prefix + ".data/version", 64);
     if (!version)
         version = zipRecord(archive, prefix + "version", 64);

@@ -8,7 +8,7 @@ namespace torchscope {
 // Looks at a file that should be a TorchScript archive before LibTorch does, so that a wrong file
 // gets a message saying what it actually is (empty, a Git LFS pointer, a state_dict saved with
 // torch.save, a truncated download, ...) instead of a zip reader error.
-// Returns nothing when the file looks like a TorchScript archive.
+// Returns nothing when the file looks like a TorchScript archive or a torch.export .pt2 archive.
 std::optional<std::string> diagnoseModelFile(const std::string& path);
 
 // For a file LibTorch refused although it is a TorchScript archive (an unknown operator, a

@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "common/tensor_conversion.h"
+#include "exported/pt2_archive.h"
 #include "graph/attention_taps.h"
 #include "model/call_graph.h"
 #include "model/file_diagnosis.h"
@@ -134,14 +135,27 @@ std::shared_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
     model->path_ = path;
     model->device_ = resolveDevice(options.device);
     torch::jit::ExtraFilesMap extra{{"torchscope.json", ""}};
-    try {
-        model->module_
-            = std::make_unique<torch::jit::Module>(torch::jit::load(path, c10::Device(model->device_), extra));
-    } catch (const c10::Error& e) {
-        throw Error(loadFailure(path, e.what_without_backtrace()));
-    } catch (const std::exception& e) {
-        // The TorchScript compiler reports unknown ops as torch::jit::ErrorReport.
-        throw Error(loadFailure(path, e.what()));
+    if (isPt2Archive(path)) {
+        try {
+            ExportedProgramInfo info;
+            model->module_ = loadExportedProgram(path, model->device_, info);
+            model->exported_ = std::move(info);
+        } catch (const c10::Error& e) {
+            throw Error("cannot open the exported program '" + path + "': " + firstLine(e.what_without_backtrace()));
+        } catch (const std::exception& e) {
+            throw Error("cannot open the exported program '" + path + "': " + e.what());
+        }
+        extra.clear();
+    } else {
+        try {
+            model->module_
+                = std::make_unique<torch::jit::Module>(torch::jit::load(path, c10::Device(model->device_), extra));
+        } catch (const c10::Error& e) {
+            throw Error(loadFailure(path, e.what_without_backtrace()));
+        } catch (const std::exception& e) {
+            // The TorchScript compiler reports unknown ops as torch::jit::ErrorReport.
+            throw Error(loadFailure(path, e.what()));
+        }
     }
     for (const auto& [name, content] : extra)
         if (!content.empty())
@@ -218,6 +232,11 @@ std::string Model::forwardSignature() const
     for (const auto& a : arguments_)
         parts.push_back(a.name + ": " + a.type + (a.hasDefault ? " = ..." : ""));
     return "forward(" + join(parts, ", ") + ")";
+}
+
+std::string Model::format() const
+{
+    return exported_ ? "torch.export program (.pt2)" : "TorchScript";
 }
 
 std::string Model::extraFile(const std::string& name) const

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "exported/exported_model.h"
 #include "model/module_info.h"
 
 #include <map>
@@ -24,7 +25,8 @@ struct LoadOptions {
     bool loadDefaultOperatorLibraries = true; // Debian's torchvision ops when present
 };
 
-// A loaded TorchScript model and its module tree. The torch::jit::Module inside is never modified;
+// A loaded model (TorchScript, or a torch.export .pt2 rebuilt as TorchScript modules by
+// exported/exported_model.h) and its module tree. The torch::jit::Module inside is never modified;
 // instrumented graphs are built beside it (see graph/engine.h).
 class Model {
 public:
@@ -42,6 +44,11 @@ public:
 
     // Not empty when torch.jit.freeze folded the modules away: what that means and what to do.
     const std::string& frozenNote() const { return frozenNote_; }
+
+    // Set when the file is a torch.export program (.pt2) rather than TorchScript.
+    const std::optional<ExportedProgramInfo>& exportedProgram() const { return exported_; }
+    // "TorchScript" or "torch.export program (.pt2)".
+    std::string format() const;
 
     // Extra files stored in the archive (torch.jit.save(..., _extra_files=...)); empty if absent.
     std::string extraFile(const std::string& name) const;
@@ -61,6 +68,7 @@ private:
     std::vector<ForwardArgument> arguments_;
     std::map<std::string, std::string> extraFiles_;
     std::string frozenNote_;
+    std::optional<ExportedProgramInfo> exported_;
 };
 
 // "auto" -> "cuda" when LibTorch sees a GPU, else "cpu"; checks that "cuda" is available.

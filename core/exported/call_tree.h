@@ -1,0 +1,48 @@
+#pragma once
+
+#include "exported/exported_program.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace torchscope {
+
+// One call of an nn.Module in an exported program: the run of consecutive nodes whose
+// nn_module_stack holds the same entry (export keys a module's second call "path@1").
+struct ModuleCall {
+    std::string path; // "layer1.0.conv1"; "" for the program itself
+    std::string type; // "torch.nn.modules.conv.Conv2d"
+    int firstNode = -1, lastNode = -1; // the positions it spans in the order the nodes run
+    // In order: a node index (call == nullptr) or a nested call.
+    struct Item {
+        int node = -1;
+        ModuleCall* call = nullptr;
+    };
+    std::vector<Item> items;
+    std::vector<std::unique_ptr<ModuleCall>> children;
+    // Values the call's nodes read that it does not produce, in order of first use (state reachable
+    // from the module itself is not among them); values it produces that later nodes or the
+    // program's outputs read, in order of production.
+    std::vector<std::string> inputs;
+    std::vector<std::string> outputs;
+};
+
+struct CallTree {
+    std::unique_ptr<ModuleCall> root;
+    std::set<std::string> calledPaths;
+    std::map<std::string, std::string> types; // module path -> Python type, from the calls
+};
+
+// `reachable(name, path)`: whether the lifted state `name` belongs to the module at `path` or
+// below it (then a method reads it from its own attributes rather than taking it as an input).
+// `modules`: the program's module paths (its module_call_graph); a stack entry naming another
+// path (export's "_empty_nn_module_stack_from_metadata_hook") is no module and is left out.
+// Empty: every entry counts.
+CallTree buildCallTree(const torch::_export::Graph& graph, const std::vector<std::string>& programOutputs,
+    const std::set<std::string>& modules, const std::function<bool(const std::string&, const std::string&)>& reachable);
+
+} // namespace torchscope

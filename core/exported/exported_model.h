@@ -1,0 +1,31 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace torch::jit {
+struct Module;
+}
+
+namespace torchscope {
+
+// What the window and `inspect` show about a .pt2 besides its module tree.
+struct ExportedProgramInfo {
+    std::string torchVersion; // the PyTorch that exported it
+    std::string schemaVersion; // "8.20"
+    std::vector<std::string> inputs; // "x: float32[s77, 3, 224, 224]"
+    std::vector<std::string> dynamicDimensions; // "s77 in [2, 64]"
+    size_t nodeCount = 0;
+};
+
+// Opens a torch.export.save archive as a TorchScript module the engine instruments like a scripted
+// model: one submodule per nn.Module path of the program's nn_module_stack metadata, each call of
+// it a method holding that call's nodes (the first "forward", later ones "forward__1", ...), the
+// parameters and buffers registered on their modules, and the forward's arguments and results
+// nested as the program's input and output specs say. Inputs are checked against the exported
+// shapes (static sizes, Dim ranges) when it runs. Throws torchscope::Error saying what is wrong.
+std::unique_ptr<torch::jit::Module> loadExportedProgram(
+    const std::string& path, const std::string& device, ExportedProgramInfo& info);
+
+} // namespace torchscope
