@@ -129,8 +129,12 @@ int runInspect(const CliOptions& options)
         nlohmann::json arguments = nlohmann::json::array();
         for (const auto& a : model->forwardArguments())
             arguments.push_back({{"name", a.name}, {"type", a.type}, {"has_default", a.hasDefault}});
-        const nlohmann::json root{{"model", model->path()}, {"device", model->device()}, {"forward", arguments},
-            {"frozen", !model->frozenNote().empty()}, {"modules", modules}};
+        nlohmann::json root{{"model", model->path()}, {"format", model->format()}, {"device", model->device()},
+            {"forward", arguments}, {"frozen", !model->frozenNote().empty()}, {"modules", modules}};
+        if (const auto& exported = model->exportedProgram())
+            root["exported"] = {{"torch_version", exported->torchVersion}, {"schema_version", exported->schemaVersion},
+                {"nodes", exported->nodeCount}, {"inputs", exported->inputs},
+                {"dynamic_dimensions", exported->dynamicDimensions}};
         std::cout << root.dump(2) << '\n';
         return 0;
     }
@@ -138,6 +142,8 @@ int runInspect(const CliOptions& options)
     std::cout << model->path() << ": " << model->forwardSignature() << "\n\n";
     if (!model->frozenNote().empty())
         std::cout << "note: " << model->frozenNote() << "\n\n";
+    if (const auto& exported = model->exportedProgram())
+        std::cout << describeExportedProgram(*exported) << "\n\n";
     std::cout << std::left << std::setw(44) << "path" << std::setw(28) << "type" << std::right << std::setw(12)
               << "params"
               << "  " << std::left << std::setw(14) << "calls"

@@ -439,7 +439,7 @@ private:
                 shown.push_back(symbol);
             }
             const std::string shape
-                = std::string(c10::toString(toScalarType(meta->second.get_dtype()))) + "[" + join(shown, ", ") + "]";
+                = std::string(c10::getDtypeNames(toScalarType(meta->second.get_dtype())).first) + "[" + join(shown, ", ") + "]";
             info_.inputs.push_back(name + ": " + shape);
             Graph& graph = *scope.graph;
             torch::jit::insertGraph(graph, inputCheck(),
@@ -542,6 +542,17 @@ private:
 };
 
 } // namespace
+
+std::string describeExportedProgram(const ExportedProgramInfo& info)
+{
+    std::string text = "torch.export program (.pt2) by PyTorch " + info.torchVersion + ", schema " + info.schemaVersion
+        + ", " + std::to_string(info.nodeCount) + " nodes";
+    if (!info.inputs.empty())
+        text += "; inputs " + join(info.inputs, ", ");
+    if (!info.dynamicDimensions.empty())
+        text += "; dynamic " + join(info.dynamicDimensions, ", ");
+    return text;
+}
 
 std::unique_ptr<torch::jit::Module> loadExportedProgram(
     const std::string& path, const std::string& device, ExportedProgramInfo& info)

@@ -19,6 +19,10 @@ struct ExportedProgramInfo {
     size_t nodeCount = 0;
 };
 
+// "torch.export program (.pt2) by PyTorch 2.14.1, schema 8.20, 180 nodes; inputs x: float32[s77, 3,
+// 224, 224]; dynamic s77 in [1, 64]": one paragraph for `inspect` and the window.
+std::string describeExportedProgram(const ExportedProgramInfo& info);
+
 // Opens a torch.export.save archive as a TorchScript module the engine instruments like a scripted
 // model: one submodule per nn.Module path of the program's nn_module_stack metadata, each call of
 // it a method holding that call's nodes (the first "forward", later ones "forward__1", ...), the

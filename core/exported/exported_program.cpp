@@ -200,6 +200,20 @@ ExportedArchive readExportedArchive(const Pt2Archive& archive, const c10::Device
             + std::to_string(major) + "." + std::to_string(minor) + ", but this TorchScope reads version "
             + std::to_string(kExportSchemaMajor) + ".x (PyTorch " TORCH_VERSION
             "): export it again with that PyTorch, or build TorchScope against the one that wrote it");
+    // The generated parser leaves a missing field at its default: a program without its graph
+    // would open as an empty model. The parts every program has must be there.
+    const std::vector<std::pair<const char*, std::vector<const char*>>> required{
+        {"graph_module", {"graph", "signature", "module_call_graph"}}};
+    for (const auto& [part, keys] : required)
+        for (const char* key : keys)
+            if (!json[part].is_object() || !json[part].contains(key))
+                throw Error("the .pt2 record '" + record + "' does not follow the export schema: " + part + " has no '"
+                    + key + "'");
+    const auto& graph = json["graph_module"]["graph"];
+    for (const char* key : {"inputs", "outputs", "nodes"})
+        if (!graph.is_object() || !graph.contains(key) || !graph[key].is_array())
+            throw Error("the .pt2 record '" + record + "' does not follow the export schema: its graph has no '" + key
+                + "' list");
     try {
         result.program = json.get<ex::ExportedProgram>();
     } catch (const nlohmann::json::exception& e) {

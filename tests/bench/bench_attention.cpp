@@ -6,49 +6,19 @@
 //   torchscope-bench-attention VIT_scripted.pt PYTHON WORKER.py [--batch 8] [--threads 2] [--repeats 9]
 #include "graph/engine.h"
 #include "model/model.h"
+#include "bench_timing.h"
 #include "python_worker.h"
 
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 #include <torch/script.h>
 
-#include <algorithm>
-#include <chrono>
 #include <functional>
 #include <iostream>
 #include <map>
-#include <thread>
 
 using namespace torchscope;
 
-namespace {
-
-double seconds(const std::function<void()>& body)
-{
-    std::this_thread::sleep_for(std::chrono::milliseconds(50)); // the other side's threads settle
-    const auto start = std::chrono::steady_clock::now();
-    body();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double median(std::vector<double> values)
-{
-    std::sort(values.begin(), values.end());
-    const size_t n = values.size();
-    return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
-std::string option(std::vector<std::string>& args, const std::string& name, const std::string& fallback)
-{
-    const auto it = std::find(args.begin(), args.end(), name);
-    if (it == args.end() || it + 1 == args.end())
-        return fallback;
-    const std::string value = *(it + 1);
-    args.erase(it, it + 2);
-    return value;
-}
-
-} // namespace
 
 int main(int argc, char** argv)
 {
@@ -97,7 +67,7 @@ int main(int argc, char** argv)
                 if (name.rfind("python", 0) == 0)
                     t = std::stod(py.ask(name == "python plain" ? "plain" : "weights"));
                 else
-                    t = seconds(cases[name]);
+                    t = (settle(), seconds(cases[name]));
                 if (r >= 0)
                     times[name].push_back(t);
             }

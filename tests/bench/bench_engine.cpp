@@ -7,6 +7,7 @@
 #include "graph/engine.h"
 #include "graph/instrumenter.h"
 #include "model/model.h"
+#include "bench_timing.h"
 #include "python_worker.h"
 
 #include <ATen/Parallel.h>
@@ -23,40 +24,6 @@
 
 using namespace torchscope;
 
-namespace {
-
-// Both sides run with OMP_WAIT_POLICY=PASSIVE (set by the bench target) and a pause before each
-// measured call, so that one process's spinning threads do not steal the other's cores.
-void settle()
-{
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-}
-
-double seconds(const std::function<void()>& body)
-{
-    const auto start = std::chrono::steady_clock::now();
-    body();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double median(std::vector<double> values)
-{
-    std::sort(values.begin(), values.end());
-    const size_t n = values.size();
-    return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
-std::string option(std::vector<std::string>& args, const std::string& name, const std::string& fallback)
-{
-    const auto it = std::find(args.begin(), args.end(), name);
-    if (it == args.end() || it + 1 == args.end())
-        return fallback;
-    const std::string value = *(it + 1);
-    args.erase(it, it + 2);
-    return value;
-}
-
-} // namespace
 
 int main(int argc, char** argv)
 {

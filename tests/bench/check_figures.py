@@ -6,7 +6,7 @@ mistake or a run that did nothing; echoed settings equal to what was asked). San
 the speed goals stay in the benchmarks' own output.
 
   check_figures.py BENCH -- COMMAND [ARG ...]     BENCH: engine, compare, visualize, record, gui, job,
-                                                  attention
+                                                  attention, exported
   check_figures.py --self-test                    the checks themselves fail on broken reports
 """
 import copy
@@ -162,9 +162,22 @@ def attention_rules(report):
     return rules
 
 
+def exported_rules(report):
+    rules = {"batch": equals(1), "repeats": equals(1), "models.0.model": equals("resnet18"),
+             "models.0.nodes": within(10, 100000)}
+    for key in ("pt2_forward_seconds", "torchscript_forward_seconds", "python_eager_seconds",
+                "python_exported_module_seconds", "pt2_engine_seconds", "pt2_grab_4_blocks_seconds",
+                "torchscript_engine_seconds", "torchscript_grab_4_blocks_seconds"):
+        rules[f"models.0.{key}"] = within(*SECONDS)
+    for key in ("pt2_over_torchscript", "pt2_over_python_eager", "pt2_over_python_exported_module",
+                "pt2_grab_ratio_to_engine", "torchscript_grab_ratio_to_engine"):
+        rules[f"models.0.{key}"] = within(*RATIO)
+    return rules
+
+
 BENCHES = {"engine": (engine_rules, engine_whole), "compare": (compare_rules, compare_whole),
            "visualize": (visualize_rules, None), "record": (record_rules, None), "gui": (gui_rules, gui_whole),
-           "job": (job_rules, None), "attention": (attention_rules, None)}
+           "job": (job_rules, None), "attention": (attention_rules, None), "exported": (exported_rules, None)}
 
 
 def problems(bench, report):
@@ -229,6 +242,13 @@ def self_test():
                       "attention_12_layers_seconds": 0.23, "engine_without_grabs_seconds": 0.2, "python_eager_seconds": 0.21,
                       "python_need_weights_hooks_seconds": 0.25, "attention_ratio_to_plain": 1.15,
                       "python_need_weights_ratio_to_eager": 1.2, "attention_ours_over_python_need_weights": 0.92},
+        "exported": {"batch": 1, "repeats": 1, "models": [
+            {"model": "resnet18", "nodes": 60, "pt2_forward_seconds": 0.02, "torchscript_forward_seconds": 0.02,
+             "python_eager_seconds": 0.025, "python_exported_module_seconds": 0.03, "pt2_engine_seconds": 0.02,
+             "pt2_grab_4_blocks_seconds": 0.021, "torchscript_engine_seconds": 0.02,
+             "torchscript_grab_4_blocks_seconds": 0.021, "pt2_over_torchscript": 1.0, "pt2_over_python_eager": 0.8,
+             "pt2_over_python_exported_module": 0.7, "pt2_grab_ratio_to_engine": 1.05,
+             "torchscript_grab_ratio_to_engine": 1.05}]},
     }
     for bench, report in good.items():
         assert not problems(bench, report), (bench, problems(bench, report))
@@ -239,6 +259,7 @@ def self_test():
         ("gui", "results_drawn_at_s", 9.0), ("gui", "max_gui_stall_ms", float("inf")), ("gui", "images_run", 0),
         ("gui", "gui_ticks", "many"), ("attention", "attention_ratio_to_plain", 0.0),
         ("attention", "layers", 11), ("attention", "attention_12_layers_seconds", None),
+        ("exported", "models", []), ("exported", "batch", 8),
     ]
     for bench, key, value in broken:
         report = copy.deepcopy(good[bench])

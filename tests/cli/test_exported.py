@@ -240,5 +240,168 @@ class ExportedModels(ExportedCase):
         self.assertIn("act#1", got)
 
 
+class Small(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.act = nn.ReLU()
+        self.head = nn.Linear(4, 5)
+
+    def forward(self, x):
+        return self.head(self.act(self.conv(x)).mean((2, 3)))
+
+
+class ExportedEngineFeatures(ExportedCase):
+    """Truncation, edits and the module tree on a .pt2, as for TorchScript."""
+
+    def test_truncation_runs_nothing_after_the_cut(self):
+        model = torchvision.models.resnet18().eval()
+        _, path = self.export("resnet18", model)
+        x = torch.randn(3, 3, 64, 64)
+        inputs, out = self.dir / "x.pt", self.dir / "cut.pt"
+        torch.save(x, inputs)
+        result = subprocess.run([CLI, "run", path, "--input", inputs, "--preprocess", "none", "--truncate", "layer2",
+                                 "--out", out, "--device", "cpu", "--threads", THREADS], capture_output=True,
+                                text=True, timeout=TIMEOUT, env={**os.environ, "TORCHSCOPE_DUMP_GRAPH": "1"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        called = re.findall(r'prim::CallMethod\[name="forward"\]\(%(\w+)', result.stderr)
+        modules = re.findall(r'prim::GetAttr\[name="(\w+)"\]\(%self', result.stderr)
+        ran = []
+        hooks = [m.register_forward_hook(lambda m, a, o, n=n: ran.append(n)) for n, m in model.named_children()]
+        with torch.no_grad():
+            model(x)
+        for h in hooks:
+            h.remove()
+        kept = ran[:ran.index("layer2") + 1]
+        print(f"truncated at layer2: {len(called)} module calls left of {len(ran)}: {[m for m in modules]}")
+        self.assertEqual(len(called), len(kept))
+        self.assertEqual([m for m in modules if m in ran], kept)
+        for later in ("layer3", "layer4", "fc", "aten::linear", "aten::flatten"):
+            self.assertNotIn(later, result.stderr.split("instrumented graph:")[1], later)
+        grabbed = {}
+        handle = model.layer2.register_forward_hook(lambda m, a, o: grabbed.__setitem__("a", o))
+        with torch.no_grad():
+            model(x)
+        handle.remove()
+        self.assertTrue(torch.equal(torch.load(out)["output"], grabbed["a"]))
+
+    def test_edits_equal_an_eager_hook_that_edits(self):
+        model = torchvision.models.resnet18().eval()
+        _, path = self.export("resnet18", model)
+        x = torch.randn(2, 3, 64, 64)
+
+        def zeroed(m, a, o):
+            o = o.clone()
+            o[:, [0, 5, 7]] = 0
+            return o
+        handle = model.layer2.register_forward_hook(zeroed)
+        with torch.no_grad():
+            want = model(x)
+        handle.remove()
+        got = self.grab(path, x, extra=("--edit", "layer2:zero:0,5,7"))
+        self.assertTrue(torch.equal(got["output"], want), f"max diff {max_diff(got['output'], want):.3g}")
+
+    def test_attention_of_an_exported_vit_equals_need_weights(self):
+        # Export traces nn.MultiheadAttention's Python path: scaled_dot_product_attention, which the
+        # attention grab taps. Eager asked for its weights runs the explicit softmax: float32 apart.
+        model = torchvision.models.vit_b_16().eval()
+        _, path = self.export("vit", model, size=224)
+        x = torch.randn(1, 3, 224, 224)
+        layers = ["encoder.layers.encoder_layer_0.self_attention", "encoder.layers.encoder_layer_11.self_attention"]
+        want, handles = {}, []
+        for layer in layers:
+            module = model.get_submodule(layer)
+            handles.append(module.register_forward_pre_hook(
+                lambda m, a, k: (a, {**k, "need_weights": True, "average_attn_weights": False}), with_kwargs=True))
+            handles.append(module.register_forward_hook(
+                lambda m, a, o, layer=layer: want.__setitem__(f"{layer}:attention", o[1].detach())))
+        with torch.no_grad():
+            model(x)
+        for h in handles:
+            h.remove()
+        got = self.grab(path, x, *[f"{layer}:attention" for layer in layers])
+        plain = self.grab(path, x)
+        self.assertTrue(torch.equal(got["output"], plain["output"]), "the attention grabs changed the output")
+        for key, value in want.items():
+            diff = max_diff(got[key], value)
+            print(f"{key}: max abs diff {diff:.3g}")
+            self.assertLessEqual(diff, 1e-5, key)
+
+    def test_the_tree_and_the_dynamic_batch_are_shown(self):
+        _, path = self.export("tuple_out", TupleOut(), size=16)
+        shown = self.run_cli("inspect", path).stdout
+        self.assertIn("torch.export program", shown)
+        self.assertRegex(shown, r"x: float32\[s\d+, 3, 16, 16\]")
+        self.assertRegex(shown, r"s\d+ in \[1, 64\]")
+        rows = {line.split()[0]: line for line in shown.splitlines() if line and not line.startswith(" ")}
+        self.assertRegex(rows["fc"], r"\bLinear\b.*\b2x\b")
+        self.assertRegex(rows["act"], r"\bReLU\b.*\b2x\b")
+        self.assertRegex(rows["conv"], r"\bConv2d\b.*\b1x\b")
+
+
+class BadExportedPrograms(ExportedCase):
+    """A damaged or unsupported .pt2 gets a message naming what is wrong, never a crash."""
+
+    def setUp(self):
+        super().setUp()
+        _, self.good = self.export("small", Small(), size=16)
+        self.x = self.dir / "x.pt"
+        torch.save(torch.randn(2, 3, 16, 16), self.x)
+
+    def rewrite(self, change):
+        """A copy of the good archive with change(name, bytes) -> bytes or None (left out)."""
+        path = self.dir / "bad.pt2"
+        with zipfile.ZipFile(self.good) as source, zipfile.ZipFile(path, "w") as target:
+            for info in source.infolist():
+                data = change(info.filename, source.read(info.filename))
+                if data is not None:
+                    target.writestr(info, data)
+        return path
+
+    def refused(self, path, says, *extra):
+        result = cli("run", path, "--input", self.x, "--preprocess", "none", "--out", self.dir / "o.pt", *extra)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn(says, result.stderr)
+        self.assertNotIn("Traceback", result.stderr)
+        print(f"refused: {result.stderr.strip()[:300]}")
+
+    def model_json(self, edit):
+        return self.rewrite(lambda n, d: edit(d.decode()).encode() if n.endswith("models/model.json") else d)
+
+    def test_cut_short(self):
+        path = self.dir / "short.pt2"
+        data = self.good.read_bytes()
+        path.write_bytes(data[:len(data) // 2])
+        self.refused(path, "truncated or damaged")
+
+    def test_wrong_json(self):
+        self.refused(self.model_json(lambda t: "{" + t[:100]), "is not valid JSON")
+        self.refused(self.model_json(lambda t: '{"schema_version": {"major": 8, "minor": 0}, "graph_module": {}}'),
+                     "does not follow the export schema")
+
+    def test_other_schema_version(self):
+        self.refused(self.model_json(lambda t: re.sub(r'"major": \d+', '"major": 99', t)), "schema version 99.")
+
+    def test_unknown_operator(self):
+        self.refused(self.model_json(lambda t: t.replace("torch.ops.aten.relu.default", "torch.ops.aten.relu_x9.default")),
+                     "aten::relu_x9 is unknown to this TorchScope's LibTorch")
+        self.refused(self.model_json(lambda t: t.replace("torch.ops.aten.relu.default", "torch.ops.mylib.fancy.default")),
+                     "--ops-library")
+
+    def test_missing_or_short_weight(self):
+        self.refused(self.rewrite(lambda n, d: None if n.endswith("data/weights/weight_0") else d),
+                     "lacks the record")
+        self.refused(self.rewrite(lambda n, d: d[:8] if n.endswith("data/weights/weight_0") else d),
+                     "damaged or cut short")
+
+    def test_inputs_outside_the_exported_shapes(self):
+        torch.save(torch.randn(2, 3, 20, 20), self.x)
+        self.refused(self.good, "fixed at 16")
+        torch.save(torch.randn(2, 3, 16), self.x)
+        self.refused(self.good, "has 3 dimensions")
+        torch.save(torch.randn(65, 3, 16, 16), self.x)
+        self.refused(self.good, "outside the range")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -106,6 +106,17 @@ class Tiny(torch.nn.Module):
         return self.fc(x).relu()
 
 
+class Twice(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 2, 3)
+        self.act = torch.nn.ReLU()
+
+    def forward(self, x):
+        y = self.act(self.conv(x))
+        return self.act(y * 2).flatten(1), {"y": y}
+
+
 def model_file_seeds():
     torch.manual_seed(0)
     out = io.BytesIO()
@@ -180,6 +191,16 @@ def model_load_seeds(fixtures):
     pt2 = io.BytesIO()
     torch.export.save(program, pt2)
     write(target, "tiny_export.pt2", pt2.getvalue())
+    # A .pt2 with a dynamic batch, a module called twice and a tuple-and-dict output; and two bad ones.
+    program = torch.export.export(Twice(), (torch.rand(2, 1, 6, 6),),
+                                  dynamic_shapes=({0: torch.export.Dim("batch")},))
+    pt2 = io.BytesIO()
+    torch.export.save(program, pt2)
+    write(target, "twice_dynamic.pt2", pt2.getvalue())
+    write(target, "unknown_op.pt2", rewritten(pt2.getvalue(), lambda name, data: data.replace(
+        b"torch.ops.aten.relu.default", b"torch.ops.aten.relux.default") if name.endswith(".json") else data))
+    write(target, "empty_weight.pt2", rewritten(pt2.getvalue(), lambda name, data: b""
+                                                  if name.endswith("weights/weight_0") else data))
     # torch.save: what record, probe and run read (tensors, samples, probe state dicts) and what they must refuse.
     write(target, "tensor.pt", saved(torch.rand(2, 1, 4, 4)))
     write(target, "samples.pt", saved({"samples": torch.rand(4, 2), "labels": torch.tensor([0, 1, 1, 0]),

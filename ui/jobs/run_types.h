@@ -25,6 +25,7 @@ struct ModelSummary {
     ModelSetup setup; // the model's torchscope.json, else ImageNet's preprocessing and no labels
     bool hasStoredSetup = false;
     std::string frozenNote; // see Model::frozenNote()
+    std::string exportedNote; // a .pt2's describeExportedProgram(); empty for TorchScript
 };
 
 // What a failure belongs to, so that the view that started it can stop waiting.

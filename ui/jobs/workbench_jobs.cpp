@@ -74,6 +74,8 @@ ModelSummary openModel(JobContext& job, WorkbenchState& state, const ModelKey& k
     summary.setup = stored.value_or(ModelSetup());
     summary.hasStoredSetup = stored.has_value();
     summary.frozenNote = model->frozenNote();
+    if (const auto& exported = model->exportedProgram())
+        summary.exportedNote = describeExportedProgram(*exported);
     state.key = key;
     state.model = model;
     state.runner.reset();

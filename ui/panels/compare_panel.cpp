@@ -120,7 +120,7 @@ void ComparePanel::buildForm()
     }
     connect(browseB_, &QPushButton::clicked, this, [this] {
         const QString path = QFileDialog::getOpenFileName(this, tr("Model B"), QFileInfo(document_->modelPath()).path(),
-            tr("TorchScript (*.pt *.pth *.ptl *.zip);;All files (*)"));
+            tr("Models (*.pt *.pth *.ptl *.zip *.pt2);;All files (*)"));
         if (!path.isEmpty())
             modelB_->setText(path);
     });

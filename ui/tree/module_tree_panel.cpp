@@ -78,6 +78,9 @@ void ModuleTreePanel::showNote()
         text = tr("%n module(s) in grey never run: the forward never calls them (unused, a ModuleList that is "
                   "iterated, or weights used directly). Hover one to see why.",
             nullptr, never);
+    // A .pt2 says what it is and which input sizes it takes (its dynamic dimensions) first.
+    if (!model.exportedNote.empty())
+        text = QString::fromStdString(model.exportedNote) + (text.isEmpty() ? QString() : "\n\n" + text);
     note_->setText(text);
     note_->setVisible(!text.isEmpty());
 }

@@ -34,7 +34,7 @@ DroppedFiles classifyFiles(const QStringList& paths)
             if (found.isEmpty())
                 files.refused << path;
             files.images << found;
-        } else if (info.suffix() == "pt" || info.suffix() == "pth") {
+        } else if (info.suffix() == "pt" || info.suffix() == "pth" || info.suffix() == "pt2") {
             files.models << path;
         } else if (info.suffix() == "json" && info.completeBaseName().endsWith(".torchscope")) {
             files.sessions << path;
@@ -59,7 +59,7 @@ QString whyRefused(const QString& path)
     if (const std::string image = describeImageStart(start); !image.empty())
         return QObject::tr("this is %1, which TorchScope cannot read; convert it to PNG")
             .arg(QString::fromStdString(image));
-    return QObject::tr("this is %1, not a model (.pt), an image, a folder of images or a session (.torchscope.json)")
+    return QObject::tr("this is %1, not a model (.pt, .pt2), an image, a folder of images or a session (.torchscope.json)")
         .arg(QString::fromStdString(describeFileStart(start)));
 }
 

@@ -155,6 +155,8 @@ MainWindow::MainWindow(QWidget* parent)
         status_->setText(tr("Opened %1").arg(QFileInfo(path).fileName()));
         if (const auto& note = document_->model().frozenNote; !note.empty())
             log_->append(tr("Note: %1").arg(QString::fromStdString(note)));
+        if (const auto& exported = document_->model().exportedNote; !exported.empty())
+            log_->append(tr("Format: %1").arg(QString::fromStdString(exported)));
         const QSignalBlocker block(target_);
         target_->setValue(document_->targetClass());
         rememberRecent(RecentModels, path);
@@ -247,7 +249,8 @@ void MainWindow::createMenus()
     QMenu* file = menuBar()->addMenu(tr("&File"));
     QAction* openModel = file->addAction(tr("&Open Model…"), this, [this] {
         const QString path = QFileDialog::getOpenFileName(
-            this, tr("Open TorchScript Model"), QString(), tr("TorchScript models (*.pt *.pth);;All files (*)"));
+            this, tr("Open Model"), QString(),
+            tr("Models (*.pt *.pth *.pt2);;TorchScript (*.pt *.pth);;torch.export programs (*.pt2);;All files (*)"));
         if (!path.isEmpty())
             this->openModel(path);
     });
