@@ -24,7 +24,8 @@ bool isWithin(const std::string& path, const std::string& ancestor)
 // "L__self__,,pkg.Net;L__self___fc,fc,torch.nn.modules.linear.Linear": key, path, type per entry.
 // Entries that do not nest under the previous one (a module reached through another's attribute)
 // are left out, so every call sits inside its parent module's call.
-std::vector<StackEntry> moduleStack(const std::string& text, const std::set<std::string>& modules, std::string& rootType)
+std::vector<StackEntry> moduleStack(
+    const std::string& text, const std::set<std::string>& modules, std::string& rootType)
 {
     std::vector<StackEntry> stack;
     std::string previous;
@@ -60,8 +61,8 @@ struct Analysis {
 };
 
 void summarise(ModuleCall& call, const Analysis& analysis,
-    const std::function<bool(const std::string&, const std::string&)>& reachable,
-    std::vector<std::string>& usedOut, std::vector<std::string>& definedOut)
+    const std::function<bool(const std::string&, const std::string&)>& reachable, std::vector<std::string>& usedOut,
+    std::vector<std::string>& definedOut)
 {
     std::vector<std::string> used, defined;
     for (const auto& item : call.items) {

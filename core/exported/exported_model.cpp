@@ -8,8 +8,8 @@
 #include "exported/pt2_archive.h"
 #include "exported/tree_spec.h"
 
-#include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/jit.h>
 
@@ -134,16 +134,22 @@ private:
         using Tag = ex::OutputSpec::Tag;
         ex::Argument argument;
         switch (spec.tag()) {
-        case Tag::USER_OUTPUT: return spec.get_user_output().get_arg();
-        case Tag::LOSS_OUTPUT: argument.set_as_tensor(spec.get_loss_output().get_arg()); return argument;
-        case Tag::BUFFER_MUTATION: argument.set_as_tensor(spec.get_buffer_mutation().get_arg()); return argument;
+        case Tag::USER_OUTPUT:
+            return spec.get_user_output().get_arg();
+        case Tag::LOSS_OUTPUT:
+            argument.set_as_tensor(spec.get_loss_output().get_arg());
+            return argument;
+        case Tag::BUFFER_MUTATION:
+            argument.set_as_tensor(spec.get_buffer_mutation().get_arg());
+            return argument;
         case Tag::USER_INPUT_MUTATION:
             argument.set_as_tensor(spec.get_user_input_mutation().get_arg());
             return argument;
         case Tag::PARAMETER_MUTATION:
             argument.set_as_tensor(spec.get_parameter_mutation().get_arg());
             return argument;
-        default: break;
+        default:
+            break;
         }
         throw Error("the program returns gradients or effect tokens (a joint or side-effecting program); "
                     "TorchScope opens inference programs from torch.export.export");
@@ -155,29 +161,34 @@ private:
         return it != archive_.state.end() && isWithin(parentPath(it->second.fqn), path);
     }
 
+    void createModule(const std::string& path)
+    {
+        if (modules_.count(path))
+            return;
+        if (!path.empty())
+            createModule(parentPath(path));
+        const auto type = tree_.types.count(path) ? tree_.types.at(path) : std::string{};
+        torch::jit::Module module(c10::QualifiedName(className(type)), unit_, /*shouldMangle=*/true);
+        module.register_attribute("training", c10::BoolType::get(), false);
+        modules_.emplace(path, module);
+        if (!path.empty())
+            modules_.at(parentPath(path)).register_module(lastAtom(path), module);
+    }
+
+    // In the program's module order (module_call_graph follows Python's named_modules()), so the
+    // tree reads as the model's code defines it; paths only the nodes or the weights name come after.
     void createModules()
     {
-        std::set<std::string> paths{""};
-        for (const auto& entry : program_.get_module_call_graph())
-            paths.insert(entry.get_fqn());
-        for (const auto& path : tree_.calledPaths)
-            paths.insert(path);
-        for (const auto& [name, state] : archive_.state)
-            paths.insert(parentPath(state.fqn));
-        for (auto path : std::set<std::string>(paths))
-            for (; !path.empty(); path = parentPath(path))
-                paths.insert(path);
-
         unit_ = std::make_shared<torch::jit::CompilationUnit>();
-        for (const auto& path : paths) { // sorted: a parent before its children
-            const auto type = tree_.types.count(path) ? tree_.types.at(path) : std::string{};
-            torch::jit::Module module(c10::QualifiedName(className(type)), unit_, /*shouldMangle=*/true);
-            module.register_attribute("training", c10::BoolType::get(), false);
-            modules_.emplace(path, module);
-            if (!path.empty())
-                modules_.at(parentPath(path)).register_module(lastAtom(path), module);
-        }
-        for (const auto& [name, state] : archive_.state) {
+        createModule("");
+        for (const auto& entry : program_.get_module_call_graph())
+            createModule(entry.get_fqn());
+        for (const auto& path : tree_.calledPaths)
+            createModule(path);
+        for (const auto& name : archive_.stateOrder)
+            createModule(parentPath(archive_.state.at(name).fqn));
+        for (const auto& name : archive_.stateOrder) {
+            const auto& state = archive_.state.at(name);
             auto& owner = modules_.at(parentPath(state.fqn));
             const auto attribute = lastAtom(state.fqn);
             if (state.kind == ExportedState::Kind::Parameter)
@@ -310,25 +321,37 @@ private:
             const auto& arg = spec.get_user_input().get_arg();
             using Tag = ex::Argument::Tag;
             switch (arg.tag()) {
-            case Tag::AS_TENSOR: inputs.emplace_back(arg.get_as_tensor().get_name(), c10::TensorType::get()); break;
+            case Tag::AS_TENSOR:
+                inputs.emplace_back(arg.get_as_tensor().get_name(), c10::TensorType::get());
+                break;
             case Tag::AS_SYM_INT:
                 inputs.emplace_back(arg.get_as_sym_int().tag() == ex::SymIntArgument::Tag::AS_NAME
                         ? arg.get_as_sym_int().get_as_name()
                         : std::string{},
                     c10::IntType::get());
                 break;
-            case Tag::AS_INT: inputs.emplace_back("", c10::IntType::get()); break;
-            case Tag::AS_FLOAT: inputs.emplace_back("", c10::FloatType::get()); break;
-            case Tag::AS_BOOL: inputs.emplace_back("", c10::BoolType::get()); break;
-            case Tag::AS_STRING: inputs.emplace_back("", c10::StringType::get()); break;
-            default: inputs.emplace_back("", c10::NoneType::get()); break;
+            case Tag::AS_INT:
+                inputs.emplace_back("", c10::IntType::get());
+                break;
+            case Tag::AS_FLOAT:
+                inputs.emplace_back("", c10::FloatType::get());
+                break;
+            case Tag::AS_BOOL:
+                inputs.emplace_back("", c10::BoolType::get());
+                break;
+            case Tag::AS_STRING:
+                inputs.emplace_back("", c10::StringType::get());
+                break;
+            default:
+                inputs.emplace_back("", c10::NoneType::get());
+                break;
             }
         }
         return inputs;
     }
 
-    c10::TypePtr specType(const TreeSpec& spec, const std::vector<std::pair<std::string, c10::TypePtr>>& leaves,
-        size_t& next) const
+    c10::TypePtr specType(
+        const TreeSpec& spec, const std::vector<std::pair<std::string, c10::TypePtr>>& leaves, size_t& next) const
     {
         if (spec.isLeaf()) {
             if (next >= leaves.size())
@@ -360,7 +383,7 @@ private:
         if (spec.type == "builtins.dict" || spec.type == "collections.OrderedDict") {
             for (size_t i = 0; i < spec.children.size(); ++i) {
                 const auto key = spec.context.is_array() && i < spec.context.size() ? spec.context[i].get<std::string>()
-                                                                                      : std::string{};
+                                                                                    : std::string{};
                 parts.push_back(graph.insert(c10::aten::__getitem__, {value, graph.insertConstant(key)}));
             }
         } else if (spec.type == "builtins.list") {
@@ -435,11 +458,12 @@ private:
                 expected.push_back(-1);
                 const auto range = ranges.find(symbol);
                 low.push_back(range != ranges.end() && range->second.get_min_val() ? *range->second.get_min_val() : 0);
-                high.push_back(range != ranges.end() && range->second.get_max_val() ? *range->second.get_max_val() : -1);
+                high.push_back(
+                    range != ranges.end() && range->second.get_max_val() ? *range->second.get_max_val() : -1);
                 shown.push_back(symbol);
             }
-            const std::string shape
-                = std::string(c10::getDtypeNames(toScalarType(meta->second.get_dtype())).first) + "[" + join(shown, ", ") + "]";
+            const std::string shape = std::string(c10::getDtypeNames(toScalarType(meta->second.get_dtype())).first)
+                + "[" + join(shown, ", ") + "]";
             info_.inputs.push_back(name + ": " + shape);
             Graph& graph = *scope.graph;
             torch::jit::insertGraph(graph, inputCheck(),
@@ -479,8 +503,8 @@ private:
             for (const auto& key : spec.context)
                 keys.push_back(graph.insertConstant(key.is_string() ? key.get<std::string>() : key.dump()));
             return graph
-                .insertNode(graph.createDict(
-                    c10::StringType::get(), unified ? unified : c10::AnyType::get(), keys, parts))
+                .insertNode(
+                    graph.createDict(c10::StringType::get(), unified ? unified : c10::AnyType::get(), keys, parts))
                 ->output();
         }
         return graph.insertNode(graph.createTuple(parts))->output();

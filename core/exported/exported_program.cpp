@@ -15,28 +15,50 @@ namespace ex = torch::_export;
 c10::ScalarType toScalarType(ex::ScalarType type)
 {
     switch (type) {
-    case ex::ScalarType::BYTE: return c10::kByte;
-    case ex::ScalarType::CHAR: return c10::kChar;
-    case ex::ScalarType::SHORT: return c10::kShort;
-    case ex::ScalarType::INT: return c10::kInt;
-    case ex::ScalarType::LONG: return c10::kLong;
-    case ex::ScalarType::HALF: return c10::kHalf;
-    case ex::ScalarType::FLOAT: return c10::kFloat;
-    case ex::ScalarType::DOUBLE: return c10::kDouble;
-    case ex::ScalarType::COMPLEXHALF: return c10::kComplexHalf;
-    case ex::ScalarType::COMPLEXFLOAT: return c10::kComplexFloat;
-    case ex::ScalarType::COMPLEXDOUBLE: return c10::kComplexDouble;
-    case ex::ScalarType::BOOL: return c10::kBool;
-    case ex::ScalarType::BFLOAT16: return c10::kBFloat16;
-    case ex::ScalarType::UINT16: return c10::kUInt16;
-    case ex::ScalarType::UINT32: return c10::kUInt32;
-    case ex::ScalarType::UINT64: return c10::kUInt64;
-    case ex::ScalarType::FLOAT8E4M3FN: return c10::ScalarType::Float8_e4m3fn;
-    case ex::ScalarType::FLOAT8E5M2: return c10::ScalarType::Float8_e5m2;
-    case ex::ScalarType::FLOAT8E4M3FNUZ: return c10::ScalarType::Float8_e4m3fnuz;
-    case ex::ScalarType::FLOAT8E5M2FNUZ: return c10::ScalarType::Float8_e5m2fnuz;
-    case ex::ScalarType::FLOAT8E8M0FNU: return c10::ScalarType::Float8_e8m0fnu;
-    default: break;
+    case ex::ScalarType::BYTE:
+        return c10::kByte;
+    case ex::ScalarType::CHAR:
+        return c10::kChar;
+    case ex::ScalarType::SHORT:
+        return c10::kShort;
+    case ex::ScalarType::INT:
+        return c10::kInt;
+    case ex::ScalarType::LONG:
+        return c10::kLong;
+    case ex::ScalarType::HALF:
+        return c10::kHalf;
+    case ex::ScalarType::FLOAT:
+        return c10::kFloat;
+    case ex::ScalarType::DOUBLE:
+        return c10::kDouble;
+    case ex::ScalarType::COMPLEXHALF:
+        return c10::kComplexHalf;
+    case ex::ScalarType::COMPLEXFLOAT:
+        return c10::kComplexFloat;
+    case ex::ScalarType::COMPLEXDOUBLE:
+        return c10::kComplexDouble;
+    case ex::ScalarType::BOOL:
+        return c10::kBool;
+    case ex::ScalarType::BFLOAT16:
+        return c10::kBFloat16;
+    case ex::ScalarType::UINT16:
+        return c10::kUInt16;
+    case ex::ScalarType::UINT32:
+        return c10::kUInt32;
+    case ex::ScalarType::UINT64:
+        return c10::kUInt64;
+    case ex::ScalarType::FLOAT8E4M3FN:
+        return c10::ScalarType::Float8_e4m3fn;
+    case ex::ScalarType::FLOAT8E5M2:
+        return c10::ScalarType::Float8_e5m2;
+    case ex::ScalarType::FLOAT8E4M3FNUZ:
+        return c10::ScalarType::Float8_e4m3fnuz;
+    case ex::ScalarType::FLOAT8E5M2FNUZ:
+        return c10::ScalarType::Float8_e5m2fnuz;
+    case ex::ScalarType::FLOAT8E8M0FNU:
+        return c10::ScalarType::Float8_e8m0fnu;
+    default:
+        break;
     }
     throw Error("the program uses dtype number " + std::to_string(static_cast<int>(type))
         + " of the export schema, which TorchScope does not know");
@@ -45,11 +67,16 @@ c10::ScalarType toScalarType(ex::ScalarType type)
 c10::MemoryFormat toMemoryFormat(ex::MemoryFormat format)
 {
     switch (format) {
-    case ex::MemoryFormat::ContiguousFormat: return c10::MemoryFormat::Contiguous;
-    case ex::MemoryFormat::ChannelsLast: return c10::MemoryFormat::ChannelsLast;
-    case ex::MemoryFormat::ChannelsLast3d: return c10::MemoryFormat::ChannelsLast3d;
-    case ex::MemoryFormat::PreserveFormat: return c10::MemoryFormat::Preserve;
-    default: break;
+    case ex::MemoryFormat::ContiguousFormat:
+        return c10::MemoryFormat::Contiguous;
+    case ex::MemoryFormat::ChannelsLast:
+        return c10::MemoryFormat::ChannelsLast;
+    case ex::MemoryFormat::ChannelsLast3d:
+        return c10::MemoryFormat::ChannelsLast3d;
+    case ex::MemoryFormat::PreserveFormat:
+        return c10::MemoryFormat::Preserve;
+    default:
+        break;
     }
     throw Error("the program uses an unknown memory format (" + std::to_string(static_cast<int>(format)) + ")");
 }
@@ -57,14 +84,22 @@ c10::MemoryFormat toMemoryFormat(ex::MemoryFormat format)
 c10::Layout toLayout(ex::Layout layout)
 {
     switch (layout) {
-    case ex::Layout::Strided: return c10::kStrided;
-    case ex::Layout::SparseCoo: return c10::kSparse;
-    case ex::Layout::SparseCsr: return c10::kSparseCsr;
-    case ex::Layout::SparseCsc: return c10::kSparseCsc;
-    case ex::Layout::SparseBsr: return c10::kSparseBsr;
-    case ex::Layout::SparseBsc: return c10::kSparseBsc;
-    case ex::Layout::_mkldnn: return c10::kMkldnn;
-    default: break;
+    case ex::Layout::Strided:
+        return c10::kStrided;
+    case ex::Layout::SparseCoo:
+        return c10::kSparse;
+    case ex::Layout::SparseCsr:
+        return c10::kSparseCsr;
+    case ex::Layout::SparseCsc:
+        return c10::kSparseCsc;
+    case ex::Layout::SparseBsr:
+        return c10::kSparseBsr;
+    case ex::Layout::SparseBsc:
+        return c10::kSparseBsc;
+    case ex::Layout::_mkldnn:
+        return c10::kMkldnn;
+    default:
+        break;
     }
     throw Error("the program uses an unknown tensor layout (" + std::to_string(static_cast<int>(layout)) + ")");
 }
@@ -115,8 +150,8 @@ at::Tensor readTensor(const Pt2Archive& archive, const std::string& folder, cons
         strides.push_back(concrete(s, "'" + name + "'"));
     const int64_t offset = concrete(meta.get_storage_offset(), "'" + name + "'");
     if (sizes.size() != strides.size())
-        throw Error("'" + name + "' has " + std::to_string(sizes.size()) + " sizes but " + std::to_string(strides.size())
-            + " strides in the archive's metadata");
+        throw Error("'" + name + "' has " + std::to_string(sizes.size()) + " sizes but "
+            + std::to_string(strides.size()) + " strides in the archive's metadata");
     int64_t needed = offset + 1;
     for (size_t d = 0; d < sizes.size(); ++d) {
         if (sizes[d] == 0)
@@ -129,8 +164,8 @@ at::Tensor readTensor(const Pt2Archive& archive, const std::string& folder, cons
     auto stored = storages.find(record);
     if (stored == storages.end()) {
         if (!archive.has(record))
-            throw Error("the .pt2 archive lacks the record '" + record + "' holding '" + name
-                + "': the file is incomplete");
+            throw Error(
+                "the .pt2 archive lacks the record '" + record + "' holding '" + name + "': the file is incomplete");
         const std::string bytes = archive.read(record);
         const auto itemSize = static_cast<int64_t>(c10::elementSize(dtype));
         auto storage = at::empty({static_cast<int64_t>(bytes.size()) / itemSize}, at::TensorOptions().dtype(dtype));
@@ -146,8 +181,8 @@ at::Tensor readTensor(const Pt2Archive& archive, const std::string& folder, cons
     return storage.as_strided(sizes, strides, offset).clone();
 }
 
-std::map<std::string, at::Tensor> readTensors(const Pt2Archive& archive, const std::string& folder,
-    const std::string& configRecord)
+std::map<std::string, at::Tensor> readTensors(
+    const Pt2Archive& archive, const std::string& folder, const std::string& configRecord)
 {
     std::map<std::string, at::Tensor> tensors;
     if (!archive.has(configRecord))
@@ -158,8 +193,8 @@ std::map<std::string, at::Tensor> readTensors(const Pt2Archive& archive, const s
         for (const auto& [name, entry] : config.at("config").items())
             tensors[name] = readTensor(archive, folder, name, entry, storages);
     } catch (const nlohmann::json::exception& e) {
-        throw Error("the .pt2 record '" + configRecord + "' does not describe tensors as PyTorch writes them: "
-            + e.what());
+        throw Error(
+            "the .pt2 record '" + configRecord + "' does not describe tensors as PyTorch writes them: " + e.what());
     }
     return tensors;
 }
@@ -198,8 +233,9 @@ ExportedArchive readExportedArchive(const Pt2Archive& archive, const c10::Device
     if (major != kExportSchemaMajor)
         throw Error("the program was exported by PyTorch " + writer + " with export schema version "
             + std::to_string(major) + "." + std::to_string(minor) + ", but this TorchScope reads version "
-            + std::to_string(kExportSchemaMajor) + ".x (PyTorch " TORCH_VERSION
-            "): export it again with that PyTorch, or build TorchScope against the one that wrote it");
+            + std::to_string(kExportSchemaMajor)
+            + ".x (PyTorch " TORCH_VERSION
+              "): export it again with that PyTorch, or build TorchScope against the one that wrote it");
     // The generated parser leaves a missing field at its default: a program without its graph
     // would open as an empty model. The parts every program has must be there.
     const std::vector<std::pair<const char*, std::vector<const char*>>> required{
@@ -221,7 +257,8 @@ ExportedArchive readExportedArchive(const Pt2Archive& archive, const c10::Device
             + ", PyTorch " + writer + ") does not follow the export schema: " + e.what());
     }
 
-    const auto weights = readTensors(archive, "data/weights/", "data/weights/" + result.modelName + "_weights_config.json");
+    const auto weights
+        = readTensors(archive, "data/weights/", "data/weights/" + result.modelName + "_weights_config.json");
     const auto constants
         = readTensors(archive, "data/constants/", "data/constants/" + result.modelName + "_constants_config.json");
     auto find = [&](const std::map<std::string, at::Tensor>& from, const std::string& fqn, const char* what) {
@@ -266,6 +303,7 @@ ExportedArchive readExportedArchive(const Pt2Archive& archive, const c10::Device
         state.tensor = state.tensor.to(device);
         if (state.kind == ExportedState::Kind::Parameter)
             state.tensor.requires_grad_(true);
+        result.stateOrder.push_back(name);
         result.state[name] = std::move(state);
     }
     for (const auto& spec : signature.get_input_specs())

@@ -29,6 +29,7 @@ struct ExportedArchive {
     std::string modelName; // models/<name>.json
     torch::_export::ExportedProgram program;
     std::map<std::string, ExportedState> state; // by graph input name
+    std::vector<std::string> stateOrder; // the graph input names in the program's order (Python's)
     c10::Device exportDevice = c10::Device("cpu"); // where the graph's device constants point
 };
 

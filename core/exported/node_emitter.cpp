@@ -67,7 +67,9 @@ std::string describe(const ex::Node& node)
 void forEachValueName(const ex::Argument& argument, const std::function<void(const std::string&)>& visit)
 {
     switch (argument.tag()) {
-    case Tag::AS_TENSOR: visit(argument.get_as_tensor().get_name()); break;
+    case Tag::AS_TENSOR:
+        visit(argument.get_as_tensor().get_name());
+        break;
     case Tag::AS_TENSORS:
         for (const auto& t : argument.get_as_tensors())
             visit(t.get_name());
@@ -108,15 +110,18 @@ void forEachValueName(const ex::Argument& argument, const std::function<void(con
             if (s.tag() == ex::SymFloatArgument::Tag::AS_NAME)
                 visit(s.get_as_name());
         break;
-    default: break;
+    default:
+        break;
     }
 }
 
 Value* emitArgument(Graph& graph, const ex::Argument& argument, const ValueScope& scope)
 {
     switch (argument.tag()) {
-    case Tag::AS_NONE: return graph.insertConstant(c10::IValue());
-    case Tag::AS_TENSOR: return scope.resolve(argument.get_as_tensor().get_name());
+    case Tag::AS_NONE:
+        return graph.insertConstant(c10::IValue());
+    case Tag::AS_TENSOR:
+        return scope.resolve(argument.get_as_tensor().get_name());
     case Tag::AS_TENSORS:
         return list(graph, argument.get_as_tensors(), c10::TensorType::get(),
             [&](const ex::TensorArgument& t) { return scope.resolve(t.get_name()); });
@@ -130,25 +135,32 @@ Value* emitArgument(Graph& graph, const ex::Argument& argument, const ValueScope
             return optional(argument.get_as_optional_tensor());
         return list(graph, argument.get_as_optional_tensors(), c10::OptionalType::ofTensor(), optional);
     }
-    case Tag::AS_INT: return graph.insertConstant(argument.get_as_int());
-    case Tag::AS_INTS: return graph.insertConstant(argument.get_as_ints());
-    case Tag::AS_FLOAT: return graph.insertConstant(argument.get_as_float().get());
+    case Tag::AS_INT:
+        return graph.insertConstant(argument.get_as_int());
+    case Tag::AS_INTS:
+        return graph.insertConstant(argument.get_as_ints());
+    case Tag::AS_FLOAT:
+        return graph.insertConstant(argument.get_as_float().get());
     case Tag::AS_FLOATS: {
         std::vector<double> values;
         for (const auto& f : argument.get_as_floats())
             values.push_back(f.get());
         return graph.insertConstant(values);
     }
-    case Tag::AS_BOOL: return graph.insertConstant(argument.get_as_bool());
+    case Tag::AS_BOOL:
+        return graph.insertConstant(argument.get_as_bool());
     case Tag::AS_BOOLS: {
         c10::List<bool> values;
         for (const bool b : argument.get_as_bools())
             values.push_back(b);
         return graph.insertConstant(values);
     }
-    case Tag::AS_STRING: return graph.insertConstant(argument.get_as_string());
-    case Tag::AS_STRINGS: return graph.insertConstant(c10::List<std::string>(argument.get_as_strings()));
-    case Tag::AS_SYM_INT: return symInt(graph, argument.get_as_sym_int(), scope);
+    case Tag::AS_STRING:
+        return graph.insertConstant(argument.get_as_string());
+    case Tag::AS_STRINGS:
+        return graph.insertConstant(c10::List<std::string>(argument.get_as_strings()));
+    case Tag::AS_SYM_INT:
+        return symInt(graph, argument.get_as_sym_int(), scope);
     case Tag::AS_SYM_INTS: {
         const auto& items = argument.get_as_sym_ints();
         std::vector<int64_t> constant;
@@ -157,29 +169,38 @@ Value* emitArgument(Graph& graph, const ex::Argument& argument, const ValueScope
                 constant.push_back(s.get_as_int());
         if (constant.size() == items.size())
             return graph.insertConstant(constant);
-        return list(graph, items, c10::IntType::get(),
-            [&](const ex::SymIntArgument& s) { return symInt(graph, s, scope); });
+        return list(
+            graph, items, c10::IntType::get(), [&](const ex::SymIntArgument& s) { return symInt(graph, s, scope); });
     }
-    case Tag::AS_SYM_BOOL: return symBool(graph, argument.get_as_sym_bool(), scope);
+    case Tag::AS_SYM_BOOL:
+        return symBool(graph, argument.get_as_sym_bool(), scope);
     case Tag::AS_SYM_BOOLS:
         return list(graph, argument.get_as_sym_bools(), c10::BoolType::get(),
             [&](const ex::SymBoolArgument& s) { return symBool(graph, s, scope); });
-    case Tag::AS_SYM_FLOAT: return symFloat(graph, argument.get_as_sym_float(), scope);
+    case Tag::AS_SYM_FLOAT:
+        return symFloat(graph, argument.get_as_sym_float(), scope);
     case Tag::AS_SYM_FLOATS:
         return list(graph, argument.get_as_sym_floats(), c10::FloatType::get(),
             [&](const ex::SymFloatArgument& s) { return symFloat(graph, s, scope); });
-    case Tag::AS_SCALAR_TYPE: return graph.insertConstant(toScalarType(argument.get_as_scalar_type()));
-    case Tag::AS_MEMORY_FORMAT: return graph.insertConstant(toMemoryFormat(argument.get_as_memory_format()));
-    case Tag::AS_LAYOUT: return graph.insertConstant(toLayout(argument.get_as_layout()));
-    case Tag::AS_DEVICE: return graph.insertConstant(followModel(toDevice(argument.get_as_device()), scope));
+    case Tag::AS_SCALAR_TYPE:
+        return graph.insertConstant(toScalarType(argument.get_as_scalar_type()));
+    case Tag::AS_MEMORY_FORMAT:
+        return graph.insertConstant(toMemoryFormat(argument.get_as_memory_format()));
+    case Tag::AS_LAYOUT:
+        return graph.insertConstant(toLayout(argument.get_as_layout()));
+    case Tag::AS_DEVICE:
+        return graph.insertConstant(followModel(toDevice(argument.get_as_device()), scope));
     case Tag::AS_COMPLEX:
-        return graph.insertConstant(
-            c10::complex<double>(argument.get_as_complex().get_real().get(), argument.get_as_complex().get_imag().get()));
+        return graph.insertConstant(c10::complex<double>(
+            argument.get_as_complex().get_real().get(), argument.get_as_complex().get_imag().get()));
     case Tag::AS_GRAPH:
         throw Error("a subgraph argument (control flow: torch.cond, torch.map, while_loop)");
-    case Tag::AS_CUSTOM_OBJ: throw Error("a script object argument (torch.classes)");
-    case Tag::AS_OPERATOR: throw Error("an operator passed as an argument");
-    default: break;
+    case Tag::AS_CUSTOM_OBJ:
+        throw Error("a script object argument (torch.classes)");
+    case Tag::AS_OPERATOR:
+        throw Error("an operator passed as an argument");
+    default:
+        break;
     }
     throw Error("an argument of export-schema kind " + std::to_string(static_cast<int>(argument.tag())));
 }
@@ -228,7 +249,9 @@ void defineOutputs(Graph& graph, const ex::Node& node, const std::vector<Value*>
     for (size_t i = 0; i < outputs.size(); ++i) {
         const auto& output = outputs[i];
         switch (output.tag()) {
-        case Tag::AS_TENSOR: scope.define(output.get_as_tensor().get_name(), results[i]); break;
+        case Tag::AS_TENSOR:
+            scope.define(output.get_as_tensor().get_name(), results[i]);
+            break;
         case Tag::AS_TENSORS: {
             const auto& names = output.get_as_tensors();
             auto* unpack = graph.insertNode(graph.createListUnpack(results[i], names.size()));
@@ -248,7 +271,8 @@ void defineOutputs(Graph& graph, const ex::Node& node, const std::vector<Value*>
             if (output.get_as_sym_float().tag() == ex::SymFloatArgument::Tag::AS_NAME)
                 scope.define(output.get_as_sym_float().get_as_name(), results[i]);
             break;
-        default: break; // None, or a value export recorded as a constant
+        default:
+            break; // None, or a value export recorded as a constant
         }
     }
 }
@@ -264,8 +288,9 @@ std::shared_ptr<torch::jit::Operator> findOperator(const std::string& qualified,
 std::string missingOperator(const std::string& ns, const std::string& name)
 {
     if (ns == "aten" || ns == "prim")
-        return "the operator " + name + " is unknown to this TorchScope's LibTorch " TORCH_VERSION
-               ": the program was exported by a newer PyTorch; export it again with PyTorch " TORCH_VERSION;
+        return "the operator " + name
+            + " is unknown to this TorchScope's LibTorch " TORCH_VERSION
+              ": the program was exported by a newer PyTorch; export it again with PyTorch " TORCH_VERSION;
     return "the operator " + name + " is not registered: load the library that defines the '" + ns
         + "' operators with --ops-library PATH (torchscope and torchscope-cli both take it)";
 }
@@ -292,16 +317,17 @@ void emitExportedNode(Graph& graph, const ex::Node& node, const ValueScope& scop
     if (const auto it = pythonOperators().find(target); it != pythonOperators().end())
         return emitPythonOperator(graph, node, it->second, scope);
     if (!startsWith(target, "torch.ops."))
-        throw Error(describe(node) + " calls the Python function '" + target
-            + "', which has no operator TorchScope could run");
+        throw Error(
+            describe(node) + " calls the Python function '" + target + "', which has no operator TorchScope could run");
     const auto parts = split(target.substr(10), '.');
     if (parts.size() != 3)
         throw Error(describe(node) + " names an operator TorchScope cannot parse");
     const std::string& ns = parts[0];
     if (ns == "higher_order")
-        throw Error(describe(node) + " is a higher-order operator (control flow such as torch.cond, "
-                                     "while_loop or map, or a wrapped region); TorchScope runs straight-line "
-                                     "programs only: export the model without it");
+        throw Error(describe(node)
+            + " is a higher-order operator (control flow such as torch.cond, "
+              "while_loop or map, or a wrapped region); TorchScope runs straight-line "
+              "programs only: export the model without it");
     std::string qualified = ns + "::" + parts[1];
     std::string overload = parts[2] == "default" ? "" : parts[2];
     const std::string shown = qualified + (overload.empty() ? "" : "." + overload);
@@ -328,7 +354,8 @@ void emitExportedNode(Graph& graph, const ex::Node& node, const ValueScope& scop
             } else if (argument.default_value()) {
                 inputs.push_back(graph.insertConstant(*argument.default_value()));
             } else {
-                throw Error("it gives no value for '" + argument.name() + "', which has no default in " + toString(schema));
+                throw Error(
+                    "it gives no value for '" + argument.name() + "', which has no default in " + toString(schema));
             }
         }
     } catch (const Error& e) {
@@ -338,12 +365,13 @@ void emitExportedNode(Graph& graph, const ex::Node& node, const ValueScope& scop
         throw Error(describe(node) + " passes '" + given.begin()->first + "', which " + toString(schema)
             + " does not take: the program was exported by a different PyTorch than " TORCH_VERSION);
 
-    auto* created = graph.insertNode(
-        graph.create(c10::Symbol::fromQualString(qualified), inputs, schema.returns().size()));
+    auto* created
+        = graph.insertNode(graph.create(c10::Symbol::fromQualString(qualified), inputs, schema.returns().size()));
     for (size_t i = 0; i < schema.returns().size(); ++i) {
         const auto type = schema.returns()[i].type();
         if (type->hasFreeVariables())
-            throw Error(describe(node) + " returns a generic type (" + type->repr_str() + ") TorchScope cannot resolve");
+            throw Error(
+                describe(node) + " returns a generic type (" + type->repr_str() + ") TorchScope cannot resolve");
         created->output(i)->setType(type);
     }
     // The interpreter picks the operator by the inputs' types. A number given where the schema

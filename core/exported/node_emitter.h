@@ -23,8 +23,8 @@ struct ValueScope {
 void emitExportedNode(torch::jit::Graph& graph, const torch::_export::Node& node, const ValueScope& scope);
 
 // A constant or value an argument stands for (a tensor, a list of them, an int, a device, ...).
-torch::jit::Value* emitArgument(torch::jit::Graph& graph, const torch::_export::Argument& argument,
-    const ValueScope& scope);
+torch::jit::Value* emitArgument(
+    torch::jit::Graph& graph, const torch::_export::Argument& argument, const ValueScope& scope);
 
 // The names of the graph values an argument refers to (tensors and symbolic ints, bools, floats).
 void forEachValueName(const torch::_export::Argument& argument, const std::function<void(const std::string&)>& visit);

@@ -55,8 +55,7 @@ std::string Pt2Archive::read(const std::string& name) const
         throw Error("the .pt2 archive has no record '" + full + "'");
     zip_file_t* file = zip_fopen(zip_->handle, full.c_str(), 0);
     if (!file)
-        throw Error("the .pt2 archive's record '" + full + "' cannot be opened: "
-            + zip_strerror(zip_->handle));
+        throw Error("the .pt2 archive's record '" + full + "' cannot be opened: " + zip_strerror(zip_->handle));
     std::string bytes(static_cast<size_t>(stat.size), '\0');
     const zip_int64_t read = zip_fread(file, bytes.data(), stat.size);
     zip_fclose(file);

@@ -36,8 +36,8 @@ TreeSpec parseTreeSpec(const std::string& serialized)
 {
     const auto json = nlohmann::json::parse(serialized, nullptr, false);
     if (json.is_discarded() || !json.is_array() || json.size() != 2)
-        throw Error("the input/output spec is not a serialized pytree ([version, tree]): '"
-            + serialized.substr(0, 120) + "'");
+        throw Error(
+            "the input/output spec is not a serialized pytree ([version, tree]): '" + serialized.substr(0, 120) + "'");
     if (json[0] != 1)
         throw Error("the input/output spec has pytree protocol " + json[0].dump()
             + "; TorchScope reads protocol 1 (PyTorch 2.x)");

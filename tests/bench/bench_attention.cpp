@@ -4,9 +4,9 @@
 // run, alternating case by case. Prints JSON.
 //
 //   torchscope-bench-attention VIT_scripted.pt PYTHON WORKER.py [--batch 8] [--threads 2] [--repeats 9]
+#include "bench_timing.h"
 #include "graph/engine.h"
 #include "model/model.h"
-#include "bench_timing.h"
 #include "python_worker.h"
 
 #include <ATen/Parallel.h>
@@ -18,7 +18,6 @@
 #include <map>
 
 using namespace torchscope;
-
 
 int main(int argc, char** argv)
 {

@@ -4,10 +4,10 @@
 //
 //   torchscope-bench-engine MODEL_scripted.pt STATE_DICT.pt ARCH PYTHON WORKER.py
 //                           [--batch 8] [--size 224] [--threads 2] [--repeats 15] [--device cpu|cuda]
+#include "bench_timing.h"
 #include "graph/engine.h"
 #include "graph/instrumenter.h"
 #include "model/model.h"
-#include "bench_timing.h"
 #include "python_worker.h"
 
 #include <ATen/Parallel.h>
@@ -23,7 +23,6 @@
 #include <thread>
 
 using namespace torchscope;
-
 
 int main(int argc, char** argv)
 {

@@ -32,8 +32,8 @@ std::vector<std::string> blocks(const std::string& model)
     return {"layer1", "layer2", "layer3", "layer4"};
 }
 
-nlohmann::json measure(const std::string& name, const std::vector<std::string>& worker, int batch, int repeats,
-    const std::string& folder)
+nlohmann::json measure(
+    const std::string& name, const std::vector<std::string>& worker, int batch, int repeats, const std::string& folder)
 {
     PythonWorker py(worker);
     if (py.ask("files") != "ok")
@@ -74,11 +74,10 @@ nlohmann::json measure(const std::string& name, const std::vector<std::string>& 
     std::map<std::string, double> m;
     for (const auto& [caseName, values] : times)
         m[caseName] = median(values);
-    return {{"model", name}, {"nodes", exported->exportedProgram()->nodeCount},
-        {"pt2_forward_seconds", m["pt2"]}, {"torchscript_forward_seconds", m["torchscript"]},
-        {"python_eager_seconds", m["python eager"]}, {"python_exported_module_seconds", m["python module"]},
-        {"pt2_engine_seconds", m["pt2 engine"]}, {"pt2_grab_4_blocks_seconds", m["pt2 grabs"]},
-        {"torchscript_engine_seconds", m["torchscript engine"]},
+    return {{"model", name}, {"nodes", exported->exportedProgram()->nodeCount}, {"pt2_forward_seconds", m["pt2"]},
+        {"torchscript_forward_seconds", m["torchscript"]}, {"python_eager_seconds", m["python eager"]},
+        {"python_exported_module_seconds", m["python module"]}, {"pt2_engine_seconds", m["pt2 engine"]},
+        {"pt2_grab_4_blocks_seconds", m["pt2 grabs"]}, {"torchscript_engine_seconds", m["torchscript engine"]},
         {"torchscript_grab_4_blocks_seconds", m["torchscript grabs"]},
         {"pt2_over_torchscript", m["pt2"] / m["torchscript"]}, {"goal_pt2_over_torchscript", 1.05},
         {"pt2_over_python_eager", m["pt2"] / m["python eager"]},
@@ -107,9 +106,9 @@ int main(int argc, char** argv)
         nlohmann::json report{{"batch", batch}, {"size", 224}, {"threads", threads}, {"repeats", repeats},
             {"statistic", "median"}, {"models", nlohmann::json::array()}};
         for (const auto& name : split(models, ','))
-            report["models"].push_back(measure(name,
-                {args[0], args[1], name, std::to_string(batch), std::to_string(threads), args[2]}, batch, repeats,
-                args[2]));
+            report["models"].push_back(
+                measure(name, {args[0], args[1], name, std::to_string(batch), std::to_string(threads), args[2]}, batch,
+                    repeats, args[2]));
         std::cout << report.dump(2) << std::endl;
     } catch (const std::exception& e) {
         std::cerr << "torchscope-bench-exported: " << e.what() << '\n';
