@@ -1,12 +1,13 @@
 """torch.export programs (.pt2) through torchscope-cli, against eager PyTorch on the same nn.Module.
 
 Each model is exported by the environment's PyTorch with a dynamic batch dimension (exported at
-batch 2, run at batch 3), saved with torch.export.save and opened by TorchScope with no Python.
-Every module's output (each call: PATH, PATH#1), first input and gradient equals what forward
-hooks, forward pre-hooks and tensor hooks see on the eager nn.Module, bit for bit (the same ATen
-kernels on the same values); the model's output equals ExportedProgram.module()(x) and the eager
-model's. A module export leaves no node for (nn.Identity) is not in the program and not compared;
-a module's output is what it produces that later code reads (a tuple when several values are).
+batch 2, run at batch 3, ViT-B/16 at batch 1), saved with torch.export.save and opened by
+TorchScope with no Python. Every module's output (each call: PATH, PATH#1), first input and
+gradient equals what forward hooks, forward pre-hooks and tensor hooks see on the eager nn.Module,
+bit for bit (the same ATen kernels on the same values); the model's output equals
+ExportedProgram.module()(x) and the eager model's. A module export leaves no node for
+(nn.Identity) is not in the program and not compared; a module's output is what it produces that
+later code reads (a tuple when several values are).
 """
 
 import os
@@ -159,12 +160,12 @@ class ExportedCase(unittest.TestCase):
 class ExportedModels(ExportedCase):
     """Every grab, input and gradient of five torchvision models and a tuple-output model."""
 
-    def check(self, name, model, size=64, gradients=True):
+    def check(self, name, model, size=64, gradients=True, batch=3):
         model.eval()
         program, path = self.export(name, model, size)
         in_program = paths_in_program(program)
         torch.manual_seed(1)
-        x = torch.randn(3, 3, size, size)  # not the exported batch size: the batch is dynamic
+        x = torch.randn(batch, 3, size, size)  # not the exported batch size: the batch is dynamic
 
         modules = dict(model.named_modules())
         grads = [p for p in in_program if p in modules] if gradients else []
@@ -225,7 +226,7 @@ class ExportedModels(ExportedCase):
         self.check("mobilenet_v3_small", torchvision.models.mobilenet_v3_small())
 
     def test_vit_b_16(self):
-        self.check("vit_b_16", torchvision.models.vit_b_16(), size=224)
+        self.check("vit_b_16", torchvision.models.vit_b_16(), size=224, batch=1)  # 224 x 224: its patch grid
 
     def test_swin_t(self):
         self.check("swin_t", torchvision.models.swin_t())
@@ -249,6 +250,23 @@ class Small(nn.Module):
 
     def forward(self, x):
         return self.head(self.act(self.conv(x)).mean((2, 3)))
+
+
+class Nested(nn.Module):
+    """A dict input, a dict output holding a tuple, a non-persistent buffer, a lifted tensor
+    constant, sizes computed from the input and a factory call export bakes the device into."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("k", torch.linspace(0.5, 1.5, 3), persistent=False)
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x, extra):
+        n = x.shape[0]
+        z = self.lin(x) * self.k + torch.tensor([1.0, 2.0, 3.0])
+        z = z.view(n, 3, 1).expand(n, 3, 2).reshape(n, 6)
+        steps = torch.arange(n, device=x.device).float()
+        return {"z": z, "w": (steps, extra["b"] * 2)}
 
 
 class ExportedEngineFeatures(ExportedCase):
@@ -327,6 +345,29 @@ class ExportedEngineFeatures(ExportedCase):
             print(f"{key}: max abs diff {diff:.3g}")
             self.assertLessEqual(diff, 1e-5, key)
 
+    def test_nested_inputs_and_outputs_buffers_and_constants(self):
+        model = Nested().eval()
+        x, extra = torch.randn(4, 3), {"b": torch.randn(2)}
+        program = torch.export.export(model, (x, extra), dynamic_shapes=({0: Dim("batch", min=2, max=64)}, {"b": None}))
+        path = self.dir / "nested.pt2"
+        torch.export.save(program, path)
+        x = torch.randn(5, 3)
+        torch.save(x, self.dir / "x.pt")
+        torch.save(extra, self.dir / "extra.pt")
+        self.run_cli("run", path, "--input", self.dir / "x.pt", "--input", self.dir / "extra.pt", "--preprocess",
+                     "none", "--grab", "lin", "--out", self.dir / "o.pt")
+        got = torch.load(self.dir / "o.pt")
+        with torch.no_grad():
+            want = program.module()(x, extra)
+            lin = model.lin(x)
+        self.assertEqual(set(got["output"]), {"z", "w"})
+        self.assertTrue(torch.equal(got["output"]["z"], want["z"]))
+        self.assertTrue(torch.equal(got["output"]["w"][0], want["w"][0]))
+        self.assertTrue(torch.equal(got["output"]["w"][1], want["w"][1]))
+        self.assertTrue(torch.equal(got["lin"], lin))
+        shown = self.run_cli("inspect", path).stdout
+        self.assertIn("forward(x: Tensor, extra: Dict[str, Tensor])", shown)
+
     def test_the_tree_and_the_dynamic_batch_are_shown(self):
         _, path = self.export("tuple_out", TupleOut(), size=16)
         shown = self.run_cli("inspect", path).stdout
@@ -383,10 +424,10 @@ class BadExportedPrograms(ExportedCase):
         self.refused(self.model_json(lambda t: re.sub(r'"major": \d+', '"major": 99', t)), "schema version 99.")
 
     def test_unknown_operator(self):
-        self.refused(self.model_json(lambda t: t.replace("torch.ops.aten.relu.default", "torch.ops.aten.relu_x9.default")),
-                     "aten::relu_x9 is unknown to this TorchScope's LibTorch")
-        self.refused(self.model_json(lambda t: t.replace("torch.ops.aten.relu.default", "torch.ops.mylib.fancy.default")),
-                     "--ops-library")
+        def renamed(operator):
+            return self.model_json(lambda t: t.replace("torch.ops.aten.relu.default", operator))
+        self.refused(renamed("torch.ops.aten.relu_x9.default"), "aten::relu_x9 is unknown to this TorchScope's LibTorch")
+        self.refused(renamed("torch.ops.mylib.fancy.default"), "--ops-library")
 
     def test_missing_or_short_weight(self):
         self.refused(self.rewrite(lambda n, d: None if n.endswith("data/weights/weight_0") else d),
