@@ -140,6 +140,9 @@ std::shared_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
             ExportedProgramInfo info;
             model->module_ = loadExportedProgram(path, model->device_, info);
             model->exported_ = std::move(info);
+            // A setup stored by `setup --out` (writeModelWithSetup) sits in the archive's extra/ folder.
+            if (const Pt2Archive archive(path); archive.has("extra/torchscope.json"))
+                model->extraFiles_["torchscope.json"] = archive.read("extra/torchscope.json");
         } catch (const c10::Error& e) {
             throw Error("cannot open the exported program '" + path + "': " + firstLine(e.what_without_backtrace()));
         } catch (const std::exception& e) {

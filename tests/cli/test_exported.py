@@ -368,6 +368,17 @@ class ExportedEngineFeatures(ExportedCase):
         shown = self.run_cli("inspect", path).stdout
         self.assertIn("forward(x: Tensor, extra: Dict[str, Tensor])", shown)
 
+    def test_a_setup_stored_in_a_copy_is_read_back(self):
+        _, path = self.export("small", Small(), size=16)
+        setup = self.dir / "setup.json"
+        setup.write_text('{"preprocess": {"resize": 16, "crop": 16, "grayscale": false}}')
+        copy = self.dir / "small_setup.pt2"
+        self.run_cli("setup", path, "--preprocess", setup, "--out", copy)
+        self.assertIn("setup (none stored", self.run_cli("setup", path).stdout)
+        shown = self.run_cli("setup", copy).stdout
+        self.assertIn("setup (the model's torchscope.json): 16×16", shown)
+        self.assertIn("torch.export program", self.run_cli("inspect", copy).stdout)
+
     def test_the_tree_and_the_dynamic_batch_are_shown(self):
         _, path = self.export("tuple_out", TupleOut(), size=16)
         shown = self.run_cli("inspect", path).stdout

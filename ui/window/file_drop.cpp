@@ -59,7 +59,8 @@ QString whyRefused(const QString& path)
     if (const std::string image = describeImageStart(start); !image.empty())
         return QObject::tr("this is %1, which TorchScope cannot read; convert it to PNG")
             .arg(QString::fromStdString(image));
-    return QObject::tr("this is %1, not a model (.pt, .pt2), an image, a folder of images or a session (.torchscope.json)")
+    return QObject::tr(
+        "this is %1, not a model (.pt, .pt2), an image, a folder of images or a session (.torchscope.json)")
         .arg(QString::fromStdString(describeFileStart(start)));
 }
 

@@ -248,8 +248,7 @@ void MainWindow::createMenus()
 {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     QAction* openModel = file->addAction(tr("&Open Model…"), this, [this] {
-        const QString path = QFileDialog::getOpenFileName(
-            this, tr("Open Model"), QString(),
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open Model"), QString(),
             tr("Models (*.pt *.pth *.pt2);;TorchScript (*.pt *.pth);;torch.export programs (*.pt2);;All files (*)"));
         if (!path.isEmpty())
             this->openModel(path);

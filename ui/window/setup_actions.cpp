@@ -57,8 +57,11 @@ void SetupActions::populate(QMenu* menu)
         if (!document_->hasModel())
             return;
         const QFileInfo model(document_->modelPath());
+        // The copy keeps the model's format: a .pt2 stays a torch.export archive.
+        const bool exported = model.suffix() == "pt2";
         const QString path = askSavePath(window_, tr("Save Setup Into a Copy of the Model"),
-            model.dir().filePath(model.completeBaseName() + "_setup.pt"), tr("TorchScript models (*.pt)"));
+            model.dir().filePath(model.completeBaseName() + (exported ? "_setup.pt2" : "_setup.pt")),
+            exported ? tr("torch.export programs (*.pt2)") : tr("TorchScript models (*.pt)"));
         if (path.isEmpty())
             return;
         saveIntoModel(path);
