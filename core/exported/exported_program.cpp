@@ -152,15 +152,24 @@ at::Tensor readTensor(const Pt2Archive& archive, const std::string& folder, cons
     if (sizes.size() != strides.size())
         throw Error("'" + name + "' has " + std::to_string(sizes.size()) + " sizes but "
             + std::to_string(strides.size()) + " strides in the archive's metadata");
-    int64_t needed = offset + 1;
-    for (size_t d = 0; d < sizes.size(); ++d) {
-        if (sizes[d] == 0)
-            needed = 0;
+    // The elements the view reaches, with every step checked: sizes from a damaged file must not
+    // overflow into a small number and let the view read past the stored bytes.
+    int64_t needed = 0;
+    bool overflow = offset < 0 || __builtin_add_overflow(offset, int64_t{1}, &needed);
+    for (size_t d = 0; d < sizes.size() && !overflow; ++d) {
         if (sizes[d] < 0 || strides[d] < 0)
             throw Error("'" + name + "' has a negative size or stride in the archive's metadata");
-        if (needed > 0)
-            needed += (sizes[d] - 1) * strides[d];
+        int64_t reach = 0;
+        overflow = sizes[d] > 0
+            && (__builtin_mul_overflow(sizes[d] - 1, strides[d], &reach)
+                || __builtin_add_overflow(needed, reach, &needed));
     }
+    if (overflow)
+        throw Error(
+            "'" + name + "' has sizes, strides or an offset too large for any tensor in the archive's metadata");
+    for (const int64_t size : sizes)
+        if (size == 0)
+            needed = 0;
     auto stored = storages.find(record);
     if (stored == storages.end()) {
         if (!archive.has(record))
@@ -227,8 +236,8 @@ ExportedArchive readExportedArchive(const Pt2Archive& archive, const c10::Device
     if (!json.is_object() || !json.contains("schema_version") || !json.contains("graph_module"))
         throw Error("the .pt2 record '" + record
             + "' is JSON but not an exported program (no schema_version and graph_module)");
-    const auto major = json["schema_version"].value("major", int64_t{-1});
-    const auto minor = json["schema_version"].value("minor", int64_t{-1});
+    const auto major = json.at("schema_version").value("major", int64_t{-1});
+    const auto minor = json.at("schema_version").value("minor", int64_t{-1});
     const std::string writer = json.value("torch_version", std::string("an unknown PyTorch"));
     if (major != kExportSchemaMajor)
         throw Error("the program was exported by PyTorch " + writer + " with export schema version "
@@ -242,12 +251,12 @@ ExportedArchive readExportedArchive(const Pt2Archive& archive, const c10::Device
         {"graph_module", {"graph", "signature", "module_call_graph"}}};
     for (const auto& [part, keys] : required)
         for (const char* key : keys)
-            if (!json[part].is_object() || !json[part].contains(key))
+            if (!json.at(part).is_object() || !json.at(part).contains(key))
                 throw Error("the .pt2 record '" + record + "' does not follow the export schema: " + part + " has no '"
                     + key + "'");
-    const auto& graph = json["graph_module"]["graph"];
+    const auto& graph = json.at("graph_module").at("graph");
     for (const char* key : {"inputs", "outputs", "nodes"})
-        if (!graph.is_object() || !graph.contains(key) || !graph[key].is_array())
+        if (!graph.is_object() || !graph.contains(key) || !graph.at(key).is_array())
             throw Error("the .pt2 record '" + record + "' does not follow the export schema: its graph has no '" + key
                 + "' list");
     try {

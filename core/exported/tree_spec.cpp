@@ -10,12 +10,12 @@ TreeSpec readNode(const nlohmann::json& node)
     TreeSpec spec;
     if (!node.is_object() || !node.contains("children_spec"))
         throw Error("a tree spec node is not an object with children_spec: " + node.dump().substr(0, 200));
-    if (!node["type"].is_null())
-        spec.type = node["type"].get<std::string>();
+    if (node.contains("type") && !node.at("type").is_null())
+        spec.type = node.at("type").get<std::string>();
     // The context is itself JSON, serialized into a string ("null", "[\"a\", \"b\"]", "\"Point\"").
-    if (node.contains("context") && node["context"].is_string())
-        spec.context = nlohmann::json::parse(node["context"].get<std::string>(), nullptr, false);
-    for (const auto& child : node["children_spec"])
+    if (node.contains("context") && node.at("context").is_string())
+        spec.context = nlohmann::json::parse(node.at("context").get<std::string>(), nullptr, false);
+    for (const auto& child : node.at("children_spec"))
         spec.children.push_back(readNode(child));
     return spec;
 }

@@ -445,6 +445,9 @@ class BadExportedPrograms(ExportedCase):
                      "lacks the record")
         self.refused(self.rewrite(lambda n, d: d[:8] if n.endswith("data/weights/weight_0") else d),
                      "damaged or cut short")
+        huge = re.compile(rb'"sizes": \[\{"as_int": \d+\}')
+        self.refused(self.rewrite(lambda n, d: huge.sub(b'"sizes": [{"as_int": 4611686018427387904}', d, count=1)
+                                  if n.endswith("weights_config.json") else d), "too large for any tensor")
 
     def test_inputs_outside_the_exported_shapes(self):
         torch.save(torch.randn(2, 3, 20, 20), self.x)
