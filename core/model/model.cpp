@@ -79,6 +79,17 @@ std::string describeFreezing(const torch::jit::Module& module, size_t moduleCoun
           "(torch.jit.save(torch.jit.script(model), path) without torch.jit.freeze): it keeps its modules";
 }
 
+// A module of a .pt2 that no node ran in: export keeps no trace of a module whose forward computes
+// nothing (nn.Identity, a Flatten of an already flat tensor) or whose result nothing uses.
+std::string notInProgramReason(const std::string& path, const CallGraph& calls)
+{
+    const std::string reason = notCalledReason(path, calls);
+    if (!startsWith(reason, "the model's forward never uses it"))
+        return reason;
+    return "no node of the exported program ran in it: its forward computes nothing export keeps (as nn.Identity), "
+           "its result is never used, or the forward never calls it";
+}
+
 std::string loadFailure(const std::string& path, const std::string& message)
 {
     std::string advice = missingOperatorAdvice(message);
@@ -200,7 +211,8 @@ std::shared_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
             info.callSites = it->second;
         info.called = !info.callSites.empty();
         if (!info.called)
-            info.notCalledReason = notCalledReason(info.path, calls);
+            info.notCalledReason
+                = model->exported_ ? notInProgramReason(info.path, calls) : notCalledReason(info.path, calls);
     }
     model->frozenNote_ = describeFreezing(*model->module_, model->modules_.size(), model->modules_[0].totalParameters);
 

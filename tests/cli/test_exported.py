@@ -120,9 +120,10 @@ class TupleOut(nn.Module):
         self.act = nn.ReLU()
         self.pool = nn.AdaptiveAvgPool2d(1)
         self.fc = nn.Linear(8, 8)
+        self.skip = nn.Identity()  # computes nothing: no node of the program runs in it
 
     def forward(self, x):
-        y = self.act(self.conv(x))
+        y = self.act(self.skip(self.conv(x)))
         z = self.fc(self.pool(y).flatten(1))
         z = self.fc(self.act(z))  # fc and act called twice
         return z, {"features": y}
@@ -389,6 +390,7 @@ class ExportedEngineFeatures(ExportedCase):
         self.assertRegex(rows["fc"], r"\bLinear\b.*\b2x\b")
         self.assertRegex(rows["act"], r"\bReLU\b.*\b2x\b")
         self.assertRegex(rows["conv"], r"\bConv2d\b.*\b1x\b")
+        self.assertIn("skip: no node of the exported program ran in it", shown)
 
 
 class BadExportedPrograms(ExportedCase):
