@@ -178,7 +178,8 @@ at::Tensor readTensor(const Pt2Archive& archive, const std::string& folder, cons
         const std::string bytes = archive.read(record);
         const auto itemSize = static_cast<int64_t>(c10::elementSize(dtype));
         auto storage = at::empty({static_cast<int64_t>(bytes.size()) / itemSize}, at::TensorOptions().dtype(dtype));
-        std::memcpy(storage.data_ptr(), bytes.data(), static_cast<size_t>(storage.numel() * itemSize));
+        if (storage.numel() > 0) // an empty tensor's data pointer may be null
+            std::memcpy(storage.data_ptr(), bytes.data(), static_cast<size_t>(storage.numel() * itemSize));
         stored = storages.emplace(record, storage).first;
     }
     const auto& storage = stored->second;

@@ -5,7 +5,9 @@
 
 #include <zip.h>
 
+#include <algorithm>
 #include <cctype>
+#include <filesystem>
 
 namespace torchscope {
 
@@ -22,6 +24,8 @@ Pt2Archive::Pt2Archive(const std::string& path)
     : path_(path)
     , zip_(std::make_unique<Zip>())
 {
+    std::error_code sizeError;
+    fileSize_ = std::filesystem::file_size(path, sizeError);
     int error = 0;
     zip_->handle = zip_open(path.c_str(), ZIP_RDONLY, &error);
     if (!zip_->handle) {
@@ -56,12 +60,17 @@ std::string Pt2Archive::read(const std::string& name) const
     zip_file_t* file = zip_fopen(zip_->handle, full.c_str(), 0);
     if (!file)
         throw Error("the .pt2 archive's record '" + full + "' cannot be opened: " + zip_strerror(zip_->handle));
-    std::string bytes(static_cast<size_t>(stat.size), '\0');
-    const zip_int64_t read = zip_fread(file, bytes.data(), stat.size);
+    // Read in pieces rather than trusting the declared size: a damaged header can claim gigabytes.
+    std::string bytes;
+    bytes.reserve(static_cast<size_t>(std::min<zip_uint64_t>(stat.size, fileSize_)));
+    char piece[1 << 16];
+    zip_int64_t read = 0;
+    while (bytes.size() <= stat.size && (read = zip_fread(file, piece, sizeof piece)) > 0)
+        bytes.append(piece, static_cast<size_t>(read));
     zip_fclose(file);
-    if (read < 0 || static_cast<zip_uint64_t>(read) != stat.size)
-        throw Error("the .pt2 archive's record '" + full + "' is damaged (" + std::to_string(read < 0 ? 0 : read)
-            + " of " + std::to_string(stat.size) + " bytes could be read)");
+    if (read < 0 || bytes.size() != stat.size)
+        throw Error("the .pt2 archive's record '" + full + "' is damaged (" + std::to_string(bytes.size()) + " of "
+            + std::to_string(stat.size) + " bytes could be read)");
     return bytes;
 }
 

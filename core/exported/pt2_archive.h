@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +31,7 @@ private:
     struct Zip;
     std::string path_;
     std::string prefix_;
+    uintmax_t fileSize_ = 0; // what a stored record can hold at most (PyTorch writes them uncompressed)
     std::unique_ptr<Zip> zip_;
 };
 

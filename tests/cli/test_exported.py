@@ -14,6 +14,7 @@ import os
 import pathlib
 import re
 import subprocess
+import sys
 import tempfile
 import unittest
 import warnings
@@ -450,6 +451,28 @@ class BadExportedPrograms(ExportedCase):
         huge = re.compile(rb'"sizes": \[\{"as_int": \d+\}')
         self.refused(self.rewrite(lambda n, d: huge.sub(b'"sizes": [{"as_int": 4611686018427387904}', d, count=1)
                                   if n.endswith("weights_config.json") else d), "too large for any tensor")
+
+    def test_a_record_claiming_gigabytes(self):
+        # The byteorder record's local and central headers say 4 GB: refused without allocating them.
+        data = bytearray(self.good.read_bytes())
+        name = next(n for n in zipfile.ZipFile(self.good).namelist() if n.endswith("/byteorder")).encode()
+        for signature, size_at, name_at in ((b"PK\x03\x04", 22, 30), (b"PK\x01\x02", 24, 46)):
+            start = 0
+            while (start := data.find(signature, start)) >= 0:
+                if data[start + name_at:start + name_at + len(name)] == name:
+                    data[start + size_at:start + size_at + 4] = (0xFFFFFFF2).to_bytes(4, "little")
+                start += 4
+        path = self.dir / "claims.pt2"
+        path.write_bytes(bytes(data))
+        self.refused(path, "bytes could be read")
+        # The CLI's peak memory, alone in a fresh process: far below the 4 GB the header claims.
+        measure = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], capture_output=True); "
+                   "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+        peak = subprocess.run([sys.executable, "-c", measure, CLI, "inspect", path], capture_output=True, text=True,
+                              timeout=TIMEOUT)
+        peak_mib = int(peak.stdout) / 1024
+        print(f"peak memory opening it: {peak_mib:.0f} MiB")
+        self.assertLess(peak_mib, 2048)
 
     def test_inputs_outside_the_exported_shapes(self):
         torch.save(torch.randn(2, 3, 20, 20), self.x)
