@@ -115,6 +115,19 @@ AttributionSetup prepareAttribution(const CliOptions& options)
     return out;
 }
 
+AttributionReport explainedImages(const CliOptions& options, const AttributionSetup& job,
+    const std::vector<int64_t>& targets, const std::vector<std::string>& descriptions)
+{
+    AttributionReport report;
+    report.model = options.model;
+    report.seed = static_cast<uint64_t>(options.seed);
+    for (size_t i = 0; i < targets.size(); ++i)
+        report.images.push_back({i < job.inputs.sampleNames.size() ? job.inputs.sampleNames[i]
+                                                                   : "sample " + std::to_string(i),
+            targets[i], i < descriptions.size() ? descriptions[i] : std::string()});
+    return report;
+}
+
 bool writesCsv(const CliOptions& options, const std::string& command)
 {
     if (!endsWith(options.out, ".csv") && !endsWith(options.out, ".json"))

@@ -3,6 +3,7 @@
 // What attribute, evaluate and sanity share: the model opened with its setup, the input batch,
 // and core's attribution request filled from the command line.
 
+#include "attribution/attribution_report.h"
 #include "attribution/input_attributions.h"
 #include "cli_options.h"
 #include "inputs.h"
@@ -30,6 +31,10 @@ struct AttributionSetup {
 // Throws torchscope::Error for a model with other than one tensor input or a baseline file that
 // does not fit.
 AttributionSetup prepareAttribution(const CliOptions& options);
+
+// The report's model and images: each input's name with the class explained (and its words where known).
+AttributionReport explainedImages(const CliOptions& options, const AttributionSetup& job,
+    const std::vector<int64_t>& targets, const std::vector<std::string>& descriptions);
 
 // Whether `options.out` is a .csv (else a .json); throws torchscope::Error naming `command` for another.
 bool writesCsv(const CliOptions& options, const std::string& command);

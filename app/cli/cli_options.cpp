@@ -1,5 +1,8 @@
 #include "cli_options.h"
 
+#include "attribution/attribution_names.h"
+#include "common/strings.h"
+
 #include <CLI/CLI.hpp>
 #include <torch/version.h>
 
@@ -158,13 +161,9 @@ void addJobTimeout(CLI::App* command, CliOptions& o)
 void addAttributionOptions(CLI::App* command, CliOptions& o, std::string& box)
 {
     repeatable(command, "--input", o.inputs, "images, folders of images, or one tensor file [N, C, H, W]")->required();
-    repeatable(command, "--method", o.methods,
-        "saliency, input_x_gradient, integrated_gradients, smoothgrad, smoothgrad_sq, vargrad, occlusion, "
-        "grad_cam, grad_cam_pp, hires_cam, xgrad_cam, layer_cam, score_cam or eigen_cam (repeatable)")
+    repeatable(command, "--method", o.methods, join(namesOf(attributionMethodChoices()), ", ") + " (repeatable)")
         ->required()
-        ->check(CLI::IsMember({"saliency", "input_x_gradient", "integrated_gradients", "smoothgrad", "smoothgrad_sq",
-            "vargrad", "occlusion", "grad_cam", "grad_cam_pp", "hires_cam", "xgrad_cam", "layer_cam", "score_cam",
-            "eigen_cam"}));
+        ->check(CLI::IsMember(namesOf(attributionMethodChoices())));
     command->add_option("--layer", o.camLayer, "the layer methods' layer");
     addTarget(command, o, box);
     command->add_option("--probe", o.probeTarget,
@@ -233,6 +232,10 @@ CliOptions parseCommandLine(int argc, char** argv)
     addModelOptions(inspect, o);
     repeatable(inspect, "--input", o.inputs, "image, folder or tensor .pt for a dry run that adds output shapes");
     inspect->add_flag("--json", o.json, "print JSON");
+
+    CLI::App* analyses = app.add_subcommand(
+        "analyses", "list the analyses: the table the window, the commands and the tests read (no model needed)");
+    analyses->add_flag("--json", o.json, "print JSON (else a Markdown table)");
 
     CLI::App* setup = app.add_subcommand("setup", "print the input setup and what the model says about its input");
     addModelOptions(setup, o,
@@ -334,11 +337,9 @@ CliOptions parseCommandLine(int argc, char** argv)
         "a layer method's \"M:input\" first). Writes FILE.json (per image, mean and sd per method and metric,\n"
         "the deletion / insertion curves) or FILE.csv (method, metric, image, value; mean and sd rows).\n");
     addAttributionOptions(evaluate, o, box);
-    repeatable(evaluate, "--metric", o.metrics,
-        "deletion, insertion, road_morf, road_lerf, average_drop or increase_confidence (repeatable)")
+    repeatable(evaluate, "--metric", o.metrics, join(namesOf(faithfulnessMetricChoices()), ", ") + " (repeatable)")
         ->required()
-        ->check(
-            CLI::IsMember({"deletion", "insertion", "road_morf", "road_lerf", "average_drop", "increase_confidence"}));
+        ->check(CLI::IsMember(namesOf(faithfulnessMetricChoices())));
     evaluate->add_option(
         "--attributions", o.attributions, "score the maps in FILE.npz / FILE.pt instead of making them");
     evaluate
@@ -560,8 +561,8 @@ CliOptions parseCommandLine(int argc, char** argv)
         return o;
     } catch (const CLI::ParseError& e) {
         CLI::App* failed = &app; // the deepest command the parser entered
-        for (CLI::App* command : {inspect, setup, run, gradcam, attribute, attention, evaluate, sanity, patch, record,
-                 probe, train, sweep, compare, visualize})
+        for (CLI::App* command : {inspect, analyses, setup, run, gradcam, attribute, attention, evaluate, sanity, patch,
+                 record, probe, train, sweep, compare, visualize})
             if (command->parsed())
                 failed = command;
         if (failed == probe)
@@ -569,9 +570,8 @@ CliOptions parseCommandLine(int argc, char** argv)
                              "for the subcommands.");
         if (failed == &app && dynamic_cast<const CLI::ExtrasError*>(&e))
             throw UsageError("unknown command '" + std::string(argv[1])
-                + "'; expected inspect, setup, run, gradcam, attribute, attention, evaluate, sanity, patch, record, "
-                  "probe, compare or "
-                  "visualize\nRun "
+                + "'; expected inspect, analyses, setup, run, gradcam, attribute, attention, evaluate, sanity, patch, "
+                  "record, probe, compare or visualize\nRun "
                   "'torchscope-cli --help' for the commands.");
         const std::string name
             = failed == &app ? "" : (failed->get_parent() == probe ? "probe " : "") + failed->get_name();
@@ -580,7 +580,8 @@ CliOptions parseCommandLine(int argc, char** argv)
     }
     if (o.command.empty()) {
         for (CLI::App* command :
-            {inspect, setup, run, gradcam, attribute, attention, evaluate, sanity, patch, record, compare, visualize})
+            {inspect, analyses, setup, run, gradcam, attribute, attention, evaluate, sanity, patch, record, compare,
+                visualize})
             if (command->parsed())
                 o.command = command->get_name();
         if (probe->parsed()) {

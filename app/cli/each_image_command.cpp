@@ -4,7 +4,7 @@
 #include "common/error.h"
 #include "graph/engine.h"
 #include "image_inputs.h"
-#include "imaging/image_run.h"
+#include "run/image_run.h"
 #include "inputs.h"
 #include "model/model.h"
 #include "open_model.h"

@@ -1,24 +1,21 @@
 #include "evaluate_command.h"
 
+#include "attribution/attribution_report.h"
 #include "attribution/faithfulness.h"
 #include "attribution/input_attributions.h"
 #include "attribution_setup.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/finite_summary.h"
-#include "common/json_number.h"
 #include "common/strings.h"
 #include "export/read_tensors.h"
 #include "graph/engine.h"
 #include "model/model.h"
 
 #include <ATen/ATen.h>
-#include <nlohmann/json.hpp>
 
-#include <cmath>
 #include <iomanip>
 #include <iostream>
-#include <sstream>
 
 namespace torchscope::cli {
 namespace {
@@ -26,6 +23,7 @@ namespace {
 struct MapsToScore {
     std::map<std::string, at::Tensor> maps; // method -> [N, K, h, w]
     std::vector<int64_t> targets;
+    std::vector<std::string> descriptions; // what each target is, where known
 };
 
 MapsToScore mapsFromFile(const CliOptions& options, const AttributionSetup& job, Engine& engine)
@@ -58,60 +56,6 @@ MapsToScore mapsFromFile(const CliOptions& options, const AttributionSetup& job,
     return out;
 }
 
-using Results = std::map<std::string, FaithfulnessResult>; // method -> metrics
-
-std::string asJson(const Results& results, const AttributionSetup& job, const std::vector<int64_t>& targets,
-    const FaithfulnessRequest& request, const CliOptions& options)
-{
-    nlohmann::json out;
-    out["model"] = options.model;
-    out["images"] = job.inputs.sampleNames;
-    out["targets"] = targets;
-    out["attributions"] = options.attributions;
-    out["deletion_fill"] = fillName(request.deletionFill);
-    out["insertion_start"] = fillName(request.insertionStart);
-    nlohmann::json methods = nlohmann::json::object();
-    for (const auto& [method, result] : results) {
-        out["pixels_per_step"] = result.pixelsPerStep;
-        for (const auto& [metric, values] : result.metrics) {
-            const FiniteSummary s = summariseFinite(values.perImage);
-            nlohmann::json entry{{"mean", jsonNumber(s.mean)}, {"sd", jsonNumber(s.sd)}, {"images", s.count}};
-            entry["per_image"] = nlohmann::json::array();
-            for (double v : values.perImage)
-                entry["per_image"].push_back(jsonNumber(v));
-            if (!values.curves.empty())
-                entry["curves"] = values.curves;
-            methods[method][metric] = entry;
-        }
-    }
-    out["methods"] = methods;
-    return out.dump(2) + "\n";
-}
-
-std::string asCsv(const Results& results, const std::vector<std::string>& names)
-{
-    std::ostringstream csv;
-    csv << std::setprecision(9) << "method,metric,image,value\n";
-    const auto quoted = [](const std::string& text) {
-        std::string q = "\"";
-        for (char c : text)
-            q += c == '"' ? std::string("\"\"") : std::string(1, c);
-        return q + "\"";
-    };
-    for (const auto& [method, result] : results)
-        for (const auto& [metric, values] : result.metrics) {
-            for (size_t i = 0; i < values.perImage.size(); ++i)
-                if (std::isfinite(values.perImage[i]))
-                    csv << method << ',' << metric << ','
-                        << quoted(i < names.size() ? names[i] : "sample " + std::to_string(i)) << ','
-                        << values.perImage[i] << '\n';
-            const FiniteSummary s = summariseFinite(values.perImage);
-            csv << method << ',' << metric << ",mean," << s.mean << '\n';
-            csv << method << ',' << metric << ",sd," << s.sd << '\n';
-        }
-    return csv.str();
-}
-
 } // namespace
 
 int runEvaluate(const CliOptions& options)
@@ -131,6 +75,7 @@ int runEvaluate(const CliOptions& options)
         for (const auto& method : job.request.methods)
             scored.maps[method] = *inputSizedMap(made.maps, method);
         scored.targets = made.targets;
+        scored.descriptions = made.targetDescriptions;
     }
     const auto explained = static_cast<int64_t>(scored.targets.size());
 
@@ -143,24 +88,25 @@ int runEvaluate(const CliOptions& options)
     request.blurSigma = options.blurSigma;
     request.seed = static_cast<uint64_t>(options.seed);
     request.memoryBytes = job.request.memoryBytes;
-    Results results;
+    AttributionReport report = explainedImages(options, job, scored.targets, scored.descriptions);
+    report.attributions = options.attributions;
     for (const auto& [method, maps] : scored.maps) {
         if (cancelled || InterruptibleProgress::interrupted())
             break;
         std::cerr << method << ":\n";
         const InterruptibleProgress progress("images scored");
-        results[method] = evaluateFaithfulness(engine, job.images.narrow(0, 0, explained), maps.narrow(0, 0, explained),
-            scored.targets, request, progress.callback());
-        cancelled = results[method].cancelled;
+        const FaithfulnessResult result = evaluateFaithfulness(engine, job.images.narrow(0, 0, explained),
+            maps.narrow(0, 0, explained), scored.targets, request, progress.callback());
+        addFaithfulness(report, method, result, request);
+        cancelled = result.cancelled;
     }
-    if (results.empty())
+    if (report.metrics.empty())
         throw Error("interrupted before any map was scored; nothing written");
-    writeFileAtomically(options.out,
-        csv ? asCsv(results, job.inputs.sampleNames) : asJson(results, job, scored.targets, request, options));
+    writeFileAtomically(options.out, csv ? faithfulnessCsv(report) : attributionReportJson(report));
 
     std::cout << std::fixed << std::setprecision(4);
-    for (const auto& [method, result] : results)
-        for (const auto& [metric, values] : result.metrics) {
+    for (const auto& [method, metrics] : report.metrics)
+        for (const auto& [metric, values] : metrics) {
             const FiniteSummary s = summariseFinite(values.perImage);
             std::cout << "  " << method << "  " << metric << ": " << s.mean << " ± " << s.sd << " (" << s.count
                       << " images)\n";

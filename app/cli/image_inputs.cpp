@@ -1,11 +1,11 @@
 #include "image_inputs.h"
 
 #include "common/error.h"
-#include "imaging/folder_run.h"
+#include "record/folder_run.h"
 #include "imaging/image_decoder.h"
 #include "imaging/image_folder.h"
 #include "imaging/image_tensor.h"
-#include "imaging/probe_folder.h"
+#include "probe/probe_folder.h"
 #include "model/model_setup.h"
 #include "probe/probe_dataset.h"
 

@@ -1,5 +1,6 @@
 // torchscope-cli: inspect a TorchScript model's module tree, or run it while grabbing, editing
 // and truncating ('torchscope-cli --help'). Errors go to stderr with exit code 1 (2 for usage errors).
+#include "analysis/analysis_table.h"
 #include "analysis_commands.h"
 #include "attention_command.h"
 #include "attribute_command.h"
@@ -26,6 +27,10 @@ int main(int argc, char** argv)
         const CliOptions options = parseCommandLine(argc, argv);
         if (options.command == "help") {
             std::cout << options.helpText;
+            return 0;
+        }
+        if (options.command == "analyses") {
+            std::cout << (options.json ? torchscope::analysisTableJson() : torchscope::analysisTableMarkdown());
             return 0;
         }
         if (options.command == "inspect")

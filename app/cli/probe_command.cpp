@@ -3,11 +3,11 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/strings.h"
-#include "distributed/job_probe_data.h"
+#include "distributed/distributed_probe_data.h"
 #include "graph/engine.h"
 #include "graph/selector.h"
 #include "image_inputs.h"
-#include "job.h"
+#include "distributed_run.h"
 #include "model/model.h"
 #include "open_model.h"
 #include "probe/activation_cache.h"
@@ -77,7 +77,7 @@ std::string percent(double accuracy)
     return out.str();
 }
 
-// What the probe needs before its first batch (in a torchrun job: this rank's share).
+// What the probe needs before its first batch (in a distributed run (torchrun): this rank's share).
 struct Prepared {
     std::shared_ptr<Model> model;
     std::vector<std::string> layers;
@@ -99,13 +99,13 @@ Prepared prepare(const CliOptions& options, const Shard& shard)
 
 int runProbe(const CliOptions& given)
 {
-    const std::unique_ptr<Job> job = Job::join(given);
-    const CliOptions options = job ? job->rankOptions(given) : given;
+    const std::unique_ptr<DistributedRun> run = DistributedRun::join(given);
+    const CliOptions options = run ? run->rankOptions(given) : given;
     Prepared p;
-    if (job)
-        job->prepareTogether(
+    if (run)
+        run->prepareTogether(
             [&] {
-                p = prepare(options, job->shard());
+                p = prepare(options, run->shard());
                 return static_cast<int64_t>(p.samples.labels.size());
             },
             "--data");
@@ -113,18 +113,18 @@ int runProbe(const CliOptions& given)
         p = prepare(options, {});
     const std::vector<std::string>& layers = p.layers;
     const ProbePooling pooling = parseProbePooling(options.pool);
-    const bool speaks = !job || job->root();
+    const bool speaks = !run || run->root();
 
     const auto progress = [speaks](const Progress& p) {
         if (speaks)
             std::cerr << "\ractivations: " << p.done << " / " << p.total << " samples" << std::flush;
         return !StopRequests::asked();
     };
-    ActivationCache cache(job ? std::string() : cacheDirectory(options));
+    ActivationCache cache(run ? std::string() : cacheDirectory(options));
     ProbeDataset dataset;
     {
-        const StopRequests stops(job != nullptr);
-        dataset = job ? collectProbeDatasetTogether(job->lockstep(), *p.engine, layers, pooling, p.samples, progress)
+        const StopRequests stops(run != nullptr);
+        dataset = run ? collectProbeDatasetTogether(run->lockstep(), *p.engine, layers, pooling, p.samples, progress)
                       : collectProbeDataset(*p.engine, layers, pooling, p.samples, &cache, progress);
         if (speaks)
             std::cerr << '\n';

@@ -2,11 +2,11 @@
 
 #include "cli_manifest.h"
 #include "common/error.h"
-#include "distributed/job_recording.h"
+#include "distributed/distributed_recording.h"
 #include "graph/engine.h"
 #include "image_inputs.h"
 #include "inputs.h"
-#include "job.h"
+#include "distributed_run.h"
 #include "model/model.h"
 #include "open_model.h"
 #include "record/batch_run.h"
@@ -39,7 +39,7 @@ RecorderConfig recorderConfig(const CliOptions& options)
 }
 
 // Everything a recording needs before its first batch: the model, the recorder, the batches of
-// this process (a rank's share in a torchrun job) and what the summary says of them.
+// this process (a rank's share in a distributed run (torchrun)) and what the summary says of them.
 struct Prepared {
     std::shared_ptr<Model> model;
     std::unique_ptr<Engine> engine;
@@ -89,20 +89,20 @@ Prepared prepare(const CliOptions& options, const Shard& shard)
 
 int runRecord(const CliOptions& given)
 {
-    const std::unique_ptr<Job> job = Job::join(given);
-    const CliOptions options = job ? job->rankOptions(given) : given;
+    const std::unique_ptr<DistributedRun> run = DistributedRun::join(given);
+    const CliOptions options = run ? run->rankOptions(given) : given;
     Prepared p;
-    if (job)
-        job->prepareTogether(
+    if (run)
+        run->prepareTogether(
             [&] {
-                p = prepare(options, job->shard());
+                p = prepare(options, run->shard());
                 return p.stream.total;
             },
             "inputs");
     else
         p = prepare(options, {});
 
-    const bool speaks = !job || job->root(); // progress and results come from rank 0
+    const bool speaks = !run || run->root(); // progress and results come from rank 0
     const auto progress = [speaks](const Progress& state) {
         if (speaks)
             std::cerr << "\r" << state.done << " / " << state.total << " samples" << std::flush;
@@ -110,13 +110,13 @@ int runRecord(const CliOptions& given)
     };
     FolderRunResult summary;
     {
-        const StopRequests stops(job != nullptr);
-        if (job) {
-            summary = recordShareTogether(job->lockstep(), *p.engine, *p.recorder, p.stream, progress);
-            const auto merged = mergeRecordingsToRoot(job->lockstep(), *p.recorder, summary);
+        const StopRequests stops(run != nullptr);
+        if (run) {
+            summary = recordShareTogether(run->lockstep(), *p.engine, *p.recorder, p.stream, progress);
+            const auto merged = mergeRecordingsToRoot(run->lockstep(), *p.recorder, summary);
             if (!merged)
                 return 0; // rank 0 writes the one result
-            std::cerr << "\nmerged the recordings of " << job->size() << " ranks: " << merged->bytes
+            std::cerr << "\nmerged the recordings of " << run->size() << " ranks: " << merged->bytes
                       << " bytes from the others, " << merged->seconds << " s";
         } else {
             summary = recordBatches(*p.engine, *p.recorder, p.stream, progress);
@@ -131,7 +131,7 @@ int runRecord(const CliOptions& given)
     writeRecording(options.out, *p.recorder, report, &manifest);
     for (const auto& [path, why] : summary.failures)
         std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
-    if (job)
+    if (run)
         for (const auto& warning : summary.warnings)
             std::cerr << "torchscope-cli: " << warning << '\n';
     std::cout << report;

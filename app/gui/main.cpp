@@ -12,7 +12,7 @@
 #include "panels/recorders_panel.h"
 #include "tree/module_tree_model.h"
 #include "tree/module_tree_panel.h"
-#include "views/attribution_view.h"
+#include "views/grad_cam_view.h"
 #include "window/main_window.h"
 #include "window/startup_script.h"
 
@@ -125,7 +125,7 @@ int main(int argc, char** argv)
                 [write, p = page.data()] { QTimer::singleShot(300, p, [write] { write(0); }); });
         };
         if (recording)
-            QObject::connect(window.controller(), &torchscope::RunController::recordFinished, once, open);
+            QObject::connect(window.recordersPanel(), &torchscope::RecordersPanel::finished, once, open);
         else
             QObject::connect(window.controller(), &torchscope::RunController::modelOpened, once, open);
     }
@@ -136,7 +136,7 @@ int main(int argc, char** argv)
             QObject::connect(window.comparePanel(), &torchscope::ComparePanel::finished, &window,
                 [write, &window] { QTimer::singleShot(500, &window, [write] { write(0); }); });
         } else if (gradCam) {
-            QObject::connect(window.attributionView(), &torchscope::AttributionView::finished, &window,
+            QObject::connect(window.gradCamView(), &torchscope::GradCamView::finished, &window,
                 [write, &window] { QTimer::singleShot(300, &window, [write] { write(0); }); });
         } else if (sweeping) {
             // Both the sweep and the images' run, whichever ends last, so that neither shows half done.

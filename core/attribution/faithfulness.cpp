@@ -1,5 +1,6 @@
 #include "attribution/faithfulness.h"
 
+#include "attribution/attribution_names.h"
 #include "attribution/baselines.h"
 #include "attribution/input_attributions.h"
 #include "attribution/road_imputation.h"
@@ -92,7 +93,7 @@ double mean(const std::vector<double>& values)
 
 std::vector<std::string> faithfulnessMetrics()
 {
-    return {Deletion, Insertion, RoadMorf, RoadLerf, AverageDrop, IncreaseConfidence};
+    return namesOf(faithfulnessMetricChoices());
 }
 
 Fill parseFill(const std::string& name)

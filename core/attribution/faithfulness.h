@@ -6,6 +6,7 @@
 // Increase in Confidence (Chattopadhay et al. 2018): the image multiplied by the map scaled to
 // [0, 1]. The perturbed images are evaluated in batches under the memory cap.
 
+#include "attribution/attribution_report.h" // MetricValues
 #include "attribution/model_scores.h"
 #include "common/progress.h"
 
@@ -48,13 +49,6 @@ struct FaithfulnessRequest {
     uint64_t seed = 0; // image i's ROAD noise from a CPU generator seeded seed + i (MoRF and LeRF each)
     int64_t memoryBytes = int64_t{1} << 30;
     int64_t bytesPerSample = 0; // one evaluated input, without gradients; 0: 16 × its size
-};
-
-struct MetricValues {
-    std::vector<double> perImage; // NaN where the image was not evaluated
-    // deletion / insertion: each image's probability curve, step 0 (nothing changed) first;
-    // ROAD: each image's probability change at each percentile
-    std::vector<std::vector<double>> curves;
 };
 
 struct FaithfulnessResult {

@@ -1,5 +1,6 @@
 #include "attribution/input_attributions.h"
 
+#include "attribution/attribution_names.h"
 #include "attribution/grad_cam.h"
 #include "attribution/layer_cams.h"
 #include "attribution/model_scores.h"
@@ -59,13 +60,7 @@ PathIntegral integrate(Engine& engine, const at::Tensor& x, const at::Tensor& ba
 
 std::vector<std::string> attributionMethods()
 {
-    std::vector<std::string> methods{
-        Saliency, InputXGradient, IntegratedGradients, SmoothGrad, SmoothGradSquared, VarGrad, Occlusion};
-    for (const auto& cam : gradientCamMethods())
-        methods.push_back(cam);
-    methods.push_back(ScoreCam);
-    methods.push_back(EigenCam);
-    return methods;
+    return namesOf(attributionMethodChoices());
 }
 
 bool isLayerMethod(const std::string& method)

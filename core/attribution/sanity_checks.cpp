@@ -75,6 +75,7 @@ SanityResult checkSanity(Engine& original, const std::shared_ptr<Model>& scratch
 
     const InputAttributionResult first = attributeInputs(original, images, request.attribution);
     report.targets = first.targets;
+    report.targetDescriptions = first.targetDescriptions;
     const auto originalMaps = comparedMaps(first, request.attribution.methods);
     for (const auto& method : request.attribution.methods)
         report.methods.push_back(MethodSanity{method, originalMaps.at(method), {}});

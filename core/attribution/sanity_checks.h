@@ -52,6 +52,7 @@ struct MethodSanity {
 struct SanityResult {
     std::vector<MethodSanity> methods;
     std::vector<int64_t> targets;
+    std::vector<std::string> targetDescriptions; // "class 3 (Dress)"
     std::vector<std::string> skipped; // modules with parameters whose initialiser TorchScope does not know
     bool cancelled = false; // the layers finished are in the report
 };

@@ -19,7 +19,7 @@ class Model;
 struct LoadOptions;
 
 // Samples come as a BatchStream (record/batch_run.h): tensorBatches() for a tensor,
-// folderBatches() (imaging/folder_run.h) for images.
+// folderBatches() (record/folder_run.h) for images.
 
 // Cka and Checkpoints modes: A against B on the same inputs. Throws torchscope::Error for specs
 // that select nothing, layers whose output is no tensor, and (Checkpoints) layers B lacks.

@@ -21,7 +21,7 @@ bool isLoopback(const std::string& address)
 }
 
 // The network Gloo talks over: GLOO_SOCKET_IFNAME's interface when set (as in PyTorch), the
-// loopback for a job on one machine, else the interface of this machine's hostname.
+// loopback for a distributed run on one machine, else the interface of this machine's hostname.
 std::shared_ptr<::gloo::transport::Device> glooDevice(const ClusterEnvironment& environment)
 {
     if (const char* interface = std::getenv("GLOO_SOCKET_IFNAME"); interface && *interface)

@@ -1,6 +1,6 @@
 #pragma once
 
-// A job's processes talking through PyTorch's own c10d: rank 0 serves a TCPStore for the
+// A distributed run's processes talking through PyTorch's own c10d: rank 0 serves a TCPStore for the
 // rendezvous, and every exchange is a Gloo collective over CPU tensors. Plain values in, plain
 // values out: no Torch in this header.
 
@@ -15,7 +15,7 @@ namespace torchscope {
 
 class Cluster {
 public:
-    // Joins the job: waits up to `timeout` for every rank to arrive; each exchange then waits up
+    // Joins the run: waits up to `timeout` for every rank to arrive; each exchange then waits up
     // to `timeout` for the slowest rank. Throws torchscope::Error (a port in use, a rank that never
     // came, a build without c10d's Gloo).
     Cluster(const ClusterEnvironment& environment, std::chrono::milliseconds timeout);

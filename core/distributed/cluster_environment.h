@@ -1,6 +1,6 @@
 #pragma once
 
-// Where this process sits in a job started by torchrun (or by anything that sets the same
+// Where this process sits in a distributed run started by torchrun (or by anything that sets the same
 // variables: Slurm's srun around torchrun, a test starting the ranks itself).
 
 #include <cstdlib>
@@ -26,9 +26,9 @@ struct ClusterEnvironment {
 
 using EnvironmentLookup = std::function<const char*(const char*)>;
 
-// The job this process belongs to, from RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT;
+// The distributed run this process belongs to, from RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT;
 // nothing when WORLD_SIZE is unset (a run on its own: nothing changes). Throws torchscope::Error
-// when the variables are there but do not make a job: one missing, not a number, RANK outside
+// when the variables are there but do not make a run: one missing, not a number, RANK outside
 // 0..WORLD_SIZE-1, a port outside 1..65535.
 std::optional<ClusterEnvironment> clusterEnvironment(const EnvironmentLookup& lookup = std::getenv);
 

@@ -1,4 +1,4 @@
-// A build without c10d's Gloo headers (libgloo-dev): a job of several ranks is refused with the reason.
+// A build without c10d's Gloo headers (libgloo-dev): a distributed run of several ranks is refused with the reason.
 #include "distributed/cluster.h"
 
 #include "common/error.h"

@@ -1,6 +1,6 @@
 #pragma once
 
-// Ranks going through their shares of a job's batches together: one exchange per step, in which
+// Ranks going through their shares of a distributed run's batches together: one exchange per step, in which
 // every rank says what it did, whether it was asked to stop, and whether it failed. So a failure
 // on one rank stops every rank at the next step with that rank's message, a stop (Ctrl+C) ends
 // every rank at the same batch boundary, and rank 0 can show the progress of all.
@@ -17,7 +17,7 @@ namespace torchscope {
 
 class Cluster;
 
-// A failure every rank of the job already knows of (thrown by an exchange): pass it on, do not
+// A failure every rank of the run already knows of (thrown by an exchange): pass it on, do not
 // report it again.
 class JobError : public Error {
 public:

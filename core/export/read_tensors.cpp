@@ -2,10 +2,10 @@
 
 #include "common/error.h"
 #include "common/strings.h"
+#include "common/zip_archive.h"
 #include "export/pt_export.h"
 
 #include <ATen/ATen.h>
-#include <zip.h>
 
 #include <cstring>
 #include <memory>
@@ -29,24 +29,13 @@ at::ScalarType numpyType(const std::string& descr, const std::string& name)
 
 std::map<std::string, at::Tensor> readNpz(const std::string& path)
 {
-    int error = 0;
-    std::unique_ptr<zip_t, decltype(&zip_discard)> archive(zip_open(path.c_str(), ZIP_RDONLY, &error), &zip_discard);
-    if (!archive)
-        throw Error(path + " is not a .npz archive (zip error " + std::to_string(error) + ")");
+    const ZipArchive archive(path, ".npz archive");
     std::map<std::string, at::Tensor> tensors;
-    const zip_int64_t count = zip_get_num_entries(archive.get(), 0);
-    for (zip_int64_t i = 0; i < count; ++i) {
-        zip_stat_t stat;
-        if (zip_stat_index(archive.get(), static_cast<zip_uint64_t>(i), 0, &stat) != 0)
-            throw Error(path + ": cannot read entry " + std::to_string(i));
-        std::string name = stat.name;
+    for (std::string name : archive.names()) {
         if (!endsWith(name, ".npy"))
             continue;
-        std::unique_ptr<zip_file_t, decltype(&zip_fclose)> file(
-            zip_fopen_index(archive.get(), static_cast<zip_uint64_t>(i), 0), &zip_fclose);
-        std::string bytes(static_cast<size_t>(stat.size), '\0');
-        if (!file || zip_fread(file.get(), bytes.data(), stat.size) != static_cast<zip_int64_t>(stat.size))
-            throw Error(path + ": cannot read " + name);
+        // Refused before anything is allocated when the record declares more than the file holds.
+        const std::string bytes = archive.read(name);
         name.resize(name.size() - 4);
         tensors[name] = decodeNpy(bytes, name);
     }

@@ -8,9 +8,12 @@
 
 namespace torchscope {
 
+class ZipArchive;
+
 // A .pt2 archive written by torch.export.save: a zip whose records sit under one folder
 // (ARCHIVE/archive_format holding "pt2", ARCHIVE/models/NAME.json, ARCHIVE/data/weights/...).
-// Read with libzip, as model/file_diagnosis does, so a damaged file says what is wrong.
+// Read through the one bounded zip reader (common/zip_archive), so a damaged file says what is
+// wrong and a record cannot make it allocate more than the file holds.
 class Pt2Archive {
 public:
     // Throws torchscope::Error when the file cannot be opened as a zip.
@@ -19,7 +22,7 @@ public:
     Pt2Archive(const Pt2Archive&) = delete;
     Pt2Archive& operator=(const Pt2Archive&) = delete;
 
-    const std::string& path() const { return path_; }
+    const std::string& path() const;
     // Names are relative to the archive's folder ("models/model.json").
     bool has(const std::string& name) const;
     // Throws torchscope::Error naming the record when it is missing or cannot be read whole.
@@ -28,11 +31,8 @@ public:
     std::vector<std::string> list(const std::string& folder) const;
 
 private:
-    struct Zip;
-    std::string path_;
+    std::unique_ptr<ZipArchive> zip_;
     std::string prefix_;
-    uintmax_t fileSize_ = 0; // what a stored record can hold at most (PyTorch writes them uncompressed)
-    std::unique_ptr<Zip> zip_;
 };
 
 // Whether the file is a zip whose first folder holds archive_format = "pt2"; never throws.

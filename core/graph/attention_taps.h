@@ -9,7 +9,10 @@
 //    Swin (per window) and nn.MultiheadAttention with need_weights=True write it.
 // For the first two the probabilities are computed beside the model's node from the same q, k and
 // mask, in the model's dtype; the model's own nodes stay as they are, so its output is unchanged.
-// Includes Torch: for the instrumenter and the model loader only.
+// Recognising the forms is model/attention_modules' (the module tree marks modules that compute
+// attention); tapping them is this file's. Includes Torch: for the instrumenter only.
+
+#include "model/attention_modules.h" // inlineFunctionCalls, the forms recognised
 
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -17,10 +20,6 @@
 #include <vector>
 
 namespace torchscope {
-
-// Inlines every prim::CallFunction in the nodes from `first` up to (not including) `end`, and in
-// their blocks, until none is left: F.multi_head_attention_forward's or Swin's ops become visible.
-void inlineFunctionCalls(torch::jit::Node* first, torch::jit::Node* end);
 
 struct AttentionTap {
     torch::jit::Value* probabilities;
@@ -36,9 +35,5 @@ struct AttentionTap {
 // returned values (graph/request.h, attentionInPath).
 std::vector<AttentionTap> tapAttention(
     torch::jit::Graph& graph, torch::jit::Node* first, torch::jit::Node* end, bool inPath);
-
-// Whether the module's own forward (with the functions it calls, without its submodules) computes
-// attention in one of the recognised forms.
-bool computesAttention(const torch::jit::Module& module);
 
 } // namespace torchscope

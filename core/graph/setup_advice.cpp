@@ -165,4 +165,15 @@ std::string inputMismatchAdvice(
         + "), and this error usually means that the input size or number of channels does not fit the model";
 }
 
+SetupAdvice SetupAdviceAnalysis::run(AnalysisContext& context, const Request& current)
+{
+    try {
+        return adviseSetup(*context.models.model(context.model), current);
+    } catch (const std::exception& e) {
+        SetupAdvice unknown;
+        unknown.notes.push_back(std::string("the model could not be examined: ") + e.what());
+        return unknown;
+    }
+}
+
 } // namespace torchscope

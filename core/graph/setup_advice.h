@@ -3,6 +3,7 @@
 // What a model says about the input it wants, read from its layers and found by trying it, and
 // messages that point at the input setup when a run fails on a wrong input.
 
+#include "graph/analysis_context.h"
 #include "model/model_setup.h"
 
 #include <cstdint>
@@ -33,6 +34,15 @@ struct SetupAdvice {
 // out: the window's Input Setup and `torchscope-cli setup` list the same sizes, smallest first.
 // Runs the model: call it on the thread that runs the model.
 SetupAdvice adviseSetup(const Model& model, const ModelSetup& current, double budgetSeconds = 60.0);
+
+// The analysis "setup": adviseSetup on the context's model, from the setup in use. A model that
+// cannot be examined gives advice that says so.
+struct SetupAdviceAnalysis {
+    using Request = ModelSetup;
+    using Result = SetupAdvice;
+    static constexpr const char* name = "setup";
+    static Result run(AnalysisContext& context, const Request& current);
+};
 
 // For a run that failed: when the message looks like a wrong input size or channel count, what
 // the model got and that the input setup is the likely cause; empty otherwise.

@@ -2,7 +2,7 @@
 
 #include "imaging/image_folder.h"
 #include "preprocess/preprocessing.h"
-#include "record/batch_run.h"
+#include "common/batch_stream.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -25,7 +25,7 @@ namespace torchscope {
 // folder order. Destroying the reader (or cancel()) stops the workers.
 class BatchReader {
 public:
-    // `shard`: only these batches of the folder (a rank's share of a job); indices stay the folder's.
+    // `shard`: only these batches of the folder (a rank's share of a distributed run); indices stay the folder's.
     BatchReader(const ImageFolder& folder, const Preprocessing& preprocessing, int batchSize, int threads,
         int batchesAhead = 3, const Shard& shard = {});
     ~BatchReader();

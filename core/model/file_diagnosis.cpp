@@ -1,11 +1,11 @@
 #include "model/file_diagnosis.h"
 
 #include "common/strings.h"
+#include "common/zip_archive.h"
 
 #include <caffe2/serialize/inline_container.h>
 #include <caffe2/serialize/versions.h>
 #include <torch/version.h>
-#include <zip.h>
 
 #include <algorithm>
 #include <cctype>
@@ -65,48 +65,28 @@ const std::string buildAgainstNewerLibTorch
       "'import torch;print(torch.utils.cmake_prefix_path)')\" scripts/setup.sh; see the README), or save the model "
       "again with PyTorch " TORCH_VERSION;
 
-// One record of an open archive, or nothing when it is missing or unreadable (at most `limit` bytes).
-std::optional<std::string> zipRecord(zip_t* archive, const std::string& name, zip_uint64_t limit)
-{
-    zip_stat_t stat;
-    if (zip_stat(archive, name.c_str(), 0, &stat) != 0 || !(stat.valid & ZIP_STAT_SIZE) || stat.size > limit)
-        return std::nullopt;
-    zip_file_t* file = zip_fopen(archive, name.c_str(), 0);
-    if (!file)
-        return std::nullopt;
-    std::string bytes(static_cast<size_t>(stat.size), '\0');
-    const zip_int64_t read = zip_fread(file, bytes.data(), stat.size);
-    zip_fclose(file);
-    if (read < 0 || static_cast<zip_uint64_t>(read) != stat.size)
-        return std::nullopt;
-    return bytes;
-}
-
 // What PyTorchStreamReader would refuse (no version record, a version out of its range) and a
 // zip with no TorchScript code (torch.save), said in words; nothing for a TorchScript archive.
-std::optional<std::string> describeArchive(zip_t* archive)
+std::optional<std::string> describeArchive(const ZipArchive& archive)
 {
-    const zip_int64_t count = zip_get_num_entries(archive, 0);
-    const char* first = count > 0 ? zip_get_name(archive, 0, 0) : nullptr;
-    const std::string firstName = first ? first : "";
+    const std::vector<std::string> names = archive.names();
+    const std::string firstName = names.empty() ? "" : names.front();
     const size_t slash = firstName.find('/');
     if (slash == std::string::npos || slash == 0)
         return "this is a zip archive, but not one written by PyTorch (its first entry is '" + firstName
             + "', not ARCHIVE/...)";
     const std::string prefix = firstName.substr(0, slash + 1);
     bool hasCode = false, hasConstants = false;
-    for (zip_int64_t i = 0; i < count; ++i)
-        if (const char* name = zip_get_name(archive, static_cast<zip_uint64_t>(i), 0)) {
-            const std::string record = name;
-            hasCode = hasCode || startsWith(record, prefix + "code/");
-            hasConstants = hasConstants || record == prefix + "constants.pkl";
-        }
+    for (const auto& record : names) {
+        hasCode = hasCode || startsWith(record, prefix + "code/");
+        hasConstants = hasConstants || record == prefix + "constants.pkl";
+    }
     // torch.export.save writes the same zip layout with archive_format = "pt2" and no code/.
-    if (const auto format = zipRecord(archive, prefix + "archive_format", 16); format && startsWith(*format, "pt2"))
+    if (const auto format = archive.tryRead(prefix + "archive_format", 16); format && startsWith(*format, "pt2"))
         return std::nullopt;
-    auto version = zipRecord(archive, prefix + ".data/version", 64);
+    auto version = archive.tryRead(prefix + ".data/version", 64);
     if (!version)
-        version = zipRecord(archive, prefix + "version", 64);
+        version = archive.tryRead(prefix + "version", 64);
     if (!version)
         return "this zip archive has no version record (" + prefix
             + "version): it was not written by "
@@ -126,7 +106,7 @@ std::optional<std::string> describeArchive(zip_t* archive)
             + std::to_string(caffe2::serialize::kMinSupportedFileFormatVersion)
             + " and later): save it again with a recent PyTorch";
     if (!hasCode && !hasConstants)
-        return describeTorchSave(zipRecord(archive, prefix + "data.pkl", zip_uint64_t{64} << 20).value_or(""));
+        return describeTorchSave(archive.tryRead(prefix + "data.pkl", uint64_t{64} << 20).value_or(""));
     return std::nullopt;
 }
 
@@ -248,18 +228,14 @@ std::optional<std::string> diagnoseModelFile(const std::string& path)
 
     // Read with libzip, not LibTorch's PyTorchStreamReader: that one leaks its zip reader when it
     // throws on a damaged archive (LeakSanitizer found it), and libzip's errors say what is wrong.
-    int zipError = 0;
-    zip_t* archive = zip_open(path.c_str(), ZIP_RDONLY, &zipError);
-    if (!archive) {
-        zip_error_t error;
-        zip_error_init_with_code(&error, zipError);
-        const std::string why = zip_error_strerror(&error);
-        zip_error_fini(&error);
-        return "the zip archive is truncated or damaged (" + std::to_string(size) + " bytes; " + why
+    std::unique_ptr<ZipArchive> archive;
+    try {
+        archive = std::make_unique<ZipArchive>(path);
+    } catch (const ZipOpenError& e) {
+        return "the zip archive is truncated or damaged (" + std::to_string(size) + " bytes; " + e.reason
             + "): the file was probably cut short while downloading or copying";
     }
-    const std::unique_ptr<zip_t, decltype(&zip_discard)> closer(archive, zip_discard);
-    return describeArchive(archive);
+    return describeArchive(*archive);
 }
 
 } // namespace torchscope

@@ -4,7 +4,7 @@
 #include "common/strings.h"
 #include "common/tensor_conversion.h"
 #include "exported/pt2_archive.h"
-#include "graph/attention_taps.h"
+#include "model/attention_modules.h"
 #include "model/call_graph.h"
 #include "model/file_diagnosis.h"
 #include "model/operator_libraries.h"

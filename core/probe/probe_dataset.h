@@ -2,7 +2,7 @@
 
 #include "common/progress.h"
 #include "probe/probe_training.h"
-#include "record/batch_run.h"
+#include "common/batch_stream.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -32,7 +32,7 @@ struct ProbeSamples {
     std::string fingerprint; // identifies the samples: file names, sizes and times, or a hash
     std::function<std::optional<SampleBatch>()> next; // batches in dataset order, then nothing
     std::function<void()> cancel;
-    bool shareOfJob = false; // one rank's share of a job's samples: it may have none
+    bool shareOfJob = false; // one rank's share of a distributed run's samples: it may have none
 };
 
 struct ProbeDataset {
@@ -49,7 +49,7 @@ struct ProbeDataset {
 
 // Rows of a tensor ([N, ...]) with their labels ([N] integers, any values: class k is the k-th
 // smallest). `fingerprint` names the data for the cache (a file hash, say).
-// `shard`: only its batches of the rows (a rank's share of a job).
+// `shard`: only its batches of the rows (a rank's share of a distributed run).
 ProbeSamples tensorSamples(const at::Tensor& samples, const at::Tensor& labels, int batchSize,
     const std::string& fingerprint, std::vector<std::string> classNames = {}, const Shard& shard = {});
 

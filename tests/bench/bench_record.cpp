@@ -6,7 +6,7 @@
 //   torchscope-bench-record MODEL.pt SOURCE_IMAGES [--images 1000] [--batch 16] [--grab SPEC ...]
 //   (internal) torchscope-bench-record MODEL.pt FOLDER --peak-memory-of N ...
 #include "graph/engine.h"
-#include "imaging/folder_run.h"
+#include "record/folder_run.h"
 #include "imaging/image_decoder.h"
 #include "imaging/image_tensor.h"
 #include "model/model.h"

@@ -2396,6 +2396,12 @@ class CliEvaluate(unittest.TestCase):
                                           "--metric", "insertion", "--pixels-per-step", "16",
                                           "--attributions", path).read_text())
         self.assertEqual(report["pixels_per_step"], 16)
+        # One schema with the window's export (core's attributionReportJson): images as objects.
+        self.assertEqual([image["path"] for image in report["images"]], [str(p) for p in self.IMAGES])
+        self.assertEqual([image["target"] for image in report["images"]], maps["targets"].tolist())
+        self.assertEqual((report["deletion_fill"], report["insertion_start"], report["attributions"]),
+                         ("zero", "blur", str(path)))
+        self.assertNotIn("sanity", report)
         blur = lambda image: gaussian_blur(image, kernel_size=[19, 19], sigma=[2.8, 2.8])  # a tenth of 28 px
         zero = torch.zeros_like
         for method, key in (("saliency", "saliency"), ("grad_cam", "grad_cam:input")):
@@ -2524,9 +2530,12 @@ class CliSanity(FashionImagesCase, unittest.TestCase):
     def test_cascading_and_independent_equal_quantus_mprt(self):
         import quantus
         for mode, order in (("cascading", "top_down"), ("independent", "independent")):
-            got = json.loads(self.sanity("--method", "saliency", "--mode", mode, name=f"{mode}.json").read_text())
-            self.assertEqual((got["method"], got["mode"]), ("saliency", mode))
-            self.assertEqual(got["targets"], self.predicted.tolist())
+            report = json.loads(self.sanity("--method", "saliency", "--mode", mode, name=f"{mode}.json").read_text())
+            self.assertEqual((list(report["sanity"]["methods"]), report["sanity"]["mode"]), (["saliency"], mode))
+            self.assertEqual([image["target"] for image in report["images"]], self.predicted.tolist())
+            self.assertEqual([image["path"] for image in report["images"]], [str(p) for p in self.IMAGES])
+            self.assertEqual(report["seed"], self.SEED)
+            got = report["sanity"]["methods"]["saliency"]
             for absolute, key in ((False, "spearman"), (True, "spearman_abs")):
                 with self.subTest(mode=mode, key=key):
                     # One image a batch on both sides: the maps then round alike.
@@ -2542,6 +2551,7 @@ class CliSanity(FashionImagesCase, unittest.TestCase):
                         self.assertAlmostEqual(entry[key], float(np.mean(scores[entry["layer"]])), delta=1e-6)
         # A signed map: Spearman of the signed and of the absolute maps differ, each equal to Quantus's.
         got = json.loads(self.sanity("--method", "input_x_gradient", name="signed.json").read_text())
+        got = got["sanity"]["methods"]["input_x_gradient"]
         for absolute, key in ((False, "spearman"), (True, "spearman_abs")):
             with self.subTest(method="input_x_gradient", key=key):
                 mprt = quantus.MPRT(layer_order="top_down", seed=self.SEED, abs=absolute, normalise=False,
@@ -2553,15 +2563,15 @@ class CliSanity(FashionImagesCase, unittest.TestCase):
                                          entry["layer"])
         self.assertGreater(max(abs(e["spearman"] - e["spearman_abs"]) for e in got["layers"]), 0.01)
         # The test can tell the modes apart: past the first layer they differ.
-        cascading = json.loads((self.dir / "cascading.json").read_text())["layers"]
-        independent = json.loads((self.dir / "independent.json").read_text())["layers"]
+        cascading = json.loads((self.dir / "cascading.json").read_text())["sanity"]["methods"]["saliency"]["layers"]
+        independent = json.loads((self.dir / "independent.json").read_text())["sanity"]["methods"]["saliency"]["layers"]
         self.assertNotEqual([e["spearman"] for e in cascading], [e["spearman"] for e in reversed(independent)])
 
     def test_ssim_and_the_kept_maps(self):
         from skimage.metrics import structural_similarity
         out = self.sanity("--method", "saliency", "--method", "grad_cam", "--layer", "features.1",
                           "--maps", self.dir / "maps.npz")
-        got = {entry["method"]: entry for entry in json.loads(out.read_text())}
+        got = json.loads(out.read_text())["sanity"]["methods"]
         maps = {key: torch.from_numpy(value) for key, value in np.load(self.dir / "maps.npz").items()}
         attributed = cli("attribute", FASHION, *inputs(self.IMAGES), "--threads", THREADS, "--method", "saliency",
                          "--method", "grad_cam", "--layer", "features.1", "--out", self.dir / "plain.npz")

@@ -464,7 +464,7 @@ class BadExportedPrograms(ExportedCase):
                 start += 4
         path = self.dir / "claims.pt2"
         path.write_bytes(bytes(data))
-        self.refused(path, "bytes could be read")
+        self.refused(path, "more than the file")
         # The CLI's peak memory, alone in a fresh process: far below the 4 GB the header claims.
         measure = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], capture_output=True); "
                    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")

@@ -6,7 +6,7 @@
 #include "graph/engine.h"
 #include "graph/model_output.h"
 #include "imaging/image_folder.h"
-#include "imaging/image_run.h"
+#include "run/image_run.h"
 #include "model/model_setup.h"
 
 #include <cmath>

@@ -6,7 +6,7 @@
 #include "imaging/image_decoder.h"
 #include "imaging/image_folder.h"
 #include "imaging/image_tensor.h"
-#include "imaging/probe_folder.h"
+#include "probe/probe_folder.h"
 #include "preprocess/preprocessing.h"
 #include "probe/probe_dataset.h"
 #include "probe/probe_training.h"

@@ -4,7 +4,7 @@
 
 #include "model/model_setup.h"
 
-#include "imaging/folder_run.h"
+#include "record/folder_run.h"
 #include "record/recorder.h"
 
 namespace torchscope::test {

@@ -10,7 +10,7 @@
 #include "panels/probes_panel.h"
 #include "tree/module_tree_model.h"
 #include "tree/module_tree_panel.h"
-#include "views/attribution_view.h"
+#include "views/grad_cam_view.h"
 #include "views/color_bar.h"
 #include "views/figure_image.h"
 #include "views/patching_view.h"
@@ -61,7 +61,7 @@ private Q_SLOTS:
         QSignalSpy finished(probes, &ProbesPanel::finished);
         probes->train(probes->tickedLayers());
         QVERIFY(finished.wait(Timeout));
-        const ProbeJobResultPtr result = probes->lastResult();
+        const ProbeResultPtr result = probes->lastResult();
         QCOMPARE(result->layers.size(), size_t{3});
         QCOMPARE(result->samples, int64_t{120});
         QCOMPARE(result->classNames, (std::vector<std::string>{"footwear", "rest"}));
@@ -88,14 +88,14 @@ private Q_SLOTS:
         QCOMPARE(probes->lastResult()->cachedLayers, (std::vector<std::string>{"features.1"}));
 
         // Export the probe, import it back: it scores the window's images (footwear, then the rest).
-        RunController* controller = window.controller();
         const QString file = dir.filePath("probe.pt");
-        QSignalSpy exported(controller, &RunController::probeExported);
-        controller->exportProbe("features.1", file, false);
+        QSignalSpy exported(probes, &ProbesPanel::message);
+        probes->exportProbeTo("features.1", file, false);
         QVERIFY(exported.wait(Timeout));
-        QSignalSpy scored(controller, &RunController::probeScores);
+        QVERIFY(exported.first().at(0).toString().contains(file));
+        QSignalSpy scored(probes, &ProbesPanel::scoresShown);
         const QStringList images{probeImage("footwear", 5), probeImage("rest", 5)};
-        controller->applyProbeFile(file, images, window.document()->setup());
+        probes->applyProbeFile(file, images);
         QVERIFY(scored.wait(Timeout));
         const auto scores = scored.takeFirst().at(0).value<ProbeScoresPtr>();
         QCOMPARE(scores->layer, std::string("features.1"));
@@ -111,10 +111,10 @@ private Q_SLOTS:
         test::openDemo(window);
         const QString image = probeImage("footwear", 3);
         window.document()->addImages({image});
-        AttributionView* view = window.attributionView();
+        GradCamView* view = window.gradCamView();
         window.showCentralTab(MainWindow::CentralTab::Attribution);
         view->setLayer("features.2");
-        QSignalSpy finished(view, &AttributionView::finished);
+        QSignalSpy finished(view, &GradCamView::finished);
         view->compute();
         QVERIFY(finished.wait(Timeout));
         const GradCamResultPtr result = view->lastResult();

@@ -144,7 +144,7 @@ import json, numpy as np
 m = np.load('%1'); j = json.load(open('%2'))
 print(m['grad_cam'].shape, m['targets'].tolist() == [e['target'] for e in j['images']],
       abs(float(m['grad_cam:deletion'].mean()) - j['methods']['grad_cam']['deletion']['mean']) < 1e-9,
-      len(j['sanity'][0]['layers']))
+      len(j['sanity']['methods']['grad_cam']['layers']))
 )")
                                                     .arg(dir.filePath("maps.npz"), dir.filePath("metrics.json")));
         QCOMPARE(checked, QString("(3, 28, 28) True True %1").arg(layers.size()));
@@ -166,7 +166,7 @@ print(m['grad_cam'].shape, m['targets'].tolist() == [e['target'] for e in j['ima
             controller->jobs(), &JobRunner::progress, &receiver,
             [controller](JobId id, qint64 done) {
                 if (done > 0)
-                    controller->cancelJob(id);
+                    controller->jobs()->cancel(id);
             },
             Qt::DirectConnection);
         const AttributionWorkbenchResultPtr result = explain(panel);

@@ -104,7 +104,7 @@ private Q_SLOTS:
     {
         MainWindow window;
         test::openDemo(window);
-        auto recording = std::make_shared<RecordJobResult>();
+        auto recording = std::make_shared<RecordResult>();
         const QStringList images = test::demoImages();
         for (const auto& path : images)
             recording->imagePaths.push_back(path.toStdString());

@@ -18,7 +18,7 @@
 #include "tree/module_tree_model.h"
 #include "tree/module_tree_panel.h"
 #include "views/activation_view.h"
-#include "views/attribution_view.h"
+#include "views/grad_cam_view.h"
 #include "views/channel_grid.h"
 #include "views/color_bar.h"
 #include "views/compare_plots.h"
@@ -64,7 +64,7 @@ void recordLabelledFolder(MainWindow& window, const QString& grabs)
     RecordersPanel* panel = window.recordersPanel();
     panel->folderField()->setText(test::fixture("labelled"));
     panel->grabsField()->setText(grabs);
-    QSignalSpy finished(window.controller(), &RunController::recordFinished);
+    QSignalSpy finished(panel, &RecordersPanel::finished);
     panel->start();
     QVERIFY(finished.wait(Timeout));
 }
@@ -182,7 +182,7 @@ private Q_SLOTS:
         QVERIFY(!window.document()->isGrabbed("features.dense2"));
         QVERIFY(window.document()->selectedKey() != "features.dense2");
         QTest::qWait(300); // a Grad-CAM the first model's script started would be on its way by now
-        QVERIFY(!window.attributionView()->lastResult());
+        QVERIFY(!window.gradCamView()->lastResult());
         QCOMPARE(errors.count(), 0);
     }
 
@@ -344,8 +344,8 @@ private Q_SLOTS:
         QCOMPARE(panel->plots()->sortedPlot()->plottableCount(), 1);
 
         QTemporaryDir dir;
-        QSignalSpy exported(window.controller(), &RunController::exported);
-        window.controller()->exportRecording(dir.filePath("recording.pt"));
+        QSignalSpy exported(panel, &RecordersPanel::exported);
+        panel->exportTo(dir.filePath("recording.pt"));
         QVERIFY(exported.wait(Timeout));
         const auto dict = readTorchSaveFile(dir.filePath("recording.pt").toStdString()).toGenericDict();
         QCOMPARE(dict.at("features.1:samples").toTensor().item<int64_t>(), int64_t(36));
@@ -619,7 +619,7 @@ private Q_SLOTS:
         QSignalSpy failed(window.controller(), &RunController::failed);
         window.openModel(test::fixture("bad_state_dict.pt"));
         QVERIFY(failed.wait(Timeout));
-        QVERIFY(failed.first().at(2).toString().contains("state_dict"));
+        QVERIFY(failed.first().at(1).toString().contains("state_dict"));
         QVERIFY(window.logDock()->text().contains("state_dict"));
     }
 
@@ -632,7 +632,7 @@ private Q_SLOTS:
         QSignalSpy failed(window.controller(), &RunController::failed);
         window.document()->addEdit(EditSpec::parse("features.0:zero:999"));
         QVERIFY(failed.wait(Timeout));
-        QVERIFY(failed.first().at(2).toString().contains("channel 999 is out of range"));
+        QVERIFY(failed.first().at(1).toString().contains("channel 999 is out of range"));
         QVERIFY(window.logDock()->text().contains("channel 999 is out of range"));
     }
 };

@@ -14,7 +14,7 @@
 #include "tree/module_tree_model.h"
 #include "tree/module_tree_panel.h"
 #include "views/activation_view.h"
-#include "views/attribution_view.h"
+#include "views/grad_cam_view.h"
 #include "views/patching_view.h"
 #include "window/export_actions.h"
 #include "window/main_window.h"
@@ -99,7 +99,7 @@ private Q_SLOTS:
 
         // The dialog: the model's advice (one channel), then size, values and labels.
         SetupActions* actions = window.setupActions();
-        QSignalSpy advised(window.controller(), &RunController::setupAdvised);
+        QSignalSpy advised(window.setupActions(), &SetupActions::advised);
         actions->openDialog();
         ModelSetupDialog* dialog = actions->dialog();
         QVERIFY(dialog->isVisible());
@@ -142,7 +142,7 @@ private Q_SLOTS:
 
         // Saved into a copy of the model, the setup is found by Python and by the next open.
         const QString copy = dir.filePath("fashion_with_setup.pt");
-        QSignalSpy saved(window.controller(), &RunController::setupSaved);
+        QSignalSpy saved(window.setupActions(), &SetupActions::saved);
         actions->saveIntoModel(copy);
         QVERIFY(saved.wait(Timeout));
         const QString labels = test::runPython(
@@ -173,9 +173,9 @@ private Q_SLOTS:
         document->setTargetClass(9);
         QVERIFY(waitForRun(window));
         QVERIFY(!window.statisticsPanel()->findChild<QLabel*>()->text().contains("appear here"));
-        window.attributionView()->setLayer("features.2");
-        QSignalSpy explained(window.attributionView(), &AttributionView::finished);
-        window.attributionView()->compute();
+        window.gradCamView()->setLayer("features.2");
+        QSignalSpy explained(window.gradCamView(), &GradCamView::finished);
+        window.gradCamView()->compute();
         QVERIFY(explained.wait(Timeout));
         window.patchingView()->setup(0, 1, "features.2", "features.2");
         QSignalSpy patched(window.patchingView(), &PatchingView::finished);
@@ -190,8 +190,8 @@ private Q_SLOTS:
         QCOMPARE(document->targetClass(), -1);
         QVERIFY(document->selectedKey().isEmpty());
         QCOMPARE(document->setup(), ModelSetup()); // not the demo's grey 28 x 28
-        QVERIFY(!window.attributionView()->lastResult());
-        QVERIFY(window.attributionView()->layer().isEmpty());
+        QVERIFY(!window.gradCamView()->lastResult());
+        QVERIFY(window.gradCamView()->layer().isEmpty());
         QVERIFY(!window.patchingView()->lastResult());
         QVERIFY(!window.recordersPanel()->snapshot());
         QVERIFY(!window.probesPanel()->lastResult());
@@ -221,7 +221,7 @@ private Q_SLOTS:
         QSignalSpy failed(window.controller(), &RunController::failed);
         window.openModel(test::fixture("newer_version.pt"));
         QVERIFY(failed.wait(Timeout));
-        QVERIFY(failed.first().at(2).toString().contains("file format version 99"));
+        QVERIFY(failed.first().at(1).toString().contains("file format version 99"));
         QCOMPARE(window.document()->modelPath(), QFileInfo(test::demoModel()).absoluteFilePath());
         QCOMPARE(window.document()->grabs(), QStringList{"features.1"});
         QVERIFY(window.document()->selectedResult());
@@ -263,15 +263,15 @@ private Q_SLOTS:
         QVERIFY(window.predictionsPanel()->picture()->isVisibleTo(window.predictionsPanel()));
         QVERIFY(window.predictionsPanel()->table()->rowCount() >= 1);
         // Grad-CAM of the predicted class over its pixels, then over a box.
-        window.attributionView()->setLayer("backbone.16");
-        QSignalSpy explained(window.attributionView(), &AttributionView::finished);
-        window.attributionView()->compute();
+        window.gradCamView()->setLayer("backbone.16");
+        QSignalSpy explained(window.gradCamView(), &GradCamView::finished);
+        window.gradCamView()->compute();
         QVERIFY(explained.wait(Timeout));
-        QVERIFY(QString::fromStdString(window.attributionView()->lastResult()->images.front().targetDescription)
+        QVERIFY(QString::fromStdString(window.gradCamView()->lastResult()->images.front().targetDescription)
                     .contains("pixels"));
-        window.attributionView()->setRegion(QRect(10, 10, 100, 80));
+        window.gradCamView()->setRegion(QRect(10, 10, 100, 80));
         QVERIFY(explained.wait(Timeout));
-        QVERIFY(QString::fromStdString(window.attributionView()->lastResult()->images.front().targetDescription)
+        QVERIFY(QString::fromStdString(window.gradCamView()->lastResult()->images.front().targetDescription)
                     .contains("region"));
     }
 

@@ -3,7 +3,9 @@
 #include "dialogs/save_dialog.h"
 #include "document/document.h"
 #include "jobs/run_controller.h"
+#include "jobs/visualize_types.h"
 #include "views/color_bar.h"
+#include "views/overlay_image.h"
 
 #include <QComboBox>
 #include <QFileInfo>
@@ -18,6 +20,8 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 namespace torchscope {
@@ -39,9 +43,46 @@ QPixmap enlarged(const QImage& image, int side)
         side, side, Qt::KeepAspectRatio, image.width() < side / 2 ? Qt::FastTransformation : Qt::SmoothTransformation));
 }
 
+// [H, W, 3] in [0, 1] as an RGB picture.
+QImage pictureOf(const FloatTensor& rgb)
+{
+    if (rgb.shape.size() != 3 || rgb.shape[2] != 3)
+        return {};
+    const int height = static_cast<int>(rgb.shape[0]), width = static_cast<int>(rgb.shape[1]);
+    QImage out(width, height, QImage::Format_RGB888);
+    for (int y = 0; y < height; ++y) {
+        uchar* line = out.scanLine(y);
+        for (int k = 0; k < width * 3; ++k)
+            line[k] = static_cast<uchar>(std::lround(std::clamp(rgb.values[size_t(y) * width * 3 + k], 0.f, 1.f) * 255.f));
+    }
+    return out;
+}
+
 } // namespace
 
-ChannelPage::ChannelPage(Document* document, RunController* controller, RecordJobResultPtr recording,
+VisualizeJobResult drawnVisualization(const ChannelVisualization& result)
+{
+    VisualizeJobResult out;
+    out.key = result.key;
+    out.mapsOnly = result.mapsOnly;
+    if (!result.mapsOnly)
+        out.image = pictureOf(result.image);
+    out.value = result.value;
+    out.steps = result.steps;
+    out.cancelled = result.cancelled;
+    for (const auto& warning : result.warnings)
+        out.warnings << QString::fromStdString(warning);
+    for (size_t i = 0; i < result.topMaps.size() && i < result.topPictures.size(); ++i) {
+        const FloatTensor& map = result.topMaps[i];
+        out.topMaps.push_back(
+            overlayImage(result.topPictures[i], map.values.data(), map.shape[1], map.shape[0], ColorMap::Magma, 0.55f));
+    }
+    out.mapLow = result.mapLow;
+    out.mapHigh = result.mapHigh;
+    return out;
+}
+
+ChannelPage::ChannelPage(Document* document, RunController* controller, RecordResultPtr recording,
     const QString& layer, int channel, QWidget* parent)
     : QDialog(parent)
     , document_(document)
@@ -139,7 +180,10 @@ ChannelPage::ChannelPage(Document* document, RunController* controller, RecordJo
     layout->addLayout(bottom);
 
     connect(run_, &QPushButton::clicked, this, &ChannelPage::optimise);
-    connect(cancel_, &QPushButton::clicked, this, [this] { controller_->cancelJob(job_); });
+    connect(cancel_, &QPushButton::clicked, this, [this] {
+        if (job_)
+            job_->cancel();
+    });
     connect(close, &QPushButton::clicked, this, &QDialog::close);
     // The page is of the model it was opened on: another model closes it (its job is cancelled
     // on close); the same file again (a device change) keeps it.
@@ -153,48 +197,13 @@ ChannelPage::ChannelPage(Document* document, RunController* controller, RecordJo
         if (!path.isEmpty())
             exportTo(path);
     });
-    connect(controller_, &RunController::jobProgress, this,
-        [this](JobId id, qint64 step, qint64 steps, const QString& objective) {
-            if (id != job_)
-                return;
-            progress_->setRange(0, int(steps));
-            progress_->setValue(int(step));
-            value_->setText(tr("step %1 of %2: objective %3").arg(step).arg(steps).arg(objective));
-        });
-    connect(controller_, &RunController::visualizeFinished, this, [this](JobId id, const VisualizeJobResult& outcome) {
-        if (id != job_)
-            return;
-        running_ = false;
-        showMaps(outcome);
-        if (outcome.mapsOnly) {
-            run_->setEnabled(true);
-            cancel_->setEnabled(false);
-            return;
-        }
-        if (!outcome.cancelled) {
-            VisualizeJobResult cached = outcome;
-            cached.topMaps.clear();
-            cache()[outcome.key] = cached;
-        }
-        showOutcome(outcome);
-    });
-    connect(controller_, &RunController::jobFailed, this, [this](JobId id, const QString& message) {
-        if (id != job_)
-            return;
-        const QString title = tr("Feature visualisation failed");
-        running_ = false;
-        run_->setEnabled(true);
-        cancel_->setEnabled(false);
-        notes_->setText(message);
-        Q_EMIT failed(title, message);
-    });
     fillRecording();
 }
 
 ChannelPage::~ChannelPage()
 {
-    if (running_)
-        controller_->cancelJob(job_); // nobody is left to see it
+    if (running_ && job_)
+        job_->cancel(); // nobody is left to see it
 }
 
 bool ChannelPage::isRunning() const
@@ -255,7 +264,37 @@ void ChannelPage::startJob(const VisualizeRequest& request)
     running_ = true;
     run_->setEnabled(false);
     cancel_->setEnabled(!request.mapsOnly);
-    job_ = controller_->visualize(request);
+    JobHandle* job = controller_->start<VisualizeAnalysis>(request, this);
+    job_ = job;
+    connect(job, &JobHandle::progress, this, [this](qint64 step, qint64 steps, const QString& objective) {
+        progress_->setRange(0, int(steps));
+        progress_->setValue(int(step));
+        value_->setText(tr("step %1 of %2: objective %3").arg(step).arg(steps).arg(objective));
+    });
+    connect(job, &JobHandle::succeeded, this, [this, job] {
+        const VisualizeJobResult outcome = drawnVisualization(*job->result<ChannelVisualization>());
+        running_ = false;
+        showMaps(outcome);
+        if (outcome.mapsOnly) {
+            run_->setEnabled(true);
+            cancel_->setEnabled(false);
+            return;
+        }
+        if (!outcome.cancelled) {
+            VisualizeJobResult cached = outcome;
+            cached.topMaps.clear();
+            cache()[outcome.key] = cached;
+        }
+        showOutcome(outcome);
+    });
+    connect(job, &JobHandle::failed, this, [this](const QString&, const QString& message) {
+        notes_->setText(message); // the window's error box and log say it too
+    });
+    connect(job, &JobHandle::finished, this, [this] { // succeeded, failed or cancelled before it started
+        running_ = false;
+        run_->setEnabled(true);
+        cancel_->setEnabled(false);
+    });
 }
 
 void ChannelPage::showMaps(const VisualizeJobResult& outcome)

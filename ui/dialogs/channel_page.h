@@ -5,10 +5,11 @@
 // channel and settings), the top images of the last recording with the channel's map over each,
 // the channel's statistics, and export of the page as PNG.
 
-#include "jobs/job_runner.h"
+#include "jobs/job_handle.h"
 #include "jobs/run_types.h"
 
 #include <QDialog>
+#include <QPointer>
 
 class QComboBox;
 class QGridLayout;
@@ -29,7 +30,7 @@ class ChannelPage : public QDialog {
     Q_OBJECT
 public:
     // recording: the Recorders panel's last run (may be null: no top images, no statistics).
-    ChannelPage(Document* document, RunController* controller, RecordJobResultPtr recording, const QString& layer,
+    ChannelPage(Document* document, RunController* controller, RecordResultPtr recording, const QString& layer,
         int channel, QWidget* parent = nullptr);
     ~ChannelPage() override;
 
@@ -50,11 +51,11 @@ private:
     void startJob(const VisualizeRequest& request);
 
     Document* document_;
-    RecordJobResultPtr recording_;
+    RecordResultPtr recording_;
     QString layer_;
     int channel_;
     RunController* controller_;
-    JobId job_ = 0; // the visualisation in progress
+    QPointer<JobHandle> job_; // the visualisation in progress
     QSpinBox* steps_;
     QComboBox* parameterization_;
     QSpinBox* seed_;

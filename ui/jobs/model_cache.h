@@ -6,6 +6,8 @@
 // once (Mask R-CNN changes module attributes during forward), and that way the lanes never wait
 // for each other. No Torch in this header.
 
+#include "graph/analysis_context.h"
+
 #include <list>
 #include <memory>
 #include <mutex>
@@ -17,17 +19,6 @@ namespace torchscope {
 class Engine;
 class Model;
 enum class JobLane;
-
-struct ModelKey {
-    std::string path;
-    std::string device = "cpu";
-    std::string dtype; // "" : as saved
-    std::vector<std::string> operatorLibraries; // loaded before the model
-    bool operator==(const ModelKey& other) const
-    {
-        return path == other.path && device == other.device && dtype == other.dtype;
-    }
-};
 
 class ModelCache {
 public:
@@ -49,6 +40,23 @@ private:
 
     mutable std::mutex mutex_;
     std::list<std::shared_ptr<Entry>> entries_; // most recently used first
+};
+
+// One lane's models as an analysis asks for them (graph/analysis_context.h): the cache's instances of
+// that lane. Used on the lane's thread only.
+class LaneModels : public ModelSource {
+public:
+    LaneModels(ModelCache& cache, JobLane lane)
+        : cache_(cache)
+        , lane_(lane)
+    {
+    }
+    std::shared_ptr<Model> model(const ModelKey& key) override { return cache_.model(lane_, key); }
+    std::shared_ptr<Engine> engine(const ModelKey& key) override { return cache_.engine(lane_, key); }
+
+private:
+    ModelCache& cache_;
+    JobLane lane_;
 };
 
 } // namespace torchscope

@@ -7,7 +7,29 @@
 
 #include <torch/cuda.h>
 
+#include <QPointer>
+
 namespace torchscope {
+namespace {
+
+JobLane laneOf(AnalysisLane lane)
+{
+    return lane == AnalysisLane::Interactive ? JobLane::Interactive : JobLane::Batch;
+}
+
+// Core's progress as the runner's: a stage's name, else the unit's first figure (a visualisation's
+// objective so far).
+ProgressCallback progressOf(JobContext& job)
+{
+    return [&job](const Progress& p) {
+        const QString stage = !p.stage.empty() ? QString::fromStdString(p.stage)
+            : p.values.empty()                 ? QString()
+                                               : QString::number(p.values.front(), 'g', 4);
+        return job.progress(p.done, p.total, stage);
+    };
+}
+
+} // namespace
 
 RunController::RunController(Document* document, QObject* parent)
     : QObject(parent)
@@ -15,51 +37,21 @@ RunController::RunController(Document* document, QObject* parent)
     , jobs_(new JobRunner(this))
     , state_(makeWorkbenchState())
 {
-    qRegisterMetaType<WorkerTask>();
     qRegisterMetaType<JobId>("torchscope::JobId");
     qRegisterMetaType<RunJobResultPtr>();
-    qRegisterMetaType<RecordJobResultPtr>();
-    qRegisterMetaType<ProbeJobResultPtr>();
-    qRegisterMetaType<ProbeScoresPtr>();
-    qRegisterMetaType<GradCamResultPtr>();
-    qRegisterMetaType<PatchResultPtr>();
-    qRegisterMetaType<AttributionWorkbenchResultPtr>();
-    qRegisterMetaType<AttentionWorkbenchResultPtr>();
     qRegisterMetaType<SetupAdvice>();
-    qRegisterMetaType<CompareResultPtr>();
-    qRegisterMetaType<LayerPairResult>();
-    qRegisterMetaType<VisualizeJobResult>();
 
     debounce_.setSingleShot(true);
     debounce_.setInterval(120);
     connect(&debounce_, &QTimer::timeout, this, &RunController::startRun);
     connect(document_, &Document::requestChanged, this, &RunController::scheduleRun);
-    connect(jobs_, &JobRunner::progress, this, [this](JobId id, qint64 done, qint64 total, const QString& stage) {
-        const auto it = kinds_.find(id);
-        if (it == kinds_.end())
+    connect(jobs_, &JobRunner::progress, this, [this](JobId id, qint64 done, qint64 total, const QString&) {
+        if (id != runJob_ || runJob_ == 0)
             return;
-        switch (it->second) {
-        case Kind::Run:
-            if (id == runJob_) {
-                document_->setRunProgress(int(done), int(total));
-                Q_EMIT progress(int(done), int(total));
-            }
-            break;
-        case Kind::Record:
-            Q_EMIT recordProgress(done, total);
-            break;
-        case Kind::Probes:
-            Q_EMIT probeProgress(done, total, stage);
-            break;
-        case Kind::Followed:
-            Q_EMIT jobProgress(id, done, total, stage);
-            break;
-        default:
-            break;
-        }
+        document_->setRunProgress(int(done), int(total));
+        Q_EMIT progress(int(done), int(total));
     });
     connect(jobs_, &JobRunner::finished, this, [this](JobId id) {
-        kinds_.erase(id);
         // A run cancelled before it started hands nothing over: the window stops waiting all the same.
         if (id == runJob_ && busy_ && !openingModel_)
             setBusy(false);
@@ -89,30 +81,76 @@ ModelKey RunController::modelKey() const
     return key;
 }
 
-template <typename Work>
-JobId RunController::submit(
-    JobLane lane, Kind kind, WorkerTask task, const QString& title, Work work, const QString& group)
+JobHandle* RunController::submit(const AnalysisInfo& info, AnalysisWork work, QObject* owner)
 {
+    const QString title = tr("%1 Failed").arg(QString::fromStdString(info.title));
+    auto* handle = new JobHandle(jobs_, title, owner);
+    Job job;
+    job.name = QString::fromStdString(info.title);
+    job.lane = laneOf(info.lane);
+    // A newer request of an interactive analysis makes the older one's result useless.
+    if (info.lane == AnalysisLane::Interactive)
+        job.group = QString::fromStdString(info.name);
+    job.work = [work = std::move(work), key = modelKey(), lane = job.lane, handle = QPointer<JobHandle>(handle)](
+                   JobContext& context) -> std::function<void()> {
+        LaneModels models(context.models(), lane);
+        AnalysisContext analysis{models, key, progressOf(context), [&context] { return context.isCancelled(); }};
+        std::shared_ptr<const void> result = work(analysis);
+        return [handle, result = std::move(result)] {
+            if (handle)
+                handle->succeed(result);
+        };
+    };
+    job.failed = [this, title, handle = QPointer<JobHandle>(handle)](const QString& message) {
+        if (handle)
+            handle->fail(message);
+        Q_EMIT failed(title, message);
+    };
+    handle->attach(jobs_->submit(std::move(job)));
+    return handle;
+}
+
+JobHandle* RunController::startTask(
+    const QString& title, JobLane lane, std::function<void(ModelSource& models)> work, QObject* owner)
+{
+    auto* handle = new JobHandle(jobs_, title, owner);
     Job job;
     job.name = title;
     job.lane = lane;
+    job.work = [work = std::move(work), lane, handle = QPointer<JobHandle>(handle)](
+                   JobContext& context) -> std::function<void()> {
+        LaneModels models(context.models(), lane);
+        work(models);
+        return [handle] {
+            if (handle)
+                handle->succeed(nullptr);
+        };
+    };
+    job.failed = [this, title, handle = QPointer<JobHandle>(handle)](const QString& message) {
+        if (handle)
+            handle->fail(message);
+        Q_EMIT failed(title, message);
+    };
+    handle->attach(jobs_->submit(std::move(job)));
+    return handle;
+}
+
+JobId RunController::submitOwn(
+    const QString& title, std::function<std::function<void()>(JobContext&)> work, const QString& group, bool opening)
+{
+    Job job;
+    job.name = title;
+    job.lane = JobLane::Interactive;
     job.group = group;
     job.work = std::move(work);
-    auto id = std::make_shared<JobId>(0);
-    job.failed = [this, kind, task, title, id](const QString& message) {
-        if (kind == Kind::Followed) {
-            Q_EMIT jobFailed(*id, message);
-            return;
-        }
-        if (kind == Kind::Open) {
+    job.failed = [this, title, opening](const QString& message) {
+        if (opening) {
             openingModel_ = false;
             setBusy(false);
         }
-        Q_EMIT failed(task, title, message);
+        Q_EMIT failed(title, message);
     };
-    *id = jobs_->submit(std::move(job));
-    kinds_[*id] = kind;
-    return *id;
+    return jobs_->submit(std::move(job));
 }
 
 void RunController::openModel(const QString& path, const QStringList& operatorLibraries)
@@ -124,7 +162,8 @@ void RunController::openModel(const QString& path, const QStringList& operatorLi
     setBusy(true);
     ModelKey key = modelKey();
     key.path = path.toStdString();
-    submit(JobLane::Interactive, Kind::Open, WorkerTask::OpenModel, tr("Error Opening Model"),
+    submitOwn(
+        tr("Error Opening Model"),
         [this, state = state_, key, path](JobContext& job) -> std::function<void()> {
             try {
                 auto summary = jobs::openModel(job, *state, key);
@@ -136,7 +175,8 @@ void RunController::openModel(const QString& path, const QStringList& operatorLi
             } catch (const std::exception& e) {
                 throw Error(tr("Could not open '%1':\n%2").arg(path, QString::fromStdString(e.what())).toStdString());
             }
-        });
+        },
+        {}, true);
 }
 
 void RunController::cancel()
@@ -146,183 +186,14 @@ void RunController::cancel()
 
 void RunController::exportTensors(const QString& path)
 {
-    submit(JobLane::Interactive, Kind::Other, WorkerTask::Export, tr("Error Exporting"),
-        [this, state = state_, path](JobContext&) -> std::function<void()> {
-            try {
-                const QStringList leftOut = jobs::exportTensors(*state, path);
-                return [this, path, leftOut] { Q_EMIT exported(path, leftOut); };
-            } catch (const std::exception& e) {
-                throw Error(tr("Could not write '%1':\n%2").arg(path, QString::fromStdString(e.what())).toStdString());
-            }
-        });
-}
-
-void RunController::startRecording(const RecordRequest& request)
-{
-    recordJob_ = submit(JobLane::Batch, Kind::Record, WorkerTask::Record, tr("Error Recording"),
-        [this, state = state_, key = modelKey(), request](JobContext& job) -> std::function<void()> {
-            const auto snapshot = jobs::record(job, *state, key, request);
-            return [this, snapshot] { Q_EMIT recordFinished(snapshot); };
-        });
-}
-
-void RunController::cancelRecording()
-{
-    jobs_->cancel(recordJob_);
-}
-
-void RunController::exportRecording(const QString& path)
-{
-    submit(JobLane::Batch, Kind::Other, WorkerTask::Export, tr("Error Exporting"),
-        [this, state = state_, path](JobContext&) -> std::function<void()> {
-            try {
-                const QStringList leftOut = jobs::exportRecording(*state, path);
-                return [this, path, leftOut] { Q_EMIT exported(path, leftOut); };
-            } catch (const std::exception& e) {
-                throw Error(tr("Could not write '%1':\n%2").arg(path, QString::fromStdString(e.what())).toStdString());
-            }
-        });
-}
-
-void RunController::trainProbes(const ProbeRequest& request)
-{
-    probesJob_ = submit(JobLane::Batch, Kind::Probes, WorkerTask::Probes, tr("Error Training Probe"),
-        [this, state = state_, key = modelKey(), request](JobContext& job) -> std::function<void()> {
-            const auto snapshot = jobs::trainProbes(job, *state, key, request);
-            return [this, snapshot] { Q_EMIT probesFinished(snapshot); };
-        });
-}
-
-void RunController::cancelProbes()
-{
-    jobs_->cancel(probesJob_);
-}
-
-void RunController::exportProbe(const QString& layer, const QString& path, bool stateDict)
-{
-    submit(JobLane::Batch, Kind::Other, WorkerTask::Probes, tr("Error Exporting Probe"),
-        [this, state = state_, layer, path, stateDict](JobContext&) -> std::function<void()> {
-            jobs::exportProbe(*state, layer, path, stateDict);
-            return [this, path] { Q_EMIT probeExported(path); };
-        });
-}
-
-void RunController::applyProbeFile(const QString& path, const QStringList& images, const ModelSetup& setup)
-{
-    submit(JobLane::Interactive, Kind::Other, WorkerTask::Probes, tr("Error Importing Probe"),
-        [this, key = modelKey(), path, images, setup](JobContext& job) -> std::function<void()> {
-            const auto scores = jobs::applyProbeFile(job, key, path, images, setup);
-            return [this, scores] { Q_EMIT probeScores(scores); };
-        });
-}
-
-void RunController::adviseSetup(const ModelSetup& current)
-{
-    if (!document_->hasModel())
-        return;
-    submit(JobLane::Interactive, Kind::Other, WorkerTask::Setup, tr("Error Examining Model"),
-        [this, key = modelKey(), current](JobContext& job) -> std::function<void()> {
-            const SetupAdvice advice = jobs::adviseSetup(job, key, current);
-            return [this, advice] { Q_EMIT setupAdvised(advice); };
-        });
-}
-
-void RunController::saveSetupIntoModel(const QString& path, const ModelSetup& setup)
-{
-    submit(JobLane::Interactive, Kind::Other, WorkerTask::Setup, tr("Error Saving Setup"),
-        [this, key = modelKey(), path, setup](JobContext&) -> std::function<void()> {
-            try {
-                jobs::saveSetupIntoModel(key, path, setup);
-                return [this, path] { Q_EMIT setupSaved(path); };
-            } catch (const std::exception& e) {
-                throw Error(tr("Could not write '%1':\n%2").arg(path, QString::fromStdString(e.what())).toStdString());
-            }
-        });
-}
-
-void RunController::attribute(const GradCamRequest& request)
-{
-    submit(
-        JobLane::Interactive, Kind::Other, WorkerTask::Attribution, tr("Error Computing Grad-CAM"),
-        [this, key = modelKey(), request](JobContext& job) -> std::function<void()> {
-            const auto result = jobs::gradCam(job, key, request);
-            return [this, result] { Q_EMIT attributionFinished(result); };
-        },
-        "grad-cam");
-}
-
-void RunController::patch(const PatchRequest& request)
-{
-    const QString title = request.mode == PatchMode::Ablate ? tr("Error Ablating")
-        : request.mode == PatchMode::Difference             ? tr("Error Comparing Inputs")
-                                                            : tr("Error Patching");
-    submit(JobLane::Interactive, Kind::Other, WorkerTask::Patch, title,
-        [this, key = modelKey(), request](JobContext& job) -> std::function<void()> {
-            const auto result = jobs::patch(job, key, request);
-            return [this, result] { Q_EMIT patchFinished(result); };
-        });
-}
-
-JobId RunController::compare(const CompareRequest& request)
-{
-    auto id = std::make_shared<JobId>(0);
-    *id = submit(JobLane::Batch, Kind::Followed, WorkerTask::Run, tr("Comparison Failed"),
-        [this, request, id](JobContext& job) -> std::function<void()> {
-            const auto result = jobs::compare(job, request);
-            return [this, result, id] { Q_EMIT compareFinished(*id, result); };
-        });
-    return *id;
-}
-
-JobId RunController::attributionWorkbench(const AttributionWorkbenchRequest& request)
-{
-    auto id = std::make_shared<JobId>(0);
-    *id = submit(JobLane::Batch, Kind::Followed, WorkerTask::Run, tr("Attribution Failed"),
-        [this, request, id, key = modelKey()](JobContext& job) -> std::function<void()> {
-            const auto result = jobs::attributionWorkbench(job, key, request);
-            return [this, result, id] { Q_EMIT attributionWorkbenchFinished(*id, result); };
-        });
-    return *id;
-}
-
-JobId RunController::attentionWorkbench(const AttentionWorkbenchRequest& request)
-{
-    auto id = std::make_shared<JobId>(0);
-    *id = submit(JobLane::Batch, Kind::Followed, WorkerTask::Run, tr("Attention Maps Failed"),
-        [this, request, id, key = modelKey()](JobContext& job) -> std::function<void()> {
-            const auto result = jobs::attentionWorkbench(job, key, request);
-            return [this, result, id] { Q_EMIT attentionWorkbenchFinished(*id, result); };
-        });
-    return *id;
-}
-
-JobId RunController::layerPairMaps(
-    const CompareRequest& request, const QString& image, const QString& layerA, const QString& layerB)
-{
-    auto id = std::make_shared<JobId>(0);
-    *id = submit(JobLane::Batch, Kind::Followed, WorkerTask::Run, tr("Layer Maps Failed"),
-        [this, request, id, image = image.toStdString(), a = layerA.toStdString(), b = layerB.toStdString()](
-            JobContext& job) -> std::function<void()> {
-            const LayerPairResult maps = jobs::layerPairMaps(job, request, image, a, b);
-            return [this, maps, id] { Q_EMIT layerPairMapsReady(*id, maps); };
-        });
-    return *id;
-}
-
-JobId RunController::visualize(const VisualizeRequest& request)
-{
-    auto id = std::make_shared<JobId>(0);
-    *id = submit(JobLane::Batch, Kind::Followed, WorkerTask::Run, tr("Feature visualisation failed"),
-        [this, request, id](JobContext& job) -> std::function<void()> {
-            const VisualizeJobResult outcome = jobs::visualize(job, request);
-            return [this, outcome, id] { Q_EMIT visualizeFinished(*id, outcome); };
-        });
-    return *id;
-}
-
-void RunController::cancelJob(JobId id)
-{
-    jobs_->cancel(id);
+    submitOwn(tr("Error Exporting"), [this, state = state_, path](JobContext&) -> std::function<void()> {
+        try {
+            const QStringList leftOut = jobs::exportTensors(*state, path);
+            return [this, path, leftOut] { Q_EMIT exported(path, leftOut); };
+        } catch (const std::exception& e) {
+            throw Error(tr("Could not write '%1':\n%2").arg(path, QString::fromStdString(e.what())).toStdString());
+        }
+    });
 }
 
 void RunController::scheduleRun()
@@ -346,13 +217,13 @@ void RunController::startRun()
     try {
         request = document_->makeRunRequest(++generation_);
     } catch (const std::exception& e) {
-        Q_EMIT failed(WorkerTask::Run, tr("Error Running Model"), QString::fromStdString(e.what()));
+        Q_EMIT failed(tr("Error Running Model"), QString::fromStdString(e.what()));
         return;
     }
     setBusy(true);
     Q_EMIT progress(0, static_cast<int>(request.images.size()));
-    runJob_ = submit(
-        JobLane::Interactive, Kind::Run, WorkerTask::Run, tr("Error Running Model"),
+    runJob_ = submitOwn(
+        tr("Error Running Model"),
         [this, state = state_, request](JobContext& job) -> std::function<void()> {
             // Each image's result is shown as soon as it has run, unless a newer run replaced this one.
             const int total = static_cast<int>(request.images.size());
@@ -378,7 +249,7 @@ void RunController::finishRun(const RunJobResultPtr& snapshot)
         if (!snapshot->setupAdvice.empty())
             Q_EMIT setupProblemFound(message);
         else
-            Q_EMIT failed(WorkerTask::Run, tr("Error Running Model"), message);
+            Q_EMIT failed(tr("Error Running Model"), message);
         return;
     }
     document_->setSnapshot(snapshot);

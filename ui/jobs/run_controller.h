@@ -1,28 +1,29 @@
 #pragma once
 
-#include "jobs/compare_types.h"
+#include "analysis/analysis_table.h"
+#include "jobs/job_handle.h"
 #include "jobs/job_runner.h"
 #include "jobs/run_metatypes.h"
-#include "jobs/visualize_types.h"
 
 #include <QObject>
 #include <QTimer>
 
-#include <map>
+#include <functional>
 #include <memory>
 
 namespace torchscope {
 
 class Document;
-struct ModelKey;
 struct WorkbenchState;
 
-// The window's one way to its work: every tool asks here, each request becomes a job of the
-// JobRunner (jobs/workbench_jobs.h: a thin call of a core operation), and results come back as the
-// signals below, on the GUI thread. Every job runs on the model the Document names, on its device,
-// from the runner's one ModelCache. Re-runs the model whenever the Document's request changes
-// (debounced; the newest run supersedes the one in progress); results of an outdated request are
-// dropped.
+// The window's one way to its work. It owns the open model and the run of the Document's images
+// (re-run whenever the Document's request changes, debounced; the newest run supersedes the one in
+// progress, results of an outdated request are dropped). Every other piece of work is an analysis
+// (graph/analysis_context.h) a panel starts with start<XAnalysis>(request, panel): it runs as a job on
+// the lane the table of analyses names, on the Document's model and device from the runner's one
+// ModelCache, and the panel follows the JobHandle it gets back. Plain tasks (writing a result the
+// panel holds) go through startTask. Failures are also reported through failed(), for the window's
+// error box and log.
 class RunController : public QObject {
     Q_OBJECT
 public:
@@ -38,66 +39,41 @@ public:
     // The runner, for tests that must stop a job at a known point (a blocking connection to its
     // progress signal, emitted on the job's thread, holds the job there until the slot returns).
     JobRunner* jobs() const { return jobs_; }
+    // The last run's tensors (the run is the controller's own analysis).
     void exportTensors(const QString& path);
+    // The model the Document has open, on its device, as analyses ask for it.
+    ModelKey modelKey() const;
 
-    void startRecording(const RecordRequest& request);
-    void cancelRecording();
-    void exportRecording(const QString& path);
-
-    void trainProbes(const ProbeRequest& request);
-    void cancelProbes();
-    void exportProbe(const QString& layer, const QString& path, bool stateDict);
-    void applyProbeFile(const QString& path, const QStringList& images, const ModelSetup& setup);
-
-    void adviseSetup(const ModelSetup& current);
-    void saveSetupIntoModel(const QString& path, const ModelSetup& setup);
-
-    void attribute(const GradCamRequest& request);
-    void patch(const PatchRequest& request);
-
-    // Batch-lane jobs a view follows by id (several channel pages may be open at once).
-    JobId compare(const CompareRequest& request);
-    JobId layerPairMaps(
-        const CompareRequest& request, const QString& image, const QString& layerA, const QString& layerB);
-    JobId visualize(const VisualizeRequest& request); // request.model/device are the Document's
-    JobId attributionWorkbench(const AttributionWorkbenchRequest& request); // on the Document's model
-    JobId attentionWorkbench(const AttentionWorkbenchRequest& request); // on the Document's model
-    void cancelJob(JobId id);
+    // Starts an analysis on the Document's model; `owner` (the panel) owns the handle, which
+    // deletes itself once the job is over. Interactive analyses of one kind supersede each other.
+    template <typename Analysis> JobHandle* start(const typename Analysis::Request& request, QObject* owner)
+    {
+        return submit(analysisInfo(Analysis::name),
+            [request](AnalysisContext& context) -> std::shared_ptr<const void> {
+                return std::make_shared<const typename Analysis::Result>(Analysis::run(context, request));
+            },
+            owner);
+    }
+    // A plain task on a lane (writing a file from a result a panel holds): succeeds without a result.
+    JobHandle* startTask(
+        const QString& title, JobLane lane, std::function<void(ModelSource& models)> work, QObject* owner);
 
 Q_SIGNALS:
     void busyChanged(bool busy);
     void progress(int done, int total);
     void modelOpened(const QString& path);
-    // Any task's failure: the window reports it, the view that started the task stops waiting.
-    void failed(torchscope::WorkerTask task, const QString& title, const QString& message);
+    // Any job's failure: the window reports it (the handle of the job says it to its panel too).
+    void failed(const QString& title, const QString& message);
     // The model failed on every image in a way that points at the input setup (size, channels).
     void setupProblemFound(const QString& message);
     void runCompleted(double seconds, int images, int failures, bool cancelled);
     void exported(const QString& path, const QStringList& leftOut);
-    void recordProgress(qint64 done, qint64 total);
-    void recordFinished(const torchscope::RecordJobResultPtr& snapshot);
-    void probeProgress(qint64 done, qint64 total, const QString& stage);
-    void probesFinished(const torchscope::ProbeJobResultPtr& snapshot);
-    void probeExported(const QString& path);
-    void probeScores(const torchscope::ProbeScoresPtr& scores);
-    void setupAdvised(const torchscope::SetupAdvice& advice);
-    void setupSaved(const QString& path);
-    void attributionFinished(const torchscope::GradCamResultPtr& result);
-    void patchFinished(const torchscope::PatchResultPtr& result);
-    // The followed jobs: progress ("stage" is the visualisation's objective so far), result, failure.
-    void jobProgress(torchscope::JobId id, qint64 done, qint64 total, const QString& stage);
-    void compareFinished(torchscope::JobId id, const torchscope::CompareResultPtr& result);
-    void layerPairMapsReady(torchscope::JobId id, const torchscope::LayerPairResult& maps);
-    void visualizeFinished(torchscope::JobId id, const torchscope::VisualizeJobResult& outcome);
-    void attributionWorkbenchFinished(torchscope::JobId id, const torchscope::AttributionWorkbenchResultPtr& result);
-    void attentionWorkbenchFinished(torchscope::JobId id, const torchscope::AttentionWorkbenchResultPtr& result);
-    void jobFailed(torchscope::JobId id, const QString& message);
 
 private:
-    enum class Kind { Open, Run, Record, Probes, Followed, Other };
-    template <typename Work>
-    JobId submit(JobLane lane, Kind kind, WorkerTask task, const QString& title, Work work, const QString& group = {});
-    ModelKey modelKey() const;
+    using AnalysisWork = std::function<std::shared_ptr<const void>(AnalysisContext& context)>;
+    JobHandle* submit(const AnalysisInfo& info, AnalysisWork work, QObject* owner);
+    JobId submitOwn(const QString& title, std::function<std::function<void()>(JobContext&)> work,
+        const QString& group = {}, bool opening = false);
     void scheduleRun();
     void startRun();
     void setBusy(bool busy);
@@ -106,11 +82,10 @@ private:
     Document* document_;
     JobRunner* jobs_;
     std::shared_ptr<WorkbenchState> state_;
-    std::map<JobId, Kind> kinds_;
     QStringList operatorLibraries_;
     QTimer debounce_;
     int generation_ = 0;
-    JobId runJob_ = 0, recordJob_ = 0, probesJob_ = 0;
+    JobId runJob_ = 0;
     bool busy_ = false;
     bool openingModel_ = false;
 };

@@ -9,22 +9,17 @@
 #include <QMetaType>
 
 Q_DECLARE_METATYPE(torchscope::ModelSummary)
-Q_DECLARE_METATYPE(torchscope::WorkerTask)
 Q_DECLARE_METATYPE(torchscope::RunRequest)
 Q_DECLARE_METATYPE(torchscope::RunJobResultPtr)
-Q_DECLARE_METATYPE(torchscope::RecordRequest)
-Q_DECLARE_METATYPE(torchscope::RecordJobResultPtr)
 Q_DECLARE_METATYPE(torchscope::SetupAdvice)
 
 #include "jobs/analysis_types.h"
 
-Q_DECLARE_METATYPE(torchscope::ModelSetup)
-Q_DECLARE_METATYPE(torchscope::ProbeRequest)
-Q_DECLARE_METATYPE(torchscope::ProbeJobResultPtr)
+// The results panels pass on in their own signals (finished, shown).
+Q_DECLARE_METATYPE(torchscope::RecordResultPtr)
+Q_DECLARE_METATYPE(torchscope::ProbeResultPtr)
 Q_DECLARE_METATYPE(torchscope::ProbeScoresPtr)
-Q_DECLARE_METATYPE(torchscope::GradCamRequest)
 Q_DECLARE_METATYPE(torchscope::GradCamResultPtr)
-Q_DECLARE_METATYPE(torchscope::PatchRequest)
 Q_DECLARE_METATYPE(torchscope::PatchResultPtr)
 Q_DECLARE_METATYPE(torchscope::AttributionWorkbenchResultPtr)
 Q_DECLARE_METATYPE(torchscope::AttentionWorkbenchResultPtr)

@@ -1,13 +1,14 @@
 #pragma once
 
-// What travels between the GUI thread and the run worker: plain values, no Torch, no Qt.
+// What travels between the GUI thread and the lanes: plain values, no Torch, no Qt.
 
 #include "common/float_tensor.h"
 #include "graph/output_kinds.h"
 #include "graph/request.h"
-#include "imaging/image_run.h"
+#include "run/image_run.h"
 #include "model/model_setup.h"
 #include "model/module_info.h"
+#include "record/folder_recording.h"
 #include "record/layer_statistics.h"
 
 #include <map>
@@ -28,10 +29,7 @@ struct ModelSummary {
     std::string exportedNote; // a .pt2's describeExportedProgram(); empty for TorchScript
 };
 
-// What a failure belongs to, so that the view that started it can stop waiting.
-enum class WorkerTask { OpenModel, Run, Export, Record, Probes, Setup, Attribution, Patch };
-
-// The per-image run (core/imaging/image_run.h) of one request of the Document.
+// The per-image run (core/run/image_run.h) of one request of the Document.
 struct RunRequest : ImageRunConfig {
     int generation = 0;
 };
@@ -45,33 +43,7 @@ struct RunJobResult : ImageRunResult {
 
 using RunJobResultPtr = std::shared_ptr<const RunJobResult>;
 
-// A folder run of the recorders (core/record) set up in the Recorders panel.
-struct RecordRequest {
-    std::string folder;
-    std::vector<GrabSpec> grabs;
-    std::string reduction = "stats";
-    std::string condition = "all";
-    int batchSize = 16;
-    ModelSetup setup; // its labels name class folders: folders named like them get their indices
-    int64_t targetClass = -1;
-    std::vector<EditSpec> edits; // the module tree's zero and scale edits, applied to every batch
-};
-
-struct RecordJobResult {
-    bool cancelled = false;
-    int64_t images = 0;
-    int64_t selected = 0;
-    double seconds = 0.0;
-    double imagesPerSecond = 0.0;
-    std::string labelSource;
-    std::vector<std::string> edits; // applied to every batch, as text
-    std::vector<std::string> imagePaths; // dataset order: top-k samples index into it
-    std::map<std::string, int64_t> samples;
-    std::map<std::string, LayerStatistics> statistics;
-    std::map<std::string, std::vector<std::vector<TopSample>>> topSamples; // key -> channel -> best first
-    std::vector<std::pair<std::string, std::string>> failures;
-};
-
-using RecordJobResultPtr = std::shared_ptr<const RecordJobResult>;
+// A folder run of the recorders (core/record/folder_recording.h), set up in the Recorders panel.
+using RecordResultPtr = std::shared_ptr<const RecordResult>;
 
 } // namespace torchscope

@@ -4,6 +4,7 @@
 // keeps the image so far. No Torch.
 
 #include "preprocess/preprocessing.h"
+#include "visualize/channel_visualization.h"
 #include "visualize/visualization.h"
 
 #include <QImage>
@@ -14,18 +15,7 @@
 
 namespace torchscope {
 
-struct VisualizeRequest {
-    std::string model;
-    std::string device = "cpu";
-    Preprocessing preprocessing;
-    VisualizeConfig config; // one objective
-    std::vector<std::string> topImages; // also the channel's map over each of these images
-    bool mapsOnly = false; // only the maps over the top images (the image is known)
-    // The key an optimised image is cached under: the model, its device, input setup and every
-    // setting (not the top images: their maps are quick and depend on the recording).
-    std::string cacheKey() const;
-};
-
+// A channel's page as the window shows it: core's ChannelVisualization with its images drawn.
 struct VisualizeJobResult {
     std::string key; // the request's cacheKey()
     bool mapsOnly = false; // only topMaps is set
@@ -38,6 +28,9 @@ struct VisualizeJobResult {
     float mapLow = 0.f; // the values at the bottom and top of the maps' one scale
     float mapHigh = 0.f;
 };
+
+// The pictures drawn: the optimised image, each top image with the channel's map over it.
+VisualizeJobResult drawnVisualization(const ChannelVisualization& result);
 
 } // namespace torchscope
 

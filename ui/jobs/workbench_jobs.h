@@ -1,53 +1,40 @@
 #pragma once
 
-// What the window's jobs do, on a lane's thread: the bodies RunController submits to the
-// JobRunner, each a thin call of a core operation. Torch lives only in the .cpp files.
+// The controller's own work on the interactive lane: opening the model and running the Document's
+// images with it (the per-image run, core/run/image_run.h), and writing that run's tensors. Every
+// other job is an analysis of core's (graph/analysis_context.h). Torch lives only in the .cpp file.
 
-#include "jobs/compare_types.h"
-#include "jobs/model_cache.h"
+#include "export/manifest.h"
 #include "jobs/run_metatypes.h"
-#include "jobs/visualize_types.h"
 
 #include <QStringList>
 
+#include <functional>
 #include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace torchscope {
 
 class JobContext;
+struct ModelKey;
 
-// The window's state that lives on the lanes: the last run (interactive lane), the last
-// recording and the trained probes (batch lane). Defined in workbench_jobs.cpp.
+// The state of the open model's run on the interactive lane. Defined in workbench_state.h.
 struct WorkbenchState;
 std::shared_ptr<WorkbenchState> makeWorkbenchState();
 
 namespace jobs {
 
-// Interactive lane.
 ModelSummary openModel(JobContext& job, WorkbenchState& state, const ModelKey& key);
 RunJobResultPtr runImages(JobContext& job, WorkbenchState& state, const RunRequest& request,
     const std::function<void(const ImageResult&)>& onImage = {});
 QStringList exportTensors(WorkbenchState& state, const QString& path);
-SetupAdvice adviseSetup(JobContext& job, const ModelKey& key, const ModelSetup& current);
-void saveSetupIntoModel(const ModelKey& key, const QString& path, const ModelSetup& setup);
-GradCamResultPtr gradCam(JobContext& job, const ModelKey& key, const GradCamRequest& request);
-PatchResultPtr patch(JobContext& job, const ModelKey& key, const PatchRequest& request);
-ProbeScoresPtr applyProbeFile(
-    JobContext& job, const ModelKey& key, const QString& path, const QStringList& images, const ModelSetup& setup);
-
-// Batch lane.
-RecordJobResultPtr record(JobContext& job, WorkbenchState& state, const ModelKey& key, const RecordRequest& request);
-QStringList exportRecording(WorkbenchState& state, const QString& path);
-ProbeJobResultPtr trainProbes(JobContext& job, WorkbenchState& state, const ModelKey& key, const ProbeRequest& request);
-void exportProbe(WorkbenchState& state, const QString& layer, const QString& path, bool stateDict);
-CompareResultPtr compare(JobContext& job, const CompareRequest& request);
-LayerPairResult layerPairMaps(JobContext& job, const CompareRequest& request, const std::string& image,
-    const std::string& layerA, const std::string& layerB);
-VisualizeJobResult visualize(JobContext& job, const VisualizeRequest& request);
-AttributionWorkbenchResultPtr attributionWorkbench(
-    JobContext& job, const ModelKey& key, const AttributionWorkbenchRequest& request);
-AttentionWorkbenchResultPtr attentionWorkbench(
-    JobContext& job, const ModelKey& key, const AttentionWorkbenchRequest& request);
 
 } // namespace jobs
+
+// The window's exports name what they hold as the CLI's do (export/manifest.h).
+ExportManifest windowManifest(const std::string& what, const ModelKey& key, const ModelSetup& setup,
+    const std::vector<EditSpec>& edits, const std::optional<std::string>& truncation);
+
 } // namespace torchscope

@@ -200,28 +200,6 @@ void AttentionPanel::buildExportMenu()
 void AttentionPanel::connectJobs()
 {
     connect(start_, &QPushButton::clicked, this, &AttentionPanel::start);
-    connect(column_->cancelButton(), &QPushButton::clicked, this, [this] {
-        if (job_)
-            controller_->cancelJob(job_);
-    });
-    connect(
-        controller_, &RunController::jobProgress, this, [this](JobId id, qint64 done, qint64 total, const QString&) {
-            if (id == job_)
-                column_->showProgress(done, total);
-        });
-    connect(controller_, &RunController::attentionWorkbenchFinished, this,
-        [this](JobId id, const AttentionWorkbenchResultPtr& result) {
-            if (id == job_)
-                showResult(result);
-        });
-    connect(controller_, &RunController::jobFailed, this, [this](JobId id, const QString& message) {
-        if (id != job_)
-            return;
-        job_ = 0;
-        column_->setRunning(false);
-        column_->summary()->setText(message);
-        Q_EMIT failed(tr("Attention Maps Failed"), message);
-    });
     connect(grid_, &AttentionHeadGrid::cellClicked, this, &AttentionPanel::pick);
     connect(classToken_, &QPushButton::clicked, this, [this] { setQuery(-1); });
     connect(image_, &QComboBox::currentIndexChanged, this, [this] { redraw(); });
@@ -230,9 +208,7 @@ void AttentionPanel::connectJobs()
 
 void AttentionPanel::resetForModel()
 {
-    if (job_)
-        controller_->cancelJob(job_);
-    job_ = 0;
+    column_->cancelJob();
     result_.reset();
     layer_ = head_ = 0;
     query_ = -1;
@@ -281,19 +257,21 @@ void AttentionPanel::start()
     request.legrad = legrad_->isChecked();
     request.target = target_->value();
     shown_ = request;
-    job_ = controller_->attentionWorkbench(request);
+    JobHandle* job = controller_->start<AttentionAnalysis>(request, this);
+    connect(job, &JobHandle::succeeded, this,
+        [this, job] { showResult(job->result<AttentionWorkbenchResult>()); });
+    connect(job, &JobHandle::failed, this, [this] {
+        grid_->clear(tr("The attention maps failed: the reason is on the left and in the log."));
+    });
     result_.reset();
     grid_->clear(tr("Running %n image(s)… the maps appear here when the job ends.", nullptr,
         static_cast<int>(request.images.size())));
     column_->exportButton()->setEnabled(false);
-    column_->setRunning(true);
-    column_->showProgress(0, 1);
-    column_->summary()->setText(tr("Running %n image(s)…", nullptr, static_cast<int>(request.images.size())));
+    column_->follow(job, tr("Running %n image(s)…", nullptr, static_cast<int>(request.images.size())));
 }
 
 void AttentionPanel::showResult(const AttentionWorkbenchResultPtr& result)
 {
-    job_ = 0;
     result_ = result;
     column_->finish(result->cancelled);
     column_->exportButton()->setEnabled(true);

@@ -90,7 +90,6 @@ private:
     QLabel* legradMap_;
     ColorBar* legradBar_;
     AttentionPlots* plots_;
-    JobId job_ = 0;
     AttentionWorkbenchResultPtr result_;
     AttentionWorkbenchRequest shown_;
     int layer_ = 0, head_ = 0, query_ = -1;

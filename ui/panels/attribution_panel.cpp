@@ -1,5 +1,6 @@
 #include "panels/attribution_panel.h"
 
+#include "attribution/attribution_names.h"
 #include "common/atomic_file.h"
 #include "dialogs/save_dialog.h"
 #include "document/document.h"
@@ -31,44 +32,6 @@
 
 namespace torchscope {
 namespace {
-
-// The methods as the CLI names them, with what each is, and whether it needs the layer.
-struct MethodEntry {
-    const char* name;
-    const char* about;
-    bool layer;
-    bool checked;
-};
-const MethodEntry Methods[] = {
-    {"saliency", "|d score / d input|", false, true},
-    {"input_x_gradient", "input × gradient", false, false},
-    {"integrated_gradients", "Integrated Gradients (Captum's rules)", false, true},
-    {"smoothgrad", "SmoothGrad: the gradient over noisy copies", false, false},
-    {"smoothgrad_sq", "SmoothGrad²", false, false},
-    {"vargrad", "VarGrad: the gradient's variance over noisy copies", false, false},
-    {"occlusion", "Occlusion: the score drop under an 8 px square", false, false},
-    {"grad_cam", "Grad-CAM at the layer", true, true},
-    {"grad_cam_pp", "Grad-CAM++", true, false},
-    {"hires_cam", "HiResCAM", true, false},
-    {"xgrad_cam", "XGrad-CAM", true, false},
-    {"layer_cam", "LayerCAM", true, false},
-    {"score_cam", "Score-CAM (one masked input per channel)", true, false},
-    {"eigen_cam", "EigenCAM: no gradient", true, false},
-};
-
-struct MetricEntry {
-    const char* name;
-    const char* about;
-    bool checked;
-};
-const MetricEntry Metrics[] = {
-    {"deletion", "deletion AUC (lower: the map finds what matters)", true},
-    {"insertion", "insertion AUC (higher is better)", true},
-    {"road_morf", "ROAD, most relevant removed first (lower is better)", false},
-    {"road_lerf", "ROAD, least relevant removed first (higher is better)", false},
-    {"average_drop", "Average Drop in % (lower is better)", true},
-    {"increase_confidence", "Increase in Confidence in % (higher is better)", false},
-};
 
 QListWidget* checkList()
 {
@@ -154,10 +117,11 @@ AttributionPanel::AttributionPanel(Document* document, RunController* controller
 
 void AttributionPanel::buildForm()
 {
-    for (const auto& m : Methods)
-        addCheckItem(methods_, m.name, tr(m.about), m.checked);
-    for (const auto& m : Metrics)
-        addCheckItem(metrics_, m.name, tr(m.about), m.checked);
+    // The names as the CLI takes them, from core (attribution/attribution_names.h).
+    for (const auto& m : attributionMethodChoices())
+        addCheckItem(methods_, QString::fromStdString(m.name), tr(m.about.c_str()), m.byDefault);
+    for (const auto& m : faithfulnessMetricChoices())
+        addCheckItem(metrics_, QString::fromStdString(m.name), tr(m.about.c_str()), m.byDefault);
     fitRows(methods_, 9);
     fitRows(metrics_, metrics_->count());
     layer_->setEditable(true);
@@ -225,30 +189,6 @@ void AttributionPanel::buildExportMenu()
 void AttributionPanel::connectJobs()
 {
     connect(start_, &QPushButton::clicked, this, &AttributionPanel::start);
-    connect(column_->cancelButton(), &QPushButton::clicked, this, [this] {
-        if (job_)
-            controller_->cancelJob(job_);
-    });
-    connect(controller_, &RunController::jobProgress, this,
-        [this](JobId id, qint64 done, qint64 total, const QString& stage) {
-            if (id != job_)
-                return;
-            column_->showProgress(done, total);
-            column_->summary()->setText(tr("Working: %1…").arg(stage));
-        });
-    connect(controller_, &RunController::attributionWorkbenchFinished, this,
-        [this](JobId id, const AttributionWorkbenchResultPtr& result) {
-            if (id == job_)
-                showResult(result);
-        });
-    connect(controller_, &RunController::jobFailed, this, [this](JobId id, const QString& message) {
-        if (id != job_)
-            return;
-        job_ = 0;
-        column_->setRunning(false);
-        column_->summary()->setText(message);
-        Q_EMIT failed(tr("Attribution Failed"), message);
-    });
     connect(sharedScale_, &QCheckBox::toggled, grid_, &AttributionGrid::setSharedScale);
     connect(document_, &Document::modelChanged, this, &AttributionPanel::resetForModel);
     connect(document_, &Document::modulesChanged, this, &AttributionPanel::fillLayers);
@@ -283,9 +223,7 @@ void AttributionPanel::fillLayers()
 
 void AttributionPanel::resetForModel()
 {
-    if (job_)
-        controller_->cancelJob(job_);
-    job_ = 0;
+    column_->cancelJob();
     result_.reset();
     fillLayers();
     grid_->clear(tr("Tick methods, then Explain the Images: each image of the strip gets a row, each method a "
@@ -319,8 +257,8 @@ void AttributionPanel::start()
     else if (methods.isEmpty())
         problem = tr("Tick at least one method.");
     bool needsLayer = false;
-    for (const auto& m : Methods)
-        needsLayer = needsLayer || (m.layer && methods.contains(m.name));
+    for (const auto& m : attributionMethodChoices())
+        needsLayer = needsLayer || (m.layer && methods.contains(QString::fromStdString(m.name)));
     if (problem.isEmpty() && needsLayer && layer_->currentText().isEmpty())
         problem = tr("The CAMs need a layer: pick one under Layer.");
     if (!problem.isEmpty()) {
@@ -344,7 +282,14 @@ void AttributionPanel::start()
         request.metrics.push_back(metric.toStdString());
     request.sanityMode = sanity_->currentData().toString().toStdString();
     shown_ = request;
-    job_ = controller_->attributionWorkbench(request);
+    JobHandle* job = controller_->start<AttributionAnalysis>(request, this);
+    connect(job, &JobHandle::progress, this, [this](qint64, qint64, const QString& stage) {
+        column_->summary()->setText(tr("Working: %1…").arg(stage));
+    });
+    connect(job, &JobHandle::succeeded, this, [this, job] { showResult(job->result<AttributionWorkbenchResult>()); });
+    connect(job, &JobHandle::failed, this, [this] {
+        grid_->clear(tr("Explaining the images failed: the reason is on the left and in the log."));
+    });
     // The maps come when the job ends (the metrics and the sanity check need them all): say so,
     // rather than leave the last result or the first-use hint standing.
     result_.reset();
@@ -353,14 +298,11 @@ void AttributionPanel::start()
     plots_->clear();
     summary_->setRowCount(0);
     column_->exportButton()->setEnabled(false);
-    column_->setRunning(true);
-    column_->showProgress(0, 1);
-    column_->summary()->setText(tr("Explaining %n image(s)…", nullptr, static_cast<int>(request.images.size())));
+    column_->follow(job, tr("Explaining %n image(s)…", nullptr, static_cast<int>(request.images.size())));
 }
 
 void AttributionPanel::showResult(const AttributionWorkbenchResultPtr& result)
 {
-    job_ = 0;
     result_ = result;
     column_->finish(result->cancelled);
     column_->exportButton()->setEnabled(true);
@@ -402,9 +344,8 @@ void AttributionPanel::fillSummary()
     summary_->setColumnCount(headers.size());
     summary_->setHorizontalHeaderLabels(headers);
     for (int c = 1; c <= metrics.size(); ++c) // which way is better, on hover
-        for (const auto& m : Metrics)
-            if (metrics[c - 1] == m.name)
-                summary_->horizontalHeaderItem(c)->setToolTip(tr(m.about));
+        if (const NamedChoice* m = findChoice(faithfulnessMetricChoices(), metrics[c - 1].toStdString()))
+            summary_->horizontalHeaderItem(c)->setToolTip(tr(m->about.c_str()));
     summary_->setRowCount(static_cast<int>(result_->methods.size()));
     for (int row = 0; row < static_cast<int>(result_->methods.size()); ++row) {
         const std::string& method = result_->methods[static_cast<size_t>(row)];
@@ -442,7 +383,7 @@ QString AttributionPanel::exportTo(const QString& path, const QString& plot) con
         return savePlotFile(plots_->sanityPlot(), path, 900, 560);
     try {
         if (path.endsWith(".json", Qt::CaseInsensitive)) {
-            writeFileAtomically(path.toStdString(), attributionMetricsJson(*result_));
+            writeFileAtomically(path.toStdString(), attributionReportJson(result_->report));
             return {};
         }
         ExportManifest manifest;

@@ -80,7 +80,6 @@ private:
     AttributionGrid* grid_;
     QTableWidget* summary_;
     AttributionPlots* plots_;
-    JobId job_ = 0;
     AttributionWorkbenchResultPtr result_;
     AttributionWorkbenchRequest shown_;
 };

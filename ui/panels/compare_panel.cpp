@@ -6,6 +6,7 @@
 #include "document/document.h"
 #include "export/manifest.h"
 #include "imaging/image_decoder.h"
+#include "jobs/job_handle.h"
 #include "jobs/run_controller.h"
 #include "panels/job_setup_column.h"
 #include "panels/setup_and_results.h"
@@ -167,48 +168,17 @@ void ComparePanel::buildExportMenu()
 void ComparePanel::connectJobs()
 {
     connect(start_, &QPushButton::clicked, this, &ComparePanel::start);
-    connect(column_->cancelButton(), &QPushButton::clicked, this, &ComparePanel::cancel);
-    connect(controller_, &RunController::jobProgress, this, [this](JobId id, qint64 done, qint64 total) {
-        if (id == compareJob_)
-            column_->showProgress(done, total);
-    });
-    connect(controller_, &RunController::compareFinished, this, [this](JobId id, const CompareResultPtr& result) {
-        if (id == compareJob_)
-            showResult(result);
-    });
-    connect(controller_, &RunController::jobFailed, this, [this](JobId id, const QString& message) {
-        if (id == compareJob_) {
-            column_->setRunning(false);
-            column_->summary()->setText(message);
-            Q_EMIT failed(tr("Comparison Failed"), message);
-        } else if (id == mapsJob_) {
-            column_->summary()->setText(message); // a comparison may be running: its state stays
-            Q_EMIT failed(tr("Layer Maps Failed"), message);
-        }
-    });
     connect(heatMap_, &CkaHeatMap::pairPicked, this, &ComparePanel::showPair);
-    connect(controller_, &RunController::layerPairMapsReady, this, [this](JobId id, const LayerPairResult& maps) {
-        if (id != mapsJob_)
-            return;
-        auto* dialog = findChild<LayerPairDialog*>();
-        if (!dialog)
-            dialog = new LayerPairDialog(this);
-        const bool precision = shownRequest_.config.mode == CompareMode::Precision;
-        dialog->showMaps(maps, precision ? tr("float64") : tr("A"), precision ? tr("float32") : tr("B"));
-        dialog->show();
-        dialog->raise();
-        Q_EMIT pairShown(maps);
-    });
 }
 
 // A new model is a new model A: the last model's comparison, its plots and its layer maps go (a
 // running comparison is cancelled); the form keeps what the researcher typed.
 void ComparePanel::resetForModel()
 {
-    if (compareJob_)
-        controller_->cancelJob(compareJob_);
-    compareJob_ = 0;
-    mapsJob_ = 0;
+    column_->cancelJob();
+    if (mapsJob_)
+        mapsJob_->cancel();
+    mapsJob_ = nullptr;
     result_.reset();
     heatMap_->clear();
     drift_->clear();
@@ -299,14 +269,15 @@ void ComparePanel::start()
         return;
     }
     lastRequest_ = r;
-    column_->setRunning(true);
-    column_->summary()->setText(tr("Comparing…"));
-    compareJob_ = controller_->compare(r);
+    JobHandle* job = controller_->start<CompareAnalysis>(r, this);
+    connect(job, &JobHandle::succeeded, this, [this, job] { showResult(job->result<CompareResult>()); });
+    column_->follow(job, tr("Comparing…"));
 }
 
 void ComparePanel::cancel()
 {
-    controller_->cancelJob(compareJob_);
+    if (JobHandle* job = column_->job())
+        job->cancel();
 }
 
 void ComparePanel::showResult(const CompareResultPtr& result)
@@ -364,7 +335,24 @@ void ComparePanel::showPair(const QString& layerA, const QString& layerB)
             tr("Add an image to the window (drop it on the strip) to see %1 and %2 for it.").arg(layerA, layerB));
         return;
     }
-    mapsJob_ = controller_->layerPairMaps(shownRequest_, images[selected], layerA, layerB);
+    LayerMapsRequest request{shownRequest_, images[selected].toStdString(), layerA.toStdString(), layerB.toStdString()};
+    if (mapsJob_)
+        mapsJob_->cancel(); // a newer cell was clicked
+    mapsJob_ = controller_->start<LayerMapsAnalysis>(request, this);
+    connect(mapsJob_, &JobHandle::succeeded, this, [this, job = mapsJob_.data()] {
+        const auto maps = job->result<LayerPairResult>();
+        auto* dialog = findChild<LayerPairDialog*>();
+        if (!dialog)
+            dialog = new LayerPairDialog(this);
+        const bool precision = shownRequest_.config.mode == CompareMode::Precision;
+        dialog->showMaps(*maps, precision ? tr("float64") : tr("A"), precision ? tr("float32") : tr("B"));
+        dialog->show();
+        dialog->raise();
+        Q_EMIT pairShown(*maps);
+    });
+    // A comparison may be running: its state stays; the reason goes to the summary and the log.
+    connect(mapsJob_, &JobHandle::failed, this,
+        [this](const QString&, const QString& message) { column_->summary()->setText(message); });
 }
 
 QString ComparePanel::exportTo(const QString& path, const QString& plot) const

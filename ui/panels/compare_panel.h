@@ -6,8 +6,9 @@
 // plot, opens a clicked pair's layer maps for the selected image, and exports.
 
 #include "jobs/compare_types.h"
-#include "jobs/job_runner.h"
+#include "jobs/job_handle.h"
 
+#include <QPointer>
 #include <QWidget>
 
 class QCheckBox;
@@ -72,8 +73,7 @@ private:
 
     Document* document_;
     RunController* controller_;
-    JobId compareJob_ = 0;
-    JobId mapsJob_ = 0;
+    QPointer<JobHandle> mapsJob_; // a clicked cell's layer maps
     JobSetupColumn* column_;
     QHBoxLayout* modelBRow_ = nullptr;
     QComboBox* mode_;

@@ -1,5 +1,7 @@
 #include "panels/job_setup_column.h"
 
+#include "jobs/job_handle.h"
+
 #include <QFileDialog>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -21,6 +23,10 @@ JobSetupColumn::JobSetupColumn(QWidget* parent)
     , summary_(new QLabel)
 {
     cancel_->setEnabled(false);
+    connect(cancel_, &QPushButton::clicked, this, [this] {
+        if (job_)
+            job_->cancel(); // still followed: its result says how far it came
+    });
     progress_->hide();
     summary_->setWordWrap(true);
     summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -105,6 +111,39 @@ void JobSetupColumn::finish(bool cancelled)
         progress_->setValue(progress_->maximum());
         progress_->setFormat(tr("done"));
     }
+}
+
+void JobSetupColumn::follow(JobHandle* job, const QString& runningText)
+{
+    cancelJob();
+    job_ = job;
+    setRunning(true);
+    showProgress(0, 1);
+    summary_->setText(runningText);
+    connect(job, &JobHandle::progress, this, [this, job](qint64 done, qint64 total) {
+        if (job == job_)
+            showProgress(done, total);
+    });
+    connect(job, &JobHandle::failed, this, [this, job](const QString&, const QString& message) {
+        if (job != job_)
+            return;
+        setRunning(false);
+        summary_->setText(message);
+    });
+    connect(job, &JobHandle::finished, this, [this, job] {
+        if (job != job_)
+            return;
+        job_ = nullptr;
+        if (cancel_->isEnabled()) // no result came: cancelled before it started
+            finish(true);
+    });
+}
+
+void JobSetupColumn::cancelJob()
+{
+    if (job_)
+        job_->cancel();
+    job_ = nullptr;
 }
 
 void JobSetupColumn::reset(const QString& text)

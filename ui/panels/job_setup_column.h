@@ -4,6 +4,7 @@
 // that start its jobs with Cancel (and Export where the tab has one), a progress bar and a
 // summary; what else a tab shows there goes below. One widget, so the tabs look and behave alike.
 
+#include <QPointer>
 #include <QWidget>
 
 class QFormLayout;
@@ -16,6 +17,8 @@ class QPushButton;
 class QVBoxLayout;
 
 namespace torchscope {
+
+class JobHandle;
 
 class JobSetupColumn : public QWidget {
     Q_OBJECT
@@ -46,6 +49,14 @@ public:
     // A fresh tab: not running, no progress, nothing to export, `text` as the summary.
     void reset(const QString& text);
 
+    // Follows the tab's job (the one way every tab does it): running with `runningText` as the
+    // summary, its progress on the bar, Cancel cancels it, a failure's message as the summary.
+    // The tab connects the handle's succeeded() to show the result and then calls finish(); a job
+    // cancelled before it started finishes as cancelled. A newer job replaces the one followed.
+    void follow(JobHandle* job, const QString& runningText);
+    JobHandle* job() const { return job_; } // the job followed while it runs, else nullptr
+    void cancelJob(); // the job followed, if any (a new model, a closed page)
+
 private:
     QVBoxLayout* layout_;
     QFormLayout* form_;
@@ -56,6 +67,7 @@ private:
     QProgressBar* progress_;
     QLabel* summary_;
     bool stretched_ = false;
+    QPointer<JobHandle> job_;
 };
 
 } // namespace torchscope

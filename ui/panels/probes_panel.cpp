@@ -3,6 +3,7 @@
 #include "dialogs/save_dialog.h"
 #include "document/capture_keys.h"
 #include "document/document.h"
+#include "jobs/job_handle.h"
 #include "jobs/run_controller.h"
 #include "panels/job_setup_column.h"
 #include "panels/setup_and_results.h"
@@ -12,7 +13,9 @@
 
 #include <QComboBox>
 #include <QFileDialog>
+#include <QDir>
 #include <QFileInfo>
+#include <QStandardPaths>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -147,24 +150,6 @@ void ProbesPanel::connectJobs()
         }
         train(layers);
     });
-    connect(column_->cancelButton(), &QPushButton::clicked, this, [this] { controller_->cancelProbes(); });
-    connect(controller_, &RunController::probeProgress, this, [this](qint64 done, qint64 total, const QString& stage) {
-        column_->showProgress(done, total);
-        column_->progressBar()->setFormat(
-            stage == "training" ? tr("training layer %v of %m") : tr("activations: %v / %m images"));
-    });
-    connect(controller_, &RunController::probesFinished, this, [this](const ProbeJobResultPtr& snapshot) {
-        column_->finish(snapshot->cancelled);
-        showResult(snapshot);
-        Q_EMIT finished(snapshot);
-    });
-    connect(controller_, &RunController::probeScores, this, &ProbesPanel::showScores);
-    connect(controller_, &RunController::probeExported, this,
-        [this](const QString& path) { Q_EMIT message(tr("Exported the probe to %1").arg(path)); });
-    connect(controller_, &RunController::failed, this, [this](WorkerTask task) {
-        if (task == WorkerTask::Probes)
-            column_->setRunning(false);
-    });
 }
 
 // Probes belong to the weights they were trained on: a new model starts with empty plots (no axes
@@ -238,12 +223,26 @@ void ProbesPanel::train(const QStringList& layers)
     request.pooling = pooling_->currentData().toString().toStdString();
     request.seed = seed_->value();
     request.setup = document_->setup();
-    column_->setRunning(true);
-    column_->summary()->setText(tr("Grabbing activations of %n layer(s)…", nullptr, static_cast<int>(layers.size())));
-    controller_->trainProbes(request);
+    if (!cache_) {
+        const QString folder = QStandardPaths::writableLocation(QStandardPaths::CacheLocation);
+        cache_ = makeActivationCache(folder.isEmpty() ? std::string() : QDir(folder).filePath("activations").toStdString());
+    }
+    request.cache = cache_;
+    JobHandle* job = controller_->start<ProbeAnalysis>(request, this);
+    connect(job, &JobHandle::progress, this, [this](qint64, qint64, const QString& stage) {
+        column_->progressBar()->setFormat(
+            stage == "training" ? tr("training layer %v of %m") : tr("activations: %v / %m images"));
+    });
+    connect(job, &JobHandle::succeeded, this, [this, job] {
+        const ProbeResultPtr snapshot = job->result<ProbeResult>();
+        column_->finish(snapshot->cancelled);
+        showResult(snapshot);
+        Q_EMIT finished(snapshot);
+    });
+    column_->follow(job, tr("Grabbing activations of %n layer(s)…", nullptr, static_cast<int>(layers.size())));
 }
 
-void ProbesPanel::showResult(const ProbeJobResultPtr& snapshot)
+void ProbesPanel::showResult(const ProbeResultPtr& snapshot)
 {
     result_ = snapshot;
     if (snapshot->layers.empty()) {
@@ -368,7 +367,22 @@ void ProbesPanel::exportProbe(bool stateDict)
         QString("probe_%1%2.pt").arg(layer, stateDict ? "_state" : ""), tr("PyTorch files (*.pt)"));
     if (path.isEmpty())
         return;
-    controller_->exportProbe(layer, path, stateDict);
+    exportProbeTo(layer, path, stateDict);
+}
+
+void ProbesPanel::exportProbeTo(const QString& layer, const QString& path, bool stateDict)
+{
+    if (!result_) {
+        Q_EMIT failed(tr("Error Exporting Probe"), tr("Train a probe first."));
+        return;
+    }
+    JobHandle* job = controller_->startTask(
+        tr("Error Exporting Probe"), JobLane::Batch,
+        [result = result_, layer = layer.toStdString(), file = path.toStdString(), stateDict](ModelSource&) {
+            saveTrainedProbe(*result, layer, file, stateDict);
+        },
+        this);
+    connect(job, &JobHandle::succeeded, this, [this, path] { Q_EMIT message(tr("Exported the probe to %1").arg(path)); });
 }
 
 void ProbesPanel::importProbe()
@@ -381,7 +395,22 @@ void ProbesPanel::importProbe()
         Q_EMIT failed(tr("Error Importing Probe"), tr("Drop images on the window first: the probe scores them."));
         return;
     }
-    controller_->applyProbeFile(path, document_->images(), document_->setup());
+    applyProbeFile(path, document_->images());
+}
+
+void ProbesPanel::applyProbeFile(const QString& path, const QStringList& images)
+{
+    ProbeScoresRequest request;
+    request.file = path.toStdString();
+    for (const auto& image : images)
+        request.images.push_back(image.toStdString());
+    request.setup = document_->setup();
+    JobHandle* job = controller_->start<ProbeScoresAnalysis>(request, this);
+    connect(job, &JobHandle::succeeded, this, [this, job] {
+        const ProbeScoresPtr scores = job->result<ProbeScores>();
+        showScores(scores);
+        Q_EMIT scoresShown(scores);
+    });
 }
 
 void ProbesPanel::showScores(const ProbeScoresPtr& scores)

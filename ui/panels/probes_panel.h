@@ -14,6 +14,8 @@ class QTableWidget;
 
 namespace torchscope {
 
+class ActivationCache;
+
 class Document;
 class JobSetupColumn;
 class RunController;
@@ -34,19 +36,24 @@ public:
     // Ticked output grabs, in module tree order.
     QStringList tickedLayers() const;
     void train(const QStringList& layers);
+    // The trained probe of `layer` written as a module (or its state_dict); message() says when.
+    void exportProbeTo(const QString& layer, const QString& path, bool stateDict);
+    // A probe file's class probabilities for `images`; scoresShown() when they are in the table.
+    void applyProbeFile(const QString& path, const QStringList& images);
 
-    ProbeJobResultPtr lastResult() const { return result_; }
+    ProbeResultPtr lastResult() const { return result_; }
     QCustomPlot* sweepPlot() const { return sweepPlot_; }
     // Writes the accuracy-by-layer plot to .png or .pdf, atomically. Returns an error or "".
     QString saveSweepPlot(const QString& path) const;
 
 Q_SIGNALS:
-    void finished(const torchscope::ProbeJobResultPtr& snapshot);
+    void finished(const torchscope::ProbeResultPtr& snapshot);
     void failed(const QString& title, const QString& message);
     void message(const QString& text);
+    void scoresShown(const torchscope::ProbeScoresPtr& scores);
 
 private:
-    void showResult(const ProbeJobResultPtr& snapshot);
+    void showResult(const ProbeResultPtr& snapshot);
     void showLayer(int index);
     void showScores(const ProbeScoresPtr& scores);
     void buildSetupColumn();
@@ -69,7 +76,8 @@ private:
     QCustomPlot* lossPlot_;
     QTableWidget* confusion_;
     QTableWidget* scores_;
-    ProbeJobResultPtr result_;
+    ProbeResultPtr result_;
+    std::shared_ptr<ActivationCache> cache_; // activations kept across trainings
 };
 
 } // namespace torchscope

@@ -4,7 +4,9 @@
 
 #include "dialogs/save_dialog.h"
 #include "document/document.h"
+#include "jobs/job_handle.h"
 #include "jobs/run_controller.h"
+#include "jobs/workbench_jobs.h"
 #include "panels/job_setup_column.h"
 #include "panels/setup_and_results.h"
 #include "views/statistics_plots.h"
@@ -131,14 +133,7 @@ QWidget* RecordersPanel::buildResultsColumn()
 void RecordersPanel::connectJobs()
 {
     connect(start_, &QPushButton::clicked, this, &RecordersPanel::start);
-    connect(column_->cancelButton(), &QPushButton::clicked, controller_, &RunController::cancelRecording);
     connect(column_->exportButton(), &QPushButton::clicked, this, &RecordersPanel::exportRecording);
-    connect(controller_, &RunController::recordProgress, column_, &JobSetupColumn::showProgress);
-    connect(controller_, &RunController::recordFinished, this, &RecordersPanel::showRecording);
-    connect(controller_, &RunController::failed, this, [this](WorkerTask task) {
-        if (task == WorkerTask::Record)
-            column_->setRunning(false);
-    });
 }
 
 // A recording belongs to the model that made it (export writes the runner's, which a new model
@@ -190,13 +185,18 @@ void RecordersPanel::start()
         request.setup = document_->setup();
         request.targetClass = document_->targetClass();
         request.edits = document_->edits();
+        request.manifest = windowManifest("Export Recording", controller_->modelKey(), request.setup, request.edits, {});
     } catch (const std::exception& e) {
         column_->summary()->setText(tr("Cannot start: %1").arg(QString::fromStdString(e.what())));
         return;
     }
-    column_->setRunning(true);
-    column_->summary()->setText(tr("Recording %1 …").arg(specs.join(", ")));
-    controller_->startRecording(request);
+    JobHandle* job = controller_->start<RecordAnalysis>(request, this);
+    connect(job, &JobHandle::succeeded, this, [this, job] {
+        const RecordResultPtr result = job->result<RecordResult>();
+        showRecording(result);
+        Q_EMIT finished(result);
+    });
+    column_->follow(job, tr("Recording %1 …").arg(specs.join(", ")));
 }
 
 void RecordersPanel::exportRecording()
@@ -204,10 +204,32 @@ void RecordersPanel::exportRecording()
     const QString path = askSavePath(
         this, tr("Export Recording"), QString(), tr("PyTorch (*.pt);;NumPy (*.npz);;safetensors (*.safetensors)"));
     if (!path.isEmpty())
-        controller_->exportRecording(path);
+        exportTo(path);
 }
 
-void RecordersPanel::showRecording(const RecordJobResultPtr& snapshot)
+void RecordersPanel::exportTo(const QString& path)
+{
+    if (!snapshot_) {
+        column_->summary()->setText(tr("Nothing recorded yet: start a folder run first."));
+        return;
+    }
+    // Written on the batch lane: the recording's tensors can be large.
+    auto leftOut = std::make_shared<std::vector<std::string>>();
+    JobHandle* job = controller_->startTask(
+        tr("Error Exporting"), JobLane::Batch,
+        [result = snapshot_, file = path.toStdString(), leftOut](ModelSource&) {
+            *leftOut = writeRecordResult(file, *result);
+        },
+        this);
+    connect(job, &JobHandle::succeeded, this, [this, path, leftOut] {
+        QStringList keys;
+        for (const auto& key : *leftOut)
+            keys << QString::fromStdString(key);
+        Q_EMIT exported(path, keys);
+    });
+}
+
+void RecordersPanel::showRecording(const RecordResultPtr& snapshot)
 {
     snapshot_ = snapshot;
     column_->finish(snapshot->cancelled);

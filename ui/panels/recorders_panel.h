@@ -34,10 +34,16 @@ public:
     QSpinBox* channelBox() const { return channel_; }
     QListWidget* topImages() const { return topImages_; }
     StatisticsPlots* plots() const { return plots_; }
-    RecordJobResultPtr snapshot() const { return snapshot_; }
+    RecordResultPtr snapshot() const { return snapshot_; }
+
+    // Writes the recording (FILE.pt/.npz/.safetensors with its CSV and JSON, or a folder) on the
+    // batch lane; exported() when it is written.
+    void exportTo(const QString& path);
 
 Q_SIGNALS:
     void channelPageRequested(const QString& layer, int channel);
+    void finished(const torchscope::RecordResultPtr& result);
+    void exported(const QString& path, const QStringList& leftOut);
 
 public Q_SLOTS:
     void start();
@@ -48,7 +54,7 @@ private:
     QWidget* buildResultsColumn();
     void connectJobs();
     void resetForModel();
-    void showRecording(const RecordJobResultPtr& snapshot);
+    void showRecording(const RecordResultPtr& snapshot);
     void showLayer();
     void showTopImages();
     void showEdits();
@@ -68,7 +74,7 @@ private:
     StatisticsPlots* plots_;
     QListWidget* topImages_;
     QLabel* edits_;
-    RecordJobResultPtr snapshot_;
+    RecordResultPtr snapshot_;
 };
 
 } // namespace torchscope

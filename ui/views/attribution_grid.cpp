@@ -1,5 +1,6 @@
 #include "views/attribution_grid.h"
 
+#include "attribution/attribution_names.h"
 #include "views/color_bar.h"
 #include "views/overlay_image.h"
 
@@ -19,11 +20,8 @@ constexpr int CellSize = 168;
 
 QString metricLine(const std::string& metric, double value)
 {
-    static const std::map<std::string, QString> names{{"deletion", "deletion AUC"}, {"insertion", "insertion AUC"},
-        {"road_morf", "ROAD MoRF"}, {"road_lerf", "ROAD LeRF"}, {"average_drop", "avg drop %"},
-        {"increase_confidence", "increase %"}};
-    const auto found = names.find(metric);
-    const QString name = found == names.end() ? QString::fromStdString(metric) : found->second;
+    const NamedChoice* found = findChoice(faithfulnessMetricChoices(), metric);
+    const QString name = QString::fromStdString(found ? found->label : metric);
     return std::isfinite(value) ? QString("%1 %2").arg(name, scaleNumber(value)) : QString("%1 —").arg(name);
 }
 

@@ -1,6 +1,7 @@
 #include "views/patching_view.h"
 
 #include "document/document.h"
+#include "jobs/job_handle.h"
 #include "jobs/run_controller.h"
 #include "views/channel_grid.h"
 #include "views/color_bar.h"
@@ -83,11 +84,6 @@ PatchingView::PatchingView(Document* document, RunController* controller, QWidge
         compare_->clearEditText();
         channels_->clear();
         fillChoices();
-    });
-    connect(controller_, &RunController::patchFinished, this, &PatchingView::showResult);
-    connect(controller_, &RunController::failed, this, [this](WorkerTask task, const QString&, const QString& text) {
-        if (task == WorkerTask::Patch)
-            header_->setText(text);
     });
 }
 
@@ -210,7 +206,9 @@ void PatchingView::compute()
         }
     }
     header_->setText(tr("Running…"));
-    controller_->patch(request);
+    JobHandle* job = controller_->start<PatchAnalysis>(request, this); // supersedes the one before
+    connect(job, &JobHandle::succeeded, this, [this, job] { showResult(job->result<PatchResult>()); });
+    connect(job, &JobHandle::failed, this, [this](const QString&, const QString& text) { header_->setText(text); });
 }
 
 void PatchingView::showResult(const PatchResultPtr& snapshot)

@@ -15,7 +15,7 @@
 #include "panels/statistics_panel.h"
 #include "tree/module_tree_panel.h"
 #include "views/activation_view.h"
-#include "views/attribution_view.h"
+#include "views/grad_cam_view.h"
 #include "views/image_strip.h"
 #include "views/patching_view.h"
 #include "window/export_actions.h"
@@ -69,10 +69,10 @@ MainWindow::MainWindow(QWidget* parent)
     , log_(new LogDock(this))
     , exports_(new ExportActions(controller_, activations_, statistics_, this))
     , probes_(new ProbesPanel(document_, controller_))
-    , attribution_(new AttributionView(document_, controller_))
+    , gradCam_(new GradCamView(document_, controller_))
     , patching_(new PatchingView(document_, controller_))
     , compare_(new ComparePanel(document_, controller_))
-    , workbench_(new AttributionPanel(document_, controller_))
+    , attribution_(new AttributionPanel(document_, controller_))
     , attention_(new AttentionPanel(document_, controller_))
     , setup_(new SetupActions(document_, controller_, this))
     , sessions_(new SessionIo(document_, controller_, activations_, this))
@@ -81,8 +81,8 @@ MainWindow::MainWindow(QWidget* parent)
     setAcceptDrops(true);
     // The order is CentralTab's.
     central_->addTab(activations_, tr("Activations"));
-    central_->addTab(attribution_, tr("Grad-CAM / Saliency"));
-    central_->addTab(workbench_, tr("Attribution"));
+    central_->addTab(gradCam_, tr("Grad-CAM / Saliency"));
+    central_->addTab(attribution_, tr("Attribution"));
     central_->addTab(attention_, tr("Attention"));
     central_->addTab(patching_, tr("Patching / Ablation"));
     central_->addTab(recorders_, tr("Recorders"));
@@ -95,16 +95,15 @@ MainWindow::MainWindow(QWidget* parent)
     createToolBar();
     createStatusBar();
 
-    connect(controller_, &RunController::failed, this,
-        [this](WorkerTask, const QString& title, const QString& message) { reportError(title, message); });
+    connect(controller_, &RunController::failed, this, &MainWindow::reportError);
     connect(probes_, &ProbesPanel::failed, this, &MainWindow::reportError);
     connect(activations_, &ActivationView::channelPageRequested, this, &MainWindow::openChannelPage);
     connect(recorders_, &RecordersPanel::channelPageRequested, this, &MainWindow::openChannelPage);
     connect(statistics_, &StatisticsPanel::channelPageRequested, this, &MainWindow::openChannelPage);
-    connect(attribution_, &AttributionView::failed, this, &MainWindow::reportError);
+    connect(gradCam_, &GradCamView::failed, this, &MainWindow::reportError);
     connect(patching_, &PatchingView::failed, this, &MainWindow::reportError);
     connect(compare_, &ComparePanel::failed, this, &MainWindow::reportError);
-    connect(workbench_, &AttributionPanel::failed, this, &MainWindow::reportError);
+    connect(attribution_, &AttributionPanel::failed, this, &MainWindow::reportError);
     connect(attention_, &AttentionPanel::failed, this, &MainWindow::reportError);
     connect(compare_, &ComparePanel::finished, this, [this](const CompareResultPtr& result) {
         log_->append(tr("Compared %1 images: %2 × %3 layers")
@@ -116,7 +115,7 @@ MainWindow::MainWindow(QWidget* parent)
         log_->append(message);
         statusBar()->showMessage(message, 5000);
     });
-    connect(probes_, &ProbesPanel::finished, this, [this](const ProbeJobResultPtr& snapshot) {
+    connect(probes_, &ProbesPanel::finished, this, [this](const ProbeResultPtr& snapshot) {
         for (const auto& l : snapshot->layers)
             log_->append(tr("Probe on %1: train %2%, validation %3%")
                              .arg(QString::fromStdString(l.layer))
@@ -143,13 +142,15 @@ MainWindow::MainWindow(QWidget* parent)
         log_->append(message);
         statusBar()->showMessage(message, 5000);
     });
-    connect(controller_, &RunController::exported, this, [this](const QString& path, const QStringList& leftOut) {
+    const auto reportExport = [this](const QString& path, const QStringList& leftOut) {
         QString message = tr("Exported recorded tensors to %1").arg(path);
         if (!leftOut.isEmpty())
             message += tr(" (left out, not tensors: %1)").arg(leftOut.join(", "));
         log_->append(message);
         statusBar()->showMessage(message, 5000);
-    });
+    };
+    connect(controller_, &RunController::exported, this, reportExport);
+    connect(recorders_, &RecordersPanel::exported, this, reportExport);
     connect(controller_, &RunController::modelOpened, this, [this](const QString& path) {
         log_->append(tr("Opened %1: %2").arg(path, QString::fromStdString(document_->model().signature)));
         status_->setText(tr("Opened %1").arg(QFileInfo(path).fileName()));

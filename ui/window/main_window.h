@@ -13,7 +13,7 @@ class QToolButton;
 namespace torchscope {
 
 class ActivationView;
-class AttributionView;
+class GradCamView;
 class ChannelPage;
 class AttentionPanel;
 class AttributionPanel;
@@ -52,10 +52,10 @@ public:
     LogDock* logDock() const { return log_; }
     ExportActions* exportActions() const { return exports_; }
     ProbesPanel* probesPanel() const { return probes_; }
-    AttributionView* attributionView() const { return attribution_; }
+    GradCamView* gradCamView() const { return gradCam_; }
     PatchingView* patchingView() const { return patching_; }
     ComparePanel* comparePanel() const { return compare_; }
-    AttributionPanel* attributionPanel() const { return workbench_; }
+    AttributionPanel* attributionPanel() const { return attribution_; }
     AttentionPanel* attentionPanel() const { return attention_; }
     SetupActions* setupActions() const { return setup_; }
     enum class CentralTab { Activations, Attribution, Workbench, Attention, Patching, Recorders, Probes, Compare };
@@ -110,10 +110,10 @@ private:
     LogDock* log_;
     ExportActions* exports_;
     ProbesPanel* probes_;
-    AttributionView* attribution_;
+    GradCamView* gradCam_;
     PatchingView* patching_;
     ComparePanel* compare_;
-    AttributionPanel* workbench_;
+    AttributionPanel* attribution_;
     AttentionPanel* attention_;
     SetupActions* setup_;
     SessionIo* sessions_;

@@ -3,7 +3,9 @@
 #include "dialogs/model_setup_dialog.h"
 #include "dialogs/save_dialog.h"
 #include "document/document.h"
+#include "jobs/job_handle.h"
 #include "jobs/run_controller.h"
+#include "model/model_setup.h"
 
 #include <QFileDialog>
 #include <QFileInfo>
@@ -42,10 +44,6 @@ SetupActions::SetupActions(Document* document, RunController* controller, QWidge
     connect(dialog_, &QDialog::accepted, this, &SetupActions::applyDialog);
     connect(dialog_, &ModelSetupDialog::resetRequested, this,
         [this] { dialog_->setSetup(document_->model().setup, QFileInfo(document_->modelPath()).fileName()); });
-    connect(controller_, &RunController::setupAdvised, dialog_, &ModelSetupDialog::setAdvice);
-    connect(controller_, &RunController::setupSaved, this, [this](const QString& path) {
-        Q_EMIT message(tr("Saved %1 with the input setup as its torchscope.json: it opens with this setup").arg(path));
-    });
     showStatus();
 }
 
@@ -74,13 +72,26 @@ void SetupActions::openDialog()
         return;
     dialog_->setSetup(document_->setup(), QFileInfo(document_->modelPath()).fileName());
     dialog_->setAdvicePending();
-    controller_->adviseSetup(document_->setup());
+    JobHandle* job = controller_->start<SetupAdviceAnalysis>(document_->setup(), this);
+    connect(job, &JobHandle::succeeded, this, [this, job] {
+        const SetupAdvice advice = *job->result<SetupAdvice>();
+        dialog_->setAdvice(advice);
+        Q_EMIT advised(advice);
+    });
     dialog_->open();
 }
 
 void SetupActions::saveIntoModel(const QString& path)
 {
-    controller_->saveSetupIntoModel(path, document_->setup());
+    JobHandle* job = controller_->startTask(
+        tr("Error Saving Setup"), JobLane::Interactive,
+        [model = document_->modelPath().toStdString(), file = path.toStdString(), setup = document_->setup()](
+            ModelSource&) { writeModelWithSetup(model, file, setup); },
+        this);
+    connect(job, &JobHandle::succeeded, this, [this, path] {
+        Q_EMIT saved(path);
+        Q_EMIT message(tr("Saved %1 with the input setup as its torchscope.json: it opens with this setup").arg(path));
+    });
 }
 
 void SetupActions::modelOpened()

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "jobs/run_metatypes.h"
+
 #include <QObject>
 
 class QMenu;
@@ -36,6 +38,8 @@ public:
 Q_SIGNALS:
     void message(const QString& text);
     void failed(const QString& title, const QString& message);
+    void advised(const torchscope::SetupAdvice& advice); // shown in the dialog
+    void saved(const QString& path); // a copy of the model with the setup inside
 
 private:
     void modelOpened();

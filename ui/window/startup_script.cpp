@@ -6,7 +6,7 @@
 #include "panels/probes_panel.h"
 #include "tree/module_tree_model.h"
 #include "tree/module_tree_panel.h"
-#include "views/attribution_view.h"
+#include "views/grad_cam_view.h"
 #include "window/main_window.h"
 #include "window/setup_actions.h"
 
@@ -57,8 +57,8 @@ void applyToNextModel(MainWindow& window, const StartupScript& script)
             if (window.document()->modelPath() != model)
                 return;
             window.showCentralTab(MainWindow::CentralTab::Attribution);
-            window.attributionView()->setLayer(script.gradCam);
-            window.attributionView()->compute();
+            window.gradCamView()->setLayer(script.gradCam);
+            window.gradCamView()->compute();
         });
         QObject::connect(window.controller(), &RunController::modelOpened, firstRun, &QObject::deleteLater);
     });

@@ -1,0 +1,144 @@
+// The one zip reader (common/zip_archive): a record whose header declares more than the file holds
+// is refused before anything is allocated, for .npz and .pt2 alike; the declared size is read in
+// pieces otherwise.
+#include "test_support.h"
+
+#include "common/zip_archive.h"
+#include "export/array_files.h"
+#include "export/read_tensors.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+namespace torchscope::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A folder of this process's own (two test runs never share one).
+fs::path freshFolder(const std::string& name)
+{
+    static std::atomic<int> count{0};
+    const fs::path dir = fs::temp_directory_path()
+        / ("torchscope_zip_" + name + "_" + std::to_string(::getpid()) + "_" + std::to_string(count++));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir;
+}
+
+std::string readAll(const fs::path& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+}
+
+void writeAll(const fs::path& path, const std::string& bytes)
+{
+    std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// Sets the uncompressed size of the record `name` in its local and its central header, as a
+// damaged (or crafted) archive would declare it.
+std::string declareSize(std::string zip, const std::string& name, uint32_t size)
+{
+    const auto put = [&](size_t at) {
+        for (int k = 0; k < 4; ++k)
+            zip[at + k] = static_cast<char>((size >> (8 * k)) & 0xff);
+    };
+    int patched = 0;
+    for (const auto& [signature, sizeAt, nameAt] :
+        {std::tuple<std::string, size_t, size_t>{std::string("PK\x03\x04", 4), 22, 30},
+            {std::string("PK\x01\x02", 4), 24, 46}})
+        for (size_t at = zip.find(signature); at != std::string::npos; at = zip.find(signature, at + 4))
+            if (zip.compare(at + nameAt, name.size(), name) == 0) {
+                put(at + sizeAt);
+                ++patched;
+            }
+    EXPECT_EQ(patched, 2) << "the record's two headers";
+    return zip;
+}
+
+long peakKiB()
+{
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_maxrss;
+}
+
+TEST(ZipArchive, ReadsWhatNumpyWouldAndNamesTheRecords)
+{
+    const fs::path dir = freshFolder("good");
+    const at::Tensor a = at::arange(12, at::kFloat).reshape({3, 4});
+    writeNpz((dir / "maps.npz").string(), {{"a", a}, {"b", at::ones({2}, at::kLong)}});
+    const ZipArchive archive((dir / "maps.npz").string(), ".npz archive");
+    EXPECT_EQ(archive.names(), (std::vector<std::string>{"a.npy", "b.npy"}));
+    EXPECT_TRUE(archive.has("a.npy"));
+    EXPECT_FALSE(archive.has("c.npy"));
+    const auto tensors = readNamedTensors((dir / "maps.npz").string());
+    ASSERT_EQ(tensors.size(), 2u);
+    EXPECT_TRUE(at::equal(tensors.at("a"), a));
+    EXPECT_NE(errorOf([&] { archive.read("c.npy"); }).find("has no record 'c.npy'"), std::string::npos);
+    EXPECT_NE(errorOf([&] { archive.read("a.npy", 16); }).find("more than the 16 TorchScope reads"), std::string::npos);
+    EXPECT_FALSE(archive.tryRead("a.npy", 16).has_value());
+    EXPECT_TRUE(archive.tryRead("a.npy", 1 << 20).has_value());
+}
+
+TEST(ZipArchive, ANpzRecordDeclaringGigabytesIsRefusedBeforeAllocating)
+{
+    const fs::path dir = freshFolder("claims");
+    writeNpz((dir / "good.npz").string(), {{"maps", at::rand({4, 1, 28, 28})}});
+    const std::string good = readAll(dir / "good.npz");
+    const fs::path claims = dir / "claims.npz";
+    writeAll(claims, declareSize(good, "maps.npy", 0xFFFFFFF0u));
+    const long before = peakKiB();
+    const std::string why = errorOf([&] { readNamedTensors(claims.string()); });
+    EXPECT_NE(why.find("declares 4294967280 bytes"), std::string::npos) << why;
+    EXPECT_NE(why.find(claims.string()), std::string::npos) << "the message names the file: " << why;
+    // Nothing near the declared 4 GiB was allocated (the peak of the whole process moved < 100 MB).
+    EXPECT_LT(peakKiB() - before, 100 * 1024);
+}
+
+TEST(ZipArchive, ARecordCutShortSaysHowMuchCouldBeRead)
+{
+    const fs::path dir = freshFolder("short");
+    writeNpz((dir / "good.npz").string(), {{"maps", at::zeros({64}, at::kFloat)}});
+    const std::string good = readAll(dir / "good.npz");
+    // One byte more than the record holds: within what the file could hold, so it is read, and
+    // what comes out is short.
+    const ZipArchive original((dir / "good.npz").string());
+    const auto size = static_cast<uint32_t>(original.read("maps.npy").size());
+    writeAll(dir / "short.npz", declareSize(good, "maps.npy", size + 1));
+    const std::string why = errorOf([&] { readNamedTensors((dir / "short.npz").string()); });
+    EXPECT_TRUE(why.find("could be read") != std::string::npos || why.find("damaged") != std::string::npos) << why;
+}
+
+TEST(ZipArchive, BoundsFollowTheCompressionMethod)
+{
+    EXPECT_EQ(ZipArchive::mostBytesOf(10, true, 1000), 1000u); // stored: the file's size
+    EXPECT_EQ(ZipArchive::mostBytesOf(10, false, 1000), 10320u); // deflate: 1032 per byte
+    EXPECT_EQ(ZipArchive::mostBytesOf(~uint64_t{0} / 2, false, 1000), ~uint64_t{0}); // no overflow
+}
+
+TEST(ZipArchive, NotAZipSaysWhatTheFileIs)
+{
+    const fs::path dir = freshFolder("text");
+    writeAll(dir / "notes.npz", "just some text\n");
+    const std::string why = errorOf([&] { readNamedTensors((dir / "notes.npz").string()); });
+    EXPECT_NE(why.find("cannot be opened as a .npz archive"), std::string::npos) << why;
+    try {
+        const ZipArchive archive((dir / "notes.npz").string());
+        FAIL() << "a text file opened as a zip";
+    } catch (const ZipOpenError& e) {
+        EXPECT_FALSE(e.reason.empty());
+    }
+}
+
+} // namespace
+} // namespace torchscope::test
