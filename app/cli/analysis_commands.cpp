@@ -1,16 +1,16 @@
 #include "analysis_commands.h"
 
+#include "attribution/grad_cam_images.h"
 #include "cli_manifest.h"
 #include "common/error.h"
 #include "common/strings.h"
+#include "compare/layer_pair_maps.h"
 #include "graph/engine.h"
 #include "image_inputs.h"
-#include "attribution/grad_cam_images.h"
-#include "compare/layer_pair_maps.h"
-#include "patching/patch_images.h"
 #include "inputs.h"
 #include "model/model.h"
 #include "open_model.h"
+#include "patching/patch_images.h"
 
 #include <iomanip>
 #include <iostream>
@@ -18,23 +18,6 @@
 
 namespace torchscope::cli {
 namespace {
-
-std::vector<int64_t> channelList(const std::string& text)
-{
-    std::vector<int64_t> channels;
-    std::stringstream parts(text);
-    for (std::string part; std::getline(parts, part, ',');) {
-        try {
-            size_t used = 0;
-            channels.push_back(std::stoll(part, &used));
-            if (used != part.size())
-                throw std::invalid_argument(part);
-        } catch (const std::exception&) {
-            throw UsageError("patch: --channels: expected C1,C2,... (integers), got '" + text + "'");
-        }
-    }
-    return channels;
-}
 
 void reportWritten(const std::string& path, const std::vector<std::string>& leftOut)
 {
@@ -91,7 +74,7 @@ int runPatch(const CliOptions& options)
     if (request.mode == PatchMode::Ablate) {
         if (options.ablateChannels.empty())
             throw UsageError("patch: --mode ablate needs --channels C1,C2,...");
-        request.channels = channelList(options.ablateChannels);
+        request.channels = options.ablateChannels;
     } else if (options.imageB.empty()) {
         throw UsageError("patch: --mode " + patchModeName(request.mode) + " needs --b IMAGE");
     }
@@ -119,8 +102,12 @@ int runPatch(const CliOptions& options)
             images.push_back(request.imageB);
         ExportManifest manifest = cliManifest(options, *model, request.setup, images);
         manifest.settings.emplace_back("mode", patchModeName(request.mode));
-        if (!options.ablateChannels.empty())
-            manifest.settings.emplace_back("channels", options.ablateChannels);
+        if (!options.ablateChannels.empty()) {
+            std::string channels;
+            for (const int64_t c : options.ablateChannels)
+                channels += (channels.empty() ? "" : ",") + std::to_string(c);
+            manifest.settings.emplace_back("channels", channels);
+        }
         reportWritten(options.out, writePatch(options.out, result, &manifest));
     }
     return 0;

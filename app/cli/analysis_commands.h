@@ -6,8 +6,10 @@
 namespace torchscope::cli {
 
 // torchscope-cli gradcam: core's computeGradCam over --input images, written with writeGradCam.
+Command gradCamCommand();
 int runGradCam(const CliOptions& options);
 // torchscope-cli patch: core's patchImages (patch, ablate, difference), written with writePatch.
+Command patchCommand();
 int runPatch(const CliOptions& options);
 // torchscope-cli compare --maps: core's layerPairMaps for one image, written with writeLayerPairMaps
 // (what the window's Compare tab shows for a clicked cell).

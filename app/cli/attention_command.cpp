@@ -9,6 +9,7 @@
 #include "model/model.h"
 
 #include <ATen/ATen.h>
+#include <CLI/CLI.hpp>
 
 #include <iostream>
 
@@ -74,7 +75,7 @@ void printSummary(const AttentionResult& result, const std::vector<std::string>&
 
 } // namespace
 
-int runAttention(const CliOptions& options)
+static int runAttention(const CliOptions& options)
 {
     AttributionSetup job = prepareAttribution(options);
     Engine engine(job.model);
@@ -127,6 +128,52 @@ int runAttention(const CliOptions& options)
                   << " images; the file holds those\n";
     std::cout << "wrote " << options.out << '\n';
     return 0;
+}
+
+// torchscope-cli attention.
+Command attentionCommand()
+{
+    return {"attention",
+        [](CLI::App& app, CliOptions& o) {
+            CLI::App* attention = app.add_subcommand("attention", "where a vision transformer's heads look");
+            addModelOptions(attention, o,
+                "The attention probabilities of every module that computes attention (the module tree marks them;\n"
+                "--layer picks some): scaled_dot_product_attention, nn.MultiheadAttention (need_weights=False and\n"
+                "its fast path included) or an explicit softmax(q kᵀ·s + b), computed beside the model's own kernel.\n"
+                "Methods: heads (\"PATH:attention\" [N, H, Q, K], \"PATH:maps\" [N, H, h, w]: the --query token's\n"
+                "attention over the h x w patches, \"PATH:entropy\" and \"PATH:distance\" [N, H]: each head's entropy\n"
+                "and mean attention distance in pixels), rollout (Abnar & Zuidema: heads fused by --head-fusion, the\n"
+                "lowest --discard fraction dropped, 0.5 A + 0.5 I; \"rollout\" [N, 1, h, w]), legrad (Bousselham et\n"
+                "al., as torchcam: \"legrad\" [N, 1, h, w] for --target or each image's predicted class, "
+                "\"targets\").\n"
+                "The class token is the first; register tokens after it and models without one are said so.\n");
+            repeatable(attention, "--input", o.inputs, "images, folders of images, or one tensor file [N, C, H, W]")
+                ->required();
+            repeatable(
+                attention, "--layer", o.attentionLayers, "attention module path, glob or type:NAME (repeatable)");
+            repeatable(attention, "--method", o.attentionMethods, "heads (default), rollout or legrad (repeatable)")
+                ->check(CLI::IsMember({"heads", "rollout", "legrad"}));
+            attention->add_option("--query", o.query, "the query token of the maps: cls (the class token) or an index")
+                ->capture_default_str();
+            attention->add_option("--head-fusion", o.headFusion, "rollout: mean, max or min over the heads")
+                ->check(CLI::IsMember({"mean", "max", "min"}))
+                ->capture_default_str();
+            attention
+                ->add_option("--discard", o.discard, "rollout: the fraction of lowest attention set to 0 per layer")
+                ->check(CLI::Range(0.0, 0.999))
+                ->capture_default_str();
+            attention
+                ->add_option("--target", o.target, "legrad: the class explained; default: each image's predicted class")
+                ->check(CLI::NonNegativeNumber);
+            attention
+                ->add_option("--patch-size", o.patchSize, "pixels per patch; default: the patch embedding's kernel")
+                ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+            attention->add_option("--memory-mb", o.memoryMb, "the memory one batch of images may take")
+                ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+            attention->add_option("--out,-o", o.out, "FILE.pt, FILE.npz or FILE.safetensors")->required();
+            return attention;
+        },
+        runAttention};
 }
 
 } // namespace torchscope::cli

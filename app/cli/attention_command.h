@@ -6,6 +6,6 @@ namespace torchscope::cli {
 
 // torchscope-cli attention: core's attentionMaps on images: per-head probabilities and maps,
 // rollout or LeGrad, written as FILE.pt / .npz / .safetensors.
-int runAttention(const CliOptions& options);
+Command attentionCommand();
 
 } // namespace torchscope::cli

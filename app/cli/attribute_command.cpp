@@ -9,6 +9,7 @@
 #include "model/model.h"
 
 #include <ATen/ATen.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -50,7 +51,7 @@ void addSettings(ExportManifest& manifest, const CliOptions& options, const Inpu
 
 } // namespace
 
-int runAttribute(const CliOptions& options)
+static int runAttribute(const CliOptions& options)
 {
     AttributionSetup job = prepareAttribution(options);
     Engine engine(job.model);
@@ -103,6 +104,32 @@ int runAttribute(const CliOptions& options)
                   << " images; the file holds those\n";
     std::cout << "wrote " << options.out << '\n';
     return 0;
+}
+
+// torchscope-cli attribute.
+Command attributeCommand()
+{
+    return {"attribute",
+        [](CLI::App& app, CliOptions& o) {
+            CLI::App* attribute = app.add_subcommand("attribute", "attributions: which input values drove the score");
+            addModelOptions(attribute, o,
+                "Input methods (as Captum computes them): saliency (|d score / d input|), input_x_gradient,\n"
+                "integrated_gradients (Sundararajan et al. 2017: from --baseline, the path integral by --rule with\n"
+                "--steps points), smoothgrad, smoothgrad_sq, vargrad (the gradient over --samples noisy copies,\n"
+                "sigma = --noise times the input's range, image i seeded --seed + i), occlusion (the mean score drop\n"
+                "when a --window square, moved by --stride, is filled with 0). Layer methods (as pytorch-grad-cam\n"
+                "computes them) at --layer: grad_cam, grad_cam_pp, hires_cam, xgrad_cam, layer_cam, score_cam,\n"
+                "eigen_cam (no gradient: any output). Many inputs are evaluated in batches under --memory-mb.\n"
+                "Each image is explained for its own predicted class unless --target names one. Writes\n"
+                "FILE.pt/.npz/.safetensors: for each method M a float32 [N, C, H, W] tensor \"M\" (the model's\n"
+                "input size; a layer method [N, 1, h, w] at the layer and \"M:input\" upsampled to the input),\n"
+                "\"targets\" (int64 [N]), \"integrated_gradients:delta\" ([N]: the attributions' sum minus the\n"
+                "score's change from the baseline) and, unless black, \"integrated_gradients:baseline\".\n");
+            addAttributionOptions(attribute, o);
+            attribute->add_option("--out,-o", o.out, "FILE.pt, FILE.npz or FILE.safetensors")->required();
+            return attribute;
+        },
+        runAttribute};
 }
 
 } // namespace torchscope::cli

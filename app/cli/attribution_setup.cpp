@@ -1,5 +1,6 @@
 #include "attribution_setup.h"
 
+#include "attribution/attribution_workbench.h"
 #include "common/error.h"
 #include "common/strings.h"
 #include "model/model.h"
@@ -10,14 +11,11 @@
 #include <torch/script.h>
 
 #include <algorithm>
-#include <csignal>
 #include <iostream>
 #include <unistd.h>
 
 namespace torchscope::cli {
 namespace {
-
-std::atomic_bool interruptedFlag{false};
 
 // A quarter of the memory the machine has free, at least 256 MiB.
 int64_t defaultMemoryBytes()
@@ -61,6 +59,31 @@ std::shared_ptr<const ProbeExtension> loadTargetProbe(const std::string& spec, c
 
 } // namespace
 
+AttributionWorkbenchRequest settingsOf(const CliOptions& options, const ModelSetup& setup)
+{
+    AttributionWorkbenchRequest settings;
+    settings.setup = setup;
+    settings.methods = options.methods;
+    settings.layer = options.camLayer;
+    settings.targetClass = options.target.value_or(-1);
+    settings.steps = options.attributionSteps;
+    settings.rule = options.rule;
+    // A file is a baseline image: its kind is Image, the image is loaded by prepareAttribution.
+    settings.baseline = options.baseline;
+    settings.blurSigma = options.blurSigma;
+    settings.samples = options.samples;
+    settings.noise = options.noise;
+    settings.seed = static_cast<uint64_t>(options.seed);
+    settings.window = options.window;
+    settings.stride = options.stride;
+    settings.metrics = options.metrics;
+    settings.pixelsPerStep = options.pixelsPerStep;
+    settings.fill = options.fill;
+    settings.sanityMode = options.mode;
+    settings.memoryBytes = options.memoryMb > 0 ? options.memoryMb << 20 : defaultMemoryBytes();
+    return settings;
+}
+
 AttributionSetup prepareAttribution(const CliOptions& options)
 {
     AttributionSetup out;
@@ -82,17 +105,12 @@ AttributionSetup prepareAttribution(const CliOptions& options)
         throw Error(
             "attributions explain a model with one tensor input; this one takes " + out.model->forwardSignature());
 
+    out.settings = settingsOf(options, out.setup);
     InputAttributionRequest& request = out.request;
-    request.methods = options.methods;
-    std::sort(request.methods.begin(), request.methods.end());
-    request.methods.erase(std::unique(request.methods.begin(), request.methods.end()), request.methods.end());
-    request.target.index = options.target.value_or(-1);
+    request = inputAttributionRequest(out.settings); // the builder the window's workbench uses
     request.target.region = options.targetBox;
-    request.scores = out.setup.scores;
-    request.labels = out.setup.labels;
-    request.steps = options.attributionSteps;
-    request.rule = parseIntegrationRule(options.rule);
-    request.baseline = baselineFromOptions(options, *out.model, out.setup);
+    if (request.baseline.kind == BaselineKind::Image)
+        request.baseline = baselineFromOptions(options, *out.model, out.setup);
     if (request.baseline.kind == BaselineKind::Image && out.images.dim() == 4) {
         const at::Tensor& b = request.baseline.images;
         if (b.dim() != 4 || !b.sizes().slice(1).equals(out.images.sizes().slice(1))
@@ -103,29 +121,22 @@ AttributionSetup prepareAttribution(const CliOptions& options)
     }
     if (!options.probeTarget.empty())
         request.probe = loadTargetProbe(options.probeTarget, *out.model);
-    request.noise.samples = options.samples;
-    request.noise.noise = options.noise;
-    request.noise.seed = static_cast<uint64_t>(options.seed);
-    request.window = options.window;
-    request.stride = options.stride;
-    request.layer = options.camLayer;
-    request.memoryBytes = options.memoryMb > 0 ? options.memoryMb << 20 : defaultMemoryBytes();
     if (out.images.dim() == 4)
         request.bytesPerSample = evaluationBytesPerSample(*out.model, out.images.narrow(0, 0, 1));
     return out;
 }
 
-AttributionReport explainedImages(const CliOptions& options, const AttributionSetup& job,
+AttributionMeasures explainedImages(const CliOptions& options, const AttributionSetup& job,
     const std::vector<int64_t>& targets, const std::vector<std::string>& descriptions)
 {
-    AttributionReport report;
-    report.model = options.model;
-    report.seed = static_cast<uint64_t>(options.seed);
+    AttributionMeasures measures;
+    measures.model = options.model;
+    measures.seed = static_cast<uint64_t>(options.seed);
     for (size_t i = 0; i < targets.size(); ++i)
-        report.images.push_back({i < job.inputs.sampleNames.size() ? job.inputs.sampleNames[i]
-                                                                   : "sample " + std::to_string(i),
-            targets[i], i < descriptions.size() ? descriptions[i] : std::string()});
-    return report;
+        measures.images.push_back(
+            {i < job.inputs.sampleNames.size() ? job.inputs.sampleNames[i] : "sample " + std::to_string(i), targets[i],
+                i < descriptions.size() ? descriptions[i] : std::string()});
+    return measures;
 }
 
 bool writesCsv(const CliOptions& options, const std::string& command)
@@ -137,15 +148,10 @@ bool writesCsv(const CliOptions& options, const std::string& command)
 
 InterruptibleProgress::InterruptibleProgress(std::string unit)
     : unit_(std::move(unit))
-{
-    interruptedFlag = false;
-    std::signal(SIGINT, [](int) { interruptedFlag = true; });
-}
+    , stops_(false)
+{ }
 
-InterruptibleProgress::~InterruptibleProgress()
-{
-    std::signal(SIGINT, SIG_DFL);
-}
+InterruptibleProgress::~InterruptibleProgress() = default;
 
 ProgressCallback InterruptibleProgress::callback() const
 {
@@ -153,13 +159,13 @@ ProgressCallback InterruptibleProgress::callback() const
         std::cerr << "\r" << p.done << " / " << p.total << " " << unit << std::flush;
         if (p.done == p.total)
             std::cerr << '\n';
-        return !interruptedFlag;
+        return !StopRequests::asked();
     };
 }
 
 bool InterruptibleProgress::interrupted()
 {
-    return interruptedFlag;
+    return StopRequests::asked();
 }
 
 } // namespace torchscope::cli

@@ -2,11 +2,18 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
+
+namespace CLI {
+class App;
+class Option;
+class Validator;
+} // namespace CLI
 
 namespace torchscope::cli {
 
@@ -15,8 +22,7 @@ struct UsageError : std::runtime_error {
 };
 
 struct CliOptions {
-    std::string
-        command; // "inspect", "setup", "run", "gradcam", "patch", "record", "probe", "compare", "visualize", "help"
+    std::string command; // the Command's name, or "help"
     std::string helpText; // for "help": the help of the command asked about
     std::string subcommand; // probe: "train", "sweep"
     std::string model;
@@ -33,6 +39,8 @@ struct CliOptions {
     std::optional<std::string> labels; // a text file (one label per line) or JSON
     std::optional<std::string> scores; // the output element with the class scores
     std::optional<std::array<int64_t, 4>> targetBox; // x0,y0,x1,y1: segmentation gradient region
+    std::string targetBoxText; // --target-box as given (checked by its validator)
+    std::string rangeText; // --range as given (checked by its validator)
     int threads = 0; // 0: one per core (in a torchrun job: the node's cores shared among its ranks)
     int jobTimeout = 300; // seconds a rank of a torchrun job waits for the others
     // record
@@ -82,7 +90,7 @@ struct CliOptions {
     // patch (mode: "patch", "ablate" or "difference"; layer: the patched layer)
     std::string imageA;
     std::string imageB;
-    std::string ablateChannels; // "C1,C2,..."
+    std::vector<int64_t> ablateChannels; // --channels C1,C2,...
     std::string compareLayer;
     // attribute
     std::vector<std::string> methods;
@@ -114,8 +122,34 @@ struct CliOptions {
     int64_t patchSize = 0; // 0: the model's patch embedding's
 };
 
+// A command of torchscope-cli: its options, defined next to its code (CLI11 checks their ranges
+// and choices), and what it runs. main.cpp lists the commands; parseCommandLine knows none of them.
+struct Command {
+    std::string name;
+    // Adds the command's subcommand to `app`, its options bound to `options`.
+    std::function<CLI::App*(CLI::App& app, CliOptions& options)> define;
+    std::function<int(const CliOptions& options)> run;
+};
+
 // CLI11 does the parsing: per-command options, ranges and choices checked, --help per command.
-CliOptions parseCommandLine(int argc, char** argv); // throws UsageError
+CliOptions parseCommandLine(int argc, char** argv, const std::vector<Command>& commands); // throws UsageError
 std::string bundledDemoModel();
+
+// The options commands share, for their define().
+// One value per occurrence: "--input a --input b", never "--input a b" (which would swallow MODEL).
+CLI::Option* repeatable(
+    CLI::App* command, const std::string& name, std::vector<std::string>& values, const std::string& description);
+// What every command that opens a model takes (MODEL, --device, --preprocess, --labels, --scores,
+// --ops-library, --threads), and the command's help footer: `about`, then the spec syntax.
+void addModelOptions(CLI::App* command, CliOptions& o, const std::string& about = "");
+// --target and --target-box.
+void addTarget(CLI::App* command, CliOptions& o);
+// --job-timeout: under torchrun, how long a rank waits for the others.
+void addDistributedTimeout(CLI::App* command, CliOptions& o);
+// What attribute, evaluate and sanity share: the inputs, methods and every method's settings.
+void addAttributionOptions(CLI::App* command, CliOptions& o);
+// A fraction strictly between 0 and 1; "LO:HI" with LO < HI (--range).
+extern const CLI::Validator OpenFraction;
+extern const CLI::Validator RangeText;
 
 } // namespace torchscope::cli

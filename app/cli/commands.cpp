@@ -1,5 +1,8 @@
 #include "commands.h"
 
+#include "analysis/analysis_table.h"
+#include "each_image_command.h"
+
 #include "cli_manifest.h"
 #include "common/error.h"
 #include "common/strings.h"
@@ -15,6 +18,7 @@
 #include "probe/model_extender.h"
 #include "run_request.h"
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <iomanip>
@@ -110,7 +114,7 @@ void registerProbes(ModelExtender& extender, const std::vector<std::string>& spe
 
 } // namespace
 
-int runInspect(const CliOptions& options)
+static int runInspect(const CliOptions& options)
 {
     auto model = openModel(options);
     if (!options.inputs.empty())
@@ -166,7 +170,7 @@ int runInspect(const CliOptions& options)
     return 0;
 }
 
-int runModel(const CliOptions& options)
+static int runModel(const CliOptions& options)
 {
     auto model = openModel(options);
     const ModelSetup setup = chooseSetup(*model, options);
@@ -203,6 +207,70 @@ int runModel(const CliOptions& options)
         std::cout << "gradients are of " << result.target << '\n';
     std::cout << predictions;
     return 0;
+}
+
+static int runAnalyses(const CliOptions& options)
+{
+    std::cout << (options.json ? analysisTableJson() : analysisTableMarkdown());
+    return 0;
+}
+
+// torchscope-cli inspect: the module tree, and output shapes from a dry run.
+Command inspectCommand()
+{
+    return {"inspect",
+        [](CLI::App& app, CliOptions& o) {
+            CLI::App* inspect = app.add_subcommand("inspect", "print the module tree (and output shapes with --input)");
+            addModelOptions(inspect, o);
+            repeatable(
+                inspect, "--input", o.inputs, "image, folder or tensor .pt for a dry run that adds output shapes");
+            inspect->add_flag("--json", o.json, "print JSON");
+            return inspect;
+        },
+        runInspect};
+}
+
+// torchscope-cli analyses: the table of analyses.
+Command analysesCommand()
+{
+    return {"analyses",
+        [](CLI::App& app, CliOptions& o) {
+            CLI::App* analyses = app.add_subcommand("analyses",
+                "list the analyses: the table the window, the commands and the tests read (no model needed)");
+            analyses->add_flag("--json", o.json, "print JSON (else a Markdown table)");
+            return analyses;
+        },
+        runAnalyses};
+}
+
+// torchscope-cli run: grabs, edits, truncation and probes over inputs, written for torch.load.
+Command runCommand()
+{
+    return {"run",
+        [](CLI::App& app, CliOptions& o) {
+            CLI::App* run = app.add_subcommand("run", "run the model on inputs and write what it grabbed");
+            addModelOptions(
+                run, o, "Writes FILE.pt (one dictionary for torch.load), FILE.npz (numpy.load) or FILE.safetensors.\n");
+            repeatable(run, "--input", o.inputs,
+                "an image, a folder of images, or a tensor .pt saved by torch.save (the batch as it is; one .pt "
+                "per argument for several-input models)")
+                ->required();
+            run->add_option("--out,-o", o.out, "FILE.pt, FILE.npz or FILE.safetensors")->required();
+            repeatable(run, "--grab", o.grabs, "what to record (repeatable; see below)");
+            repeatable(run, "--edit", o.edits, "change an activation during the run (repeatable; see below)");
+            run->add_option(
+                "--truncate", o.truncate, "stop after PATH's first call and return its output as \"output\"");
+            addTarget(run, o);
+            repeatable(run, "--probe", o.probes, "NAME=PROBE.pt[@LAYER]: add the probe's scores as \"probe:NAME\"");
+            run->add_flag(
+                "--probe-only", o.probeOnly, "stop after the last probed layer; leave out the model's output");
+            run->add_flag("--each-image", o.eachImage,
+                "run the images one at a time, as the window does: any sizes mix, an unreadable image is skipped with "
+                "a "
+                "warning, and each grab's values are concatenated along dim 0");
+            return run;
+        },
+        [](const CliOptions& options) { return options.eachImage ? runEachImage(options) : runModel(options); }};
 }
 
 } // namespace torchscope::cli

@@ -12,7 +12,9 @@
 #include "model/model_setup.h"
 #include "open_model.h"
 #include "record/labelled_samples.h"
+#include "stop_requests.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -23,8 +25,6 @@
 
 namespace torchscope::cli {
 namespace {
-
-std::atomic_bool interrupted{false};
 
 std::string fixed(double value, int digits)
 {
@@ -141,7 +141,7 @@ CompareMode modeOf(const CliOptions& options)
 
 } // namespace
 
-int runCompare(const CliOptions& options)
+static int runCompare(const CliOptions& options)
 {
     CompareConfig config;
     config.mode = modeOf(options);
@@ -183,10 +183,10 @@ int runCompare(const CliOptions& options)
         stream = imageInputBatches(options.inputs, setup, options.batch, threads);
     }
 
-    std::signal(SIGINT, [](int) { interrupted = true; });
+    const StopRequests stops(false); // Ctrl+C stops after the current batch, keeping what is done
     const auto progress = [](const Progress& p) {
         std::cerr << "\r" << p.done << " / " << p.total << " samples" << std::flush;
-        return !interrupted;
+        return !StopRequests::asked();
     };
     CompareResult result;
     if (config.mode == CompareMode::Precision) {
@@ -204,7 +204,6 @@ int runCompare(const CliOptions& options)
         result = compareModels(modelA, modelB, config, stream, progress);
     }
     std::cerr << '\n';
-    std::signal(SIGINT, SIG_DFL);
 
     printResult(result);
     if (result.cancelled)
@@ -227,6 +226,54 @@ int runCompare(const CliOptions& options)
         writeComparison(options.out, result, &manifest);
     }
     return 0;
+}
+
+// torchscope-cli compare.
+Command compareCommand()
+{
+    return {"compare",
+        [](CLI::App& app, CliOptions& o) {
+            CLI::App* compare
+                = app.add_subcommand("compare", "compare two models, two checkpoints or two precisions layer by layer");
+            addModelOptions(compare, o,
+                "Modes:\n"
+                "  cka          linear CKA for every pair of A's and B's layers (any architectures; without MODEL_B, "
+                "A\n"
+                "               against itself), streamed batch by batch with the unbiased HSIC (Nguyen et al. 2021)\n"
+                "  checkpoints  two checkpoints of one architecture on the same inputs: per layer CKA, cosine,\n"
+                "               relative L2 and the first layer whose CKA falls below --threshold (default 0.99)\n"
+                "  precision    MODEL in float64 on the CPU against --precision (default: float32, bfloat16 and,\n"
+                "               with a GPU, cuda float32/float16/bfloat16): per layer max absolute and relative\n"
+                "               error, and the first layer whose relative L2 error exceeds --threshold (default 1e-3)\n"
+                "Both models get MODEL's input setup. Writes FILE.pt (torch.load), FILE.json or FILE.csv.\n");
+            compare->add_option("model_b", o.modelB, "the second TorchScript file (cka, checkpoints)");
+            compare
+                ->add_option(
+                    "--mode", o.mode, "cka, checkpoints or precision (default: cka with MODEL_B, else precision)")
+                ->check(CLI::IsMember({"cka", "checkpoints", "precision"}));
+            repeatable(compare, "--input", o.inputs, "image folders and images, or one tensor .pt ([N, ...])")
+                ->required();
+            repeatable(compare, "--layer", o.layers, "layers of MODEL to compare (paths, globs, type:X; repeatable)")
+                ->required();
+            repeatable(compare, "--layer-b", o.layersB, "cka: layers of MODEL_B (default: the --layer specs)");
+            repeatable(
+                compare, "--precision", o.precisions, "precision: [DEVICE:]DTYPE to compare with float64 (repeatable)");
+            compare->add_option("--threshold", o.threshold, "where two runs part (see the modes)");
+            compare->add_flag("--pooled", o.pooled, "CKA on each channel's spatial mean instead of every value");
+            compare->add_flag("--maps", o.maps,
+                "instead of comparing: the one image of --input through --layer of A and --layer-b of B (precision: "
+                "float64 against the first --precision), written as keys a and b to --out (FILE.pt, .npz, "
+                ".safetensors)");
+            compare->add_option("--out,-o", o.out, "FILE.pt, FILE.json or FILE.csv");
+            compare->add_option("--batch", o.batch, "samples per forward pass (CKA needs 4 or more)")
+                ->check(CLI::Range(1, 4096)) // a float64 Gram matrix per layer is batch²
+                ->capture_default_str();
+            compare->add_option("--decode-threads", o.decodeThreads, "image decoding threads; 0: automatic")
+                ->check(CLI::Range(0, 1024))
+                ->capture_default_str();
+            return compare;
+        },
+        runCompare};
 }
 
 } // namespace torchscope::cli

@@ -4,6 +4,7 @@
 
 namespace torchscope::cli {
 
-int runCompare(const CliOptions& options);
+// torchscope-cli compare: two models (CKA), two checkpoints or two precisions, layer by layer.
+Command compareCommand();
 
 } // namespace torchscope::cli

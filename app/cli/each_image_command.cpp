@@ -4,12 +4,13 @@
 #include "common/error.h"
 #include "graph/engine.h"
 #include "image_inputs.h"
-#include "run/image_run.h"
 #include "inputs.h"
 #include "model/model.h"
 #include "open_model.h"
 #include "prediction_text.h"
+#include "run/image_run.h"
 #include "run_request.h"
+#include "stop_requests.h"
 
 #include <atomic>
 #include <csignal>
@@ -17,8 +18,6 @@
 
 namespace torchscope::cli {
 namespace {
-
-std::atomic_bool interrupted{false};
 
 // Each image's gradient is of its own target (with --target -1 its own predicted class): one line
 // when they agree, else one per image.
@@ -63,13 +62,12 @@ int runEachImage(const CliOptions& options)
 
     Engine engine(model);
     ImageRunner runner(model, engine);
-    std::signal(SIGINT, [](int) { interrupted = true; });
+    const StopRequests stops(false); // Ctrl+C stops after the current batch, keeping what is done
     const ImageRunResult result = runner.run(config, [](const Progress& p) {
         std::cerr << "\r" << p.done << " / " << p.total << " images" << std::flush;
-        return !interrupted;
+        return !StopRequests::asked();
     });
     std::cerr << '\n';
-    std::signal(SIGINT, SIG_DFL);
 
     if (!result.error.empty())
         throw Error(result.setupAdvice.empty() ? result.error : explainSetupProblem(result.error, result.setupAdvice));

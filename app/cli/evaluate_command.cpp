@@ -1,6 +1,7 @@
 #include "evaluate_command.h"
 
-#include "attribution/attribution_report.h"
+#include "attribution/attribution_measures.h"
+#include "attribution/attribution_names.h"
 #include "attribution/faithfulness.h"
 #include "attribution/input_attributions.h"
 #include "attribution_setup.h"
@@ -13,6 +14,7 @@
 #include "model/model.h"
 
 #include <ATen/ATen.h>
+#include <CLI/CLI.hpp>
 
 #include <iomanip>
 #include <iostream>
@@ -58,7 +60,7 @@ MapsToScore mapsFromFile(const CliOptions& options, const AttributionSetup& job,
 
 } // namespace
 
-int runEvaluate(const CliOptions& options)
+static int runEvaluate(const CliOptions& options)
 {
     const bool csv = writesCsv(options, "evaluate");
     AttributionSetup job = prepareAttribution(options);
@@ -79,17 +81,9 @@ int runEvaluate(const CliOptions& options)
     }
     const auto explained = static_cast<int64_t>(scored.targets.size());
 
-    FaithfulnessRequest request;
-    request.metrics = options.metrics;
-    request.source = scoreSourceOf(job.request);
-    request.pixelsPerStep = options.pixelsPerStep;
-    if (!options.fill.empty())
-        request.deletionFill = request.insertionStart = parseFill(options.fill);
-    request.blurSigma = options.blurSigma;
-    request.seed = static_cast<uint64_t>(options.seed);
-    request.memoryBytes = job.request.memoryBytes;
-    AttributionReport report = explainedImages(options, job, scored.targets, scored.descriptions);
-    report.attributions = options.attributions;
+    const FaithfulnessRequest request = faithfulnessRequest(job.settings, job.request); // the window's builder
+    AttributionMeasures measures = explainedImages(options, job, scored.targets, scored.descriptions);
+    measures.attributions = options.attributions;
     for (const auto& [method, maps] : scored.maps) {
         if (cancelled || InterruptibleProgress::interrupted())
             break;
@@ -97,15 +91,15 @@ int runEvaluate(const CliOptions& options)
         const InterruptibleProgress progress("images scored");
         const FaithfulnessResult result = evaluateFaithfulness(engine, job.images.narrow(0, 0, explained),
             maps.narrow(0, 0, explained), scored.targets, request, progress.callback());
-        addFaithfulness(report, method, result, request);
+        addFaithfulness(measures, method, result, request);
         cancelled = result.cancelled;
     }
-    if (report.metrics.empty())
+    if (measures.metrics.empty())
         throw Error("interrupted before any map was scored; nothing written");
-    writeFileAtomically(options.out, csv ? faithfulnessCsv(report) : attributionReportJson(report));
+    writeFileAtomically(options.out, csv ? faithfulnessCsv(measures) : attributionMeasuresJson(measures));
 
     std::cout << std::fixed << std::setprecision(4);
-    for (const auto& [method, metrics] : report.metrics)
+    for (const auto& [method, metrics] : measures.metrics)
         for (const auto& [metric, values] : metrics) {
             const FiniteSummary s = summariseFinite(values.perImage);
             std::cout << "  " << method << "  " << metric << ": " << s.mean << " ± " << s.sd << " (" << s.count
@@ -115,6 +109,50 @@ int runEvaluate(const CliOptions& options)
         std::cerr << "torchscope-cli: interrupted; the file holds what was scored\n";
     std::cout << "wrote " << options.out << '\n';
     return 0;
+}
+
+// torchscope-cli evaluate.
+Command evaluateCommand()
+{
+    return {"evaluate",
+        [](CLI::App& app, CliOptions& o) {
+            CLI::App* evaluate
+                = app.add_subcommand("evaluate", "faithfulness metrics: does each map point at what the model uses?");
+            addModelOptions(evaluate, o,
+                "Metrics: deletion and insertion (Petsiuk et al. 2018, RISE: the pixels, most important first by the "
+                "map\n"
+                "summed over its channels, are removed from the image (--fill, default zero) or put back into it\n"
+                "(starting from --fill, default blur), --pixels-per-step at a time; the area under the target's\n"
+                "softmax probability curve), road_morf and road_lerf (Rong et al. 2022: the most / least relevant "
+                "pixels\n"
+                "above each percentile 10 ... 90 imputed from their neighbours with N(0, 0.01²) noise, image i seeded\n"
+                "--seed + i; the mean change of the probability, as pytorch-grad-cam's ROAD...Average), average_drop "
+                "and\n"
+                "increase_confidence (Chattopadhay et al. 2018: the image\n"
+                "times the map scaled to [0, 1]; drop max(0, p - p') / p in percent, increase 100 when p' > p). The\n"
+                "maps are made as `attribute` makes them, or read from --attributions (keys as attribute writes them;\n"
+                "a layer method's \"M:input\" first). Writes FILE.json (the window's format: each image with its\n"
+                "class, per image, mean and sd per method and metric, the deletion / insertion curves) or FILE.csv\n"
+                "(method, metric, image, value; mean and sd rows).\n");
+            addAttributionOptions(evaluate, o);
+            repeatable(
+                evaluate, "--metric", o.metrics, join(namesOf(faithfulnessMetricChoices()), ", ") + " (repeatable)")
+                ->required()
+                ->check(CLI::IsMember(namesOf(faithfulnessMetricChoices())));
+            evaluate->add_option(
+                "--attributions", o.attributions, "score the maps in FILE.npz / FILE.pt instead of making them");
+            evaluate
+                ->add_option("--pixels-per-step", o.pixelsPerStep,
+                    "deletion, insertion: pixels changed per step (default: a hundredth of the image)")
+                ->check(CLI::PositiveNumber);
+            evaluate
+                ->add_option(
+                    "--fill", o.fill, "what deleted pixels become and insertion starts from: zero, blur or mean")
+                ->check(CLI::IsMember({"zero", "blur", "mean"}));
+            evaluate->add_option("--out,-o", o.out, "FILE.json or FILE.csv")->required();
+            return evaluate;
+        },
+        runEvaluate};
 }
 
 } // namespace torchscope::cli

@@ -1,13 +1,13 @@
 #include "image_inputs.h"
 
 #include "common/error.h"
-#include "record/folder_run.h"
 #include "imaging/image_decoder.h"
 #include "imaging/image_folder.h"
 #include "imaging/image_tensor.h"
-#include "probe/probe_folder.h"
 #include "model/model_setup.h"
 #include "probe/probe_dataset.h"
+#include "probe/probe_folder.h"
+#include "record/folder_run.h"
 
 #include <filesystem>
 

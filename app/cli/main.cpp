@@ -1,6 +1,6 @@
-// torchscope-cli: inspect a TorchScript model's module tree, or run it while grabbing, editing
-// and truncating ('torchscope-cli --help'). Errors go to stderr with exit code 1 (2 for usage errors).
-#include "analysis/analysis_table.h"
+// torchscope-cli: inspect a TorchScript model's module tree, run it while grabbing, editing and
+// truncating, and every analysis of the window ('torchscope-cli --help'). Each command defines its
+// options next to its code (a Command); errors go to stderr with exit code 1 (2 for usage errors).
 #include "analysis_commands.h"
 #include "attention_command.h"
 #include "attribute_command.h"
@@ -8,7 +8,6 @@
 #include "commands.h"
 #include "common/error.h"
 #include "compare_command.h"
-#include "each_image_command.h"
 #include "evaluate_command.h"
 #include "probe_command.h"
 #include "record_command.h"
@@ -23,41 +22,20 @@
 int main(int argc, char** argv)
 {
     using namespace torchscope::cli;
+    // In the order --help lists them.
+    const std::vector<Command> commands{inspectCommand(), analysesCommand(), setupCommand(), runCommand(),
+        gradCamCommand(), attributeCommand(), attentionCommand(), evaluateCommand(), sanityCommand(), patchCommand(),
+        recordCommand(), probeCommand(), compareCommand(), visualizeCommand()};
     try {
-        const CliOptions options = parseCommandLine(argc, argv);
+        const CliOptions options = parseCommandLine(argc, argv, commands);
         if (options.command == "help") {
             std::cout << options.helpText;
             return 0;
         }
-        if (options.command == "analyses") {
-            std::cout << (options.json ? torchscope::analysisTableJson() : torchscope::analysisTableMarkdown());
-            return 0;
-        }
-        if (options.command == "inspect")
-            return runInspect(options);
-        if (options.command == "setup")
-            return runSetup(options);
-        if (options.command == "probe")
-            return runProbe(options);
-        if (options.command == "gradcam")
-            return runGradCam(options);
-        if (options.command == "patch")
-            return runPatch(options);
-        if (options.command == "attribute")
-            return runAttribute(options);
-        if (options.command == "attention")
-            return runAttention(options);
-        if (options.command == "evaluate")
-            return runEvaluate(options);
-        if (options.command == "sanity")
-            return runSanity(options);
-        if (options.command == "record")
-            return runRecord(options);
-        if (options.command == "compare")
-            return runCompare(options);
-        if (options.command == "visualize")
-            return runVisualize(options);
-        return options.eachImage ? runEachImage(options) : runModel(options);
+        for (const auto& command : commands)
+            if (command.name == options.command)
+                return command.run(options);
+        throw UsageError("no command '" + options.command + "'");
     } catch (const UsageError& e) {
         std::cerr << "torchscope-cli: " << e.what() << '\n';
         return 2;

@@ -4,10 +4,10 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "distributed/distributed_probe_data.h"
+#include "distributed_run.h"
 #include "graph/engine.h"
 #include "graph/selector.h"
 #include "image_inputs.h"
-#include "distributed_run.h"
 #include "model/model.h"
 #include "open_model.h"
 #include "probe/activation_cache.h"
@@ -18,6 +18,7 @@
 #include "stop_requests.h"
 
 #include <ATen/ATen.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
@@ -97,7 +98,7 @@ Prepared prepare(const CliOptions& options, const Shard& shard)
 
 } // namespace
 
-int runProbe(const CliOptions& given)
+static int runProbe(const CliOptions& given)
 {
     const std::unique_ptr<DistributedRun> run = DistributedRun::join(given);
     const CliOptions options = run ? run->rankOptions(given) : given;
@@ -187,6 +188,53 @@ int runProbe(const CliOptions& given)
     if (!options.csv.empty())
         writeFileAtomically(options.csv, sweepCsv(sweep));
     return 0;
+}
+
+// torchscope-cli probe train / probe sweep.
+Command probeCommand()
+{
+    return {"probe",
+        [](CLI::App& app, CliOptions& o) {
+            CLI::App* probe
+                = app.add_subcommand("probe", "train linear probes on layer outputs (probe train, probe sweep)");
+            probe->require_subcommand(1);
+            CLI::App* train = probe->add_subcommand("train", "train a linear probe on one layer's output");
+            CLI::App* sweep = probe->add_subcommand("sweep", "the same probe on every layer the --layer specs select");
+            for (CLI::App* command : {train, sweep}) {
+                addModelOptions(command, o,
+                    command == train ? "Prints train and validation accuracy. PROBE.pt is TorchScript: "
+                                       "torch.jit.load(PROBE.pt)(activations).\n"
+                                     : "Prints one line per layer: path, validation accuracy.\n");
+                auto* layer
+                    = repeatable(command, "--layer", o.layers, "layer path (sweep: specs, globs allowed; repeatable)")
+                          ->required();
+                if (command == train)
+                    layer->expected(1);
+                command
+                    ->add_option("--data", o.data, "DIR (one subfolder per class) or FILE.pt {\"samples\", \"labels\"}")
+                    ->required();
+                command->add_option("--pool", o.pool, "how maps become features")
+                    ->check(CLI::IsMember({"avg", "flatten"}))
+                    ->capture_default_str();
+                command->add_option("--seed", o.seed, "the random seed of the split and the training")
+                    ->capture_default_str();
+                command->add_option("--validation", o.validation, "the share of samples held out")
+                    ->check(OpenFraction)
+                    ->capture_default_str();
+                command->add_option("--cache", o.cache,
+                    "DIR for cached activations, or none; default: $XDG_CACHE_HOME/torchscope/activations");
+                command->add_option("--batch", o.batch, "samples per forward pass")
+                    ->check(CLI::Range(1, 65536))
+                    ->capture_default_str();
+                command->add_flag("--json", o.json, "print JSON");
+                addDistributedTimeout(command, o);
+            }
+            train->add_option("--out,-o", o.out, "PROBE.pt")->required();
+            train->add_option("--state-dict", o.stateDict, "FILE.pt: the probe's tensors as well");
+            sweep->add_option("--csv", o.csv, "FILE.csv: the sweep's table");
+            return probe;
+        },
+        runProbe};
 }
 
 } // namespace torchscope::cli

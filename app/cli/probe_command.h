@@ -5,6 +5,6 @@
 namespace torchscope::cli {
 
 // probe train / probe sweep: linear probes on a layer's (or several layers') output.
-int runProbe(const CliOptions& options);
+Command probeCommand();
 
 } // namespace torchscope::cli

@@ -3,10 +3,10 @@
 #include "cli_manifest.h"
 #include "common/error.h"
 #include "distributed/distributed_recording.h"
+#include "distributed_run.h"
 #include "graph/engine.h"
 #include "image_inputs.h"
 #include "inputs.h"
-#include "distributed_run.h"
 #include "model/model.h"
 #include "open_model.h"
 #include "record/batch_run.h"
@@ -15,6 +15,7 @@
 #include "record/recording_files.h"
 #include "stop_requests.h"
 
+#include <CLI/CLI.hpp>
 #include <iostream>
 #include <thread>
 
@@ -87,7 +88,7 @@ Prepared prepare(const CliOptions& options, const Shard& shard)
 
 } // namespace
 
-int runRecord(const CliOptions& given)
+static int runRecord(const CliOptions& given)
 {
     const std::unique_ptr<DistributedRun> run = DistributedRun::join(given);
     const CliOptions options = run ? run->rankOptions(given) : given;
@@ -136,6 +137,56 @@ int runRecord(const CliOptions& given)
             std::cerr << "torchscope-cli: " << warning << '\n';
     std::cout << report;
     return 0;
+}
+
+// torchscope-cli record.
+Command recordCommand()
+{
+    return {"record",
+        [](CLI::App& app, CliOptions& o) {
+            CLI::App* record
+                = app.add_subcommand("record", "stream many images through the model and fold what the grabs take");
+            addModelOptions(record, o,
+                "Streams image folders (one subfolder per class gives true labels) or a tensor file through the "
+                "model.\n"
+                "Writes FILE.pt/.npz/.safetensors, or DIR with one .pt per layer, a CSV of per-channel statistics\n"
+                "and a summary. Ctrl+C stops and keeps what was recorded.\n");
+            repeatable(record, "--input", o.inputs,
+                "image folders and images, or one tensor .pt ([N, ...] or {\"samples\", \"labels\", \"classes\"})")
+                ->required();
+            repeatable(record, "--grab", o.grabs, "what to record (repeatable; see below)")->required();
+            record->add_option("--out,-o", o.out, "DIR or FILE.pt/.npz/.safetensors")->required();
+            repeatable(
+                record, "--edit", o.edits, "zero or scale channels in every forward (an ablated model's statistics)");
+            addTarget(record, o);
+            record->add_option("--reduce", o.reduce, "how samples are folded")
+                ->check(CLI::IsMember({"none", "sum", "mean", "max", "min", "stats"}))
+                ->capture_default_str();
+            record
+                ->add_option(
+                    "--condition", o.condition, "which samples count: all, true:L,.., predicted:L,.., correct, wrong")
+                ->capture_default_str();
+            record->add_option("--batch", o.batch, "samples per forward pass")
+                ->check(CLI::Range(1, 65536))
+                ->capture_default_str();
+            record->add_option("--memory-cap", o.memoryCapMiB, "MiB kept by --reduce none")
+                ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+                ->capture_default_str();
+            record->add_option("--bins", o.bins, "histogram bins")
+                ->check(CLI::Range(1, 1 << 20))
+                ->capture_default_str();
+            record->add_option("--range", o.rangeText, "LO:HI: the histogram's range (default: from the first batch)")
+                ->check(RangeText);
+            record->add_option("--topk", o.topK, "samples kept per channel as the most activating")
+                ->check(CLI::Range(0, 100000))
+                ->capture_default_str();
+            record->add_option("--decode-threads", o.decodeThreads, "image decoding threads; 0: automatic")
+                ->check(CLI::Range(0, 1024))
+                ->capture_default_str();
+            addDistributedTimeout(record, o);
+            return record;
+        },
+        runRecord};
 }
 
 } // namespace torchscope::cli

@@ -4,6 +4,8 @@
 
 namespace torchscope::cli {
 
-int runRecord(const CliOptions& options);
+// torchscope-cli record: recorders folded over image folders or a tensor, in one process or a
+// distributed run.
+Command recordCommand();
 
 } // namespace torchscope::cli

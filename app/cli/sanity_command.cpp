@@ -1,6 +1,6 @@
 #include "sanity_command.h"
 
-#include "attribution/attribution_report.h"
+#include "attribution/attribution_measures.h"
 #include "attribution/sanity_checks.h"
 #include "attribution_setup.h"
 #include "cli_manifest.h"
@@ -13,13 +13,14 @@
 #include "open_model.h"
 
 #include <ATen/ATen.h>
+#include <CLI/CLI.hpp>
 
 #include <iomanip>
 #include <iostream>
 
 namespace torchscope::cli {
 
-int runSanity(const CliOptions& options)
+static int runSanity(const CliOptions& options)
 {
     const bool csv = writesCsv(options, "sanity");
     AttributionSetup job = prepareAttribution(options);
@@ -39,10 +40,10 @@ int runSanity(const CliOptions& options)
     if (report.methods.empty() || report.methods[0].layers.empty())
         throw Error("interrupted before the first layer was randomised; nothing written");
     const std::string mode = randomisationModeName(request.mode);
-    AttributionReport written = explainedImages(options, job, report.targets, report.targetDescriptions);
+    AttributionMeasures written = explainedImages(options, job, report.targets, report.targetDescriptions);
     written.seed = request.seed;
     addSanity(written, report, mode);
-    writeFileAtomically(options.out, csv ? sanityCsv(written) : attributionReportJson(written));
+    writeFileAtomically(options.out, csv ? sanityCsv(written) : attributionMeasuresJson(written));
 
     if (request.keepMaps) {
         NamedValues values;
@@ -77,6 +78,38 @@ int runSanity(const CliOptions& options)
         std::cerr << "torchscope-cli: interrupted; the file holds the layers randomised so far\n";
     std::cout << "wrote " << options.out << '\n';
     return 0;
+}
+
+// torchscope-cli sanity.
+Command sanityCommand()
+{
+    return {"sanity",
+        [](CLI::App& app, CliOptions& o) {
+            CLI::App* sanity
+                = app.add_subcommand("sanity", "sanity checks: do the maps change when the weights are randomised?");
+            addModelOptions(sanity, o,
+                "The model-parameter randomisation test (Adebayo et al. 2018) on a copy of the model: cascading (the\n"
+                "layers re-initialised from the output down, each added to those before) or independent (one layer\n"
+                "at a time). Layers: Linear, convolutions and normalisation, re-initialised as PyTorch's\n"
+                "reset_parameters() does, each from a generator seeded --seed + 1 (as Quantus's MPRT). Each "
+                "randomised\n"
+                "map is compared with the original, for the class the original model explained: Spearman's rank\n"
+                "correlation of the absolute and the signed maps, and SSIM of the maps summed over their channels.\n"
+                "Writes FILE.json ({\"model\", \"images\", \"seed\", \"sanity\": {\"mode\", \"methods\": {M: "
+                "{\"layers\":\n"
+                "[{\"layer\", \"spearman_abs\", \"spearman\", \"ssim\", \"per_image\"}]}}}}, the format the window "
+                "exports) or\n"
+                "FILE.csv; --maps FILE.npz keeps every map (\"M/original\", \"M/LAYER\").\n");
+            addAttributionOptions(sanity, o);
+            sanity->add_option("--mode", o.mode, "cascading or independent")
+                ->check(CLI::IsMember({"cascading", "independent"}))
+                ->default_str("cascading");
+            sanity->add_option(
+                "--maps", o.mapsOut, "FILE.npz, .pt or .safetensors: the original and every randomised map");
+            sanity->add_option("--out,-o", o.out, "FILE.json or FILE.csv")->required();
+            return sanity;
+        },
+        runSanity};
 }
 
 } // namespace torchscope::cli

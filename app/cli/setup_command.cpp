@@ -4,11 +4,12 @@
 #include "model/model.h"
 #include "open_model.h"
 
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 namespace torchscope::cli {
 
-int runSetup(const CliOptions& options)
+static int runSetup(const CliOptions& options)
 {
     auto model = openModel(options);
     const ModelSetup setup = chooseSetup(*model, options);
@@ -32,6 +33,22 @@ int runSetup(const CliOptions& options)
                   << " --preprocess SETUP.json [--labels LABELS.txt] --out COPY.pt\n";
     }
     return 0;
+}
+
+// torchscope-cli setup.
+Command setupCommand()
+{
+    return {"setup",
+        [](CLI::App& app, CliOptions& o) {
+            CLI::App* setup
+                = app.add_subcommand("setup", "print the input setup and what the model says about its input");
+            addModelOptions(setup, o,
+                "What the model says: the first convolution's channels, the last layer's outputs, "
+                "input sizes that run.\n--out writes a copy of the model with the setup stored in it.\n");
+            setup->add_option("--out,-o", o.out, "COPY.pt: the model with the setup as its torchscope.json");
+            return setup;
+        },
+        runSetup};
 }
 
 } // namespace torchscope::cli

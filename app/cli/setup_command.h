@@ -6,6 +6,6 @@ namespace torchscope::cli {
 
 // torchscope-cli setup: the model's input setup, what the model says about its input, and a copy
 // of the model with the setup stored in it (--out).
-int runSetup(const CliOptions& options);
+Command setupCommand();
 
 } // namespace torchscope::cli

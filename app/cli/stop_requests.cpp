@@ -15,10 +15,10 @@ void askStop(int)
 
 } // namespace
 
-StopRequests::StopRequests(bool inJob)
+StopRequests::StopRequests(bool inDistributedRun)
 {
     std::signal(SIGINT, askStop);
-    if (inJob)
+    if (inDistributedRun)
         std::signal(SIGTERM, askStop);
 }
 

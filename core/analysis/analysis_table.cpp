@@ -19,8 +19,8 @@ std::vector<AnalysisInfo> makeTable()
     const std::vector<std::string> methods = namesOf(attributionMethodChoices());
     const std::vector<std::string> metrics = namesOf(faithfulnessMetricChoices());
     return {
-        {"run", "Run", Interactive, "core/run", "ImageRunner::run (run/image_run)", "ImageRunConfig",
-            "ImageRunResult", {"run"}, "every tab: the run on the window's images", TensorFiles, {}, {}},
+        {"run", "Run", Interactive, "core/run", "ImageRunner::run (run/image_run)", "ImageRunConfig", "ImageRunResult",
+            {"run"}, "every tab: the run on the window's images", TensorFiles, {}, {}},
         {"gradcam", "Grad-CAM", Interactive, "core/attribution", "computeGradCam (attribution/grad_cam_images)",
             "GradCamRequest", "GradCamResult", {"gradcam"}, "Grad-CAM / Saliency view", TensorFiles, {}, {}},
         {"patch", "Patching", Interactive, "core/patching", "patchImages (patching/patch_images)", "PatchRequest",
@@ -37,17 +37,17 @@ std::vector<AnalysisInfo> makeTable()
             "CompareRequest", "CompareResult", {"compare"}, "Compare tab", {"pt", "json", "csv"}, {}, {}},
         {"layer-maps", "Layer Maps", Batch, "core/compare", "layerPairMaps (compare/layer_pair_maps)",
             "LayerMapsRequest", "LayerPairResult", {"compare"}, "Compare tab: a clicked cell", TensorFiles, {}, {}},
-        {"visualize", "Feature Visualisation", Batch, "core/visualize",
-            "visualize (visualize/activation_maximization)", "VisualizeRequest", "ChannelVisualization",
-            {"visualize"}, "a channel's page", {"png", "pt", "json"}, {}, {}},
+        {"visualize", "Feature Visualisation", Batch, "core/visualize", "visualize (visualize/activation_maximization)",
+            "VisualizeRequest", "ChannelVisualization", {"visualize"}, "a channel's page", {"png", "pt", "json"}, {},
+            {}},
         {"attribute", "Attribution Maps", Batch, "core/attribution", "attributeInputs (attribution/input_attributions)",
-            "InputAttributionRequest", "InputAttributionResult", {"attribute"}, "Attribution tab", TensorFiles,
-            methods, {}},
+            "InputAttributionRequest", "InputAttributionResult", {"attribute"}, "Attribution tab", TensorFiles, methods,
+            {}},
         {"evaluate", "Faithfulness", Batch, "core/attribution", "evaluateFaithfulness (attribution/faithfulness)",
-            "FaithfulnessRequest", "AttributionReport", {"evaluate"}, "Attribution tab: metrics", {"json", "csv"},
+            "FaithfulnessRequest", "FaithfulnessResult", {"evaluate"}, "Attribution tab: metrics", {"json", "csv"},
             methods, metrics},
         {"sanity", "Sanity Check", Batch, "core/attribution", "checkSanity (attribution/sanity_checks)",
-            "SanityRequest", "AttributionReport", {"sanity"}, "Attribution tab: sanity check",
+            "SanityRequest", "SanityResult", {"sanity"}, "Attribution tab: sanity check",
             {"json", "csv", "pt", "npz", "safetensors"}, methods, {}},
         {"attribution", "Attribution", Batch, "core/attribution",
             "runAttributionWorkbench (attribution/attribution_workbench)", "AttributionWorkbenchRequest",
@@ -86,9 +86,8 @@ std::string analysisTableJson()
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& row : analysisTable())
         rows.push_back({{"name", row.name}, {"title", row.title}, {"lane", laneName(row.lane)}, {"room", row.room},
-            {"operation", row.operation}, {"request", row.request}, {"result", row.result},
-            {"commands", row.commands}, {"window", row.window}, {"writes", row.writes}, {"methods", row.methods},
-            {"metrics", row.metrics}});
+            {"operation", row.operation}, {"request", row.request}, {"result", row.result}, {"commands", row.commands},
+            {"window", row.window}, {"writes", row.writes}, {"methods", row.methods}, {"metrics", row.metrics}});
     return rows.dump(2) + "\n";
 }
 

@@ -6,9 +6,9 @@
 // for any query token is read from the kept probabilities without running the model again.
 // Torch-free header.
 
-#include "graph/analysis_context.h"
 #include "common/float_tensor.h"
 #include "common/progress.h"
+#include "graph/analysis_context.h"
 #include "model/model_setup.h"
 
 #include <cstdint>

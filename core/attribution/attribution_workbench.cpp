@@ -10,37 +10,17 @@
 #include "export/manifest.h"
 #include "export/write_tensors.h"
 #include "graph/engine.h"
-#include "model/model.h"
 #include "imaging/same_size_images.h"
+#include "model/model.h"
 #include "preprocess/preprocess_tensor.h"
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace torchscope {
 namespace {
-
-InputAttributionRequest attributionRequest(const AttributionWorkbenchRequest& request)
-{
-    InputAttributionRequest out;
-    out.methods = request.methods;
-    out.target.index = request.targetClass;
-    out.scores = request.setup.scores;
-    out.labels = request.setup.labels;
-    out.steps = request.steps;
-    out.rule = parseIntegrationRule(request.rule);
-    out.baseline.kind = parseBaselineKind(request.baseline);
-    if (out.baseline.kind == BaselineKind::Image)
-        throw Error("the window's baselines are black, blur and noise; a user's image is the CLI's --baseline FILE");
-    out.baseline.seed = request.seed;
-    out.noise = NoiseSettings{request.samples, request.noise, request.seed};
-    out.window = request.window;
-    out.stride = request.stride;
-    out.layer = request.layer;
-    out.memoryBytes = request.memoryBytes;
-    return out;
-}
 
 // A stage's progress as the whole job's: stages of equal weight, one after another.
 ProgressCallback stageProgress(const ProgressCallback& progress, int stage, int stages, const std::string& name)
@@ -70,6 +50,43 @@ WorkbenchMetricSummary summarise(const MetricValues& values)
 
 } // namespace
 
+InputAttributionRequest inputAttributionRequest(const AttributionWorkbenchRequest& request)
+{
+    InputAttributionRequest out;
+    out.methods = request.methods;
+    std::sort(out.methods.begin(), out.methods.end());
+    out.methods.erase(std::unique(out.methods.begin(), out.methods.end()), out.methods.end());
+    out.target.index = request.targetClass;
+    out.scores = request.setup.scores;
+    out.labels = request.setup.labels;
+    out.steps = request.steps;
+    out.rule = parseIntegrationRule(request.rule);
+    out.baseline.kind = parseBaselineKind(request.baseline);
+    out.baseline.blurSigma = request.blurSigma;
+    out.baseline.seed = request.seed;
+    out.noise = NoiseSettings{request.samples, request.noise, request.seed};
+    out.window = request.window;
+    out.stride = request.stride;
+    out.layer = request.layer;
+    out.memoryBytes = request.memoryBytes;
+    return out;
+}
+
+FaithfulnessRequest faithfulnessRequest(
+    const AttributionWorkbenchRequest& request, const InputAttributionRequest& attribution)
+{
+    FaithfulnessRequest out;
+    out.metrics = request.metrics;
+    out.source = scoreSourceOf(attribution);
+    out.pixelsPerStep = request.pixelsPerStep;
+    if (!request.fill.empty())
+        out.deletionFill = out.insertionStart = parseFill(request.fill);
+    out.blurSigma = request.blurSigma;
+    out.seed = request.seed;
+    out.memoryBytes = request.memoryBytes;
+    return out;
+}
+
 AttributionWorkbenchResult runAttributionWorkbench(Engine& engine, const std::shared_ptr<Model>& scratch,
     const AttributionWorkbenchRequest& request, const ProgressCallback& progress)
 {
@@ -91,7 +108,9 @@ AttributionWorkbenchResult runAttributionWorkbench(Engine& engine, const std::sh
     }
     result.failures = std::move(loaded.failures);
     const at::Tensor images = loaded.batch;
-    const InputAttributionRequest attribution = attributionRequest(request);
+    const InputAttributionRequest attribution = inputAttributionRequest(request);
+    if (attribution.baseline.kind == BaselineKind::Image)
+        throw Error("the window's baselines are black, blur and noise; a user's image is the CLI's --baseline FILE");
     const int stages = 1 + static_cast<int>(request.methods.size()) * (request.metrics.empty() ? 0 : 1)
         + (request.sanityMode.empty() ? 0 : 1);
 
@@ -107,17 +126,12 @@ AttributionWorkbenchResult runAttributionWorkbench(Engine& engine, const std::sh
     if (explained == 0)
         return result;
     const at::Tensor batch = images.narrow(0, 0, explained);
-    result.report.model = engine.model().path();
-    result.report.seed = request.seed;
+    result.measures.model = engine.model().path();
+    result.measures.seed = request.seed;
     for (const auto& image : result.images)
-        result.report.images.push_back({image.image, image.target, image.targetDescription});
+        result.measures.images.push_back({image.image, image.target, image.targetDescription});
 
-    FaithfulnessRequest faithfulness;
-    faithfulness.metrics = request.metrics;
-    faithfulness.source = scoreSourceOf(attribution);
-    faithfulness.pixelsPerStep = request.pixelsPerStep;
-    faithfulness.seed = request.seed;
-    faithfulness.memoryBytes = request.memoryBytes;
+    const FaithfulnessRequest faithfulness = faithfulnessRequest(request, attribution);
     int stage = 1;
     for (const auto& method : request.methods) {
         const at::Tensor maps = *inputSizedMap(made.maps, method);
@@ -136,7 +150,7 @@ AttributionWorkbenchResult runAttributionWorkbench(Engine& engine, const std::sh
             stageProgress(progress, stage++, stages, "metrics: " + method));
         result.cancelled = scores.cancelled;
         result.pixelsPerStep = scores.pixelsPerStep;
-        addFaithfulness(result.report, method, scores, faithfulness);
+        addFaithfulness(result.measures, method, scores, faithfulness);
         for (const auto& [metric, values] : scores.metrics) {
             result.summary[method][metric] = summarise(values);
             for (size_t i = 0; i < perImage.size() && i < values.perImage.size(); ++i) {
@@ -158,7 +172,7 @@ AttributionWorkbenchResult runAttributionWorkbench(Engine& engine, const std::sh
         = checkSanity(engine, scratch, batch, sanity, stageProgress(progress, stage, stages, "sanity check"));
     result.cancelled = report.cancelled;
     result.notRandomised = report.skipped;
-    addSanity(result.report, report, request.sanityMode);
+    addSanity(result.measures, report, request.sanityMode);
     for (const auto& method : report.methods)
         for (const auto& layer : method.layers) {
             WorkbenchSanityLayer entry;

@@ -5,10 +5,10 @@
 // metrics under each map (attribution/faithfulness.h) and, when asked, the parameter-randomisation
 // sanity check (attribution/sanity_checks.h), as plain values the window draws. Torch-free header.
 
-#include "graph/analysis_context.h"
-#include "attribution/attribution_report.h"
+#include "attribution/attribution_measures.h"
 #include "common/float_tensor.h"
 #include "common/progress.h"
+#include "graph/analysis_context.h"
 #include "model/model_setup.h"
 
 #include <cstdint>
@@ -22,6 +22,8 @@ namespace torchscope {
 
 class Engine;
 class Model;
+struct FaithfulnessRequest;
+struct InputAttributionRequest;
 struct ExportManifest;
 
 struct AttributionWorkbenchRequest {
@@ -32,7 +34,8 @@ struct AttributionWorkbenchRequest {
     int64_t targetClass = -1; // -1: each image's prediction
     int steps = 50; // integrated_gradients
     std::string rule = "gausslegendre";
-    std::string baseline = "black"; // black, blur or noise
+    std::string baseline = "black"; // black, blur or noise (the CLI's --baseline FILE adds an image)
+    double blurSigma = 0.0; // the blur baseline's and fill's sigma; 0: a tenth of the shorter side
     int samples = 25; // smoothgrad, smoothgrad_sq, vargrad
     double noise = 0.15;
     uint64_t seed = 0;
@@ -40,6 +43,7 @@ struct AttributionWorkbenchRequest {
     int stride = 4;
     std::vector<std::string> metrics; // evaluate's names
     int64_t pixelsPerStep = 0; // deletion / insertion; 0: a hundredth of the image
+    std::string fill; // what deletion removes to and insertion starts from; "": zero and blur (RISE's)
     std::string sanityMode; // "" : no sanity check; "cascading" or "independent"
     int64_t memoryBytes = int64_t{1} << 30;
 };
@@ -80,8 +84,8 @@ struct AttributionWorkbenchResult {
     std::vector<std::pair<std::string, std::string>> failures; // image, why
     int64_t pixelsPerStep = 0;
     bool cancelled = false; // what finished is kept
-    // Every figure per image, as `evaluate` and `sanity` write them (attributionReportJson).
-    AttributionReport report;
+    // Every figure per image, as `evaluate` and `sanity` write them (attributionMeasuresJson).
+    AttributionMeasures measures;
 };
 
 // `scratch`: a second copy of the model for the sanity check (it is randomised), or nullptr when
@@ -90,6 +94,13 @@ struct AttributionWorkbenchResult {
 // metrics, then the randomised layers. Throws torchscope::Error for a wrong request.
 AttributionWorkbenchResult runAttributionWorkbench(Engine& engine, const std::shared_ptr<Model>& scratch,
     const AttributionWorkbenchRequest& request, const ProgressCallback& progress = {});
+
+// The requests these settings make, for the workbench and for the CLI's attribute, evaluate and
+// sanity alike (one builder): every method's settings, the setup's scores and labels, the target
+// class; methods sorted, each once. A baseline image (BaselineKind::Image) is the caller's to load.
+InputAttributionRequest inputAttributionRequest(const AttributionWorkbenchRequest& request);
+FaithfulnessRequest faithfulnessRequest(
+    const AttributionWorkbenchRequest& request, const InputAttributionRequest& attribution);
 
 // The analysis "attribution": runAttributionWorkbench on the context's model (and, for the sanity
 // check, a copy of it loaded afresh).

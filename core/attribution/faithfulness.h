@@ -6,7 +6,7 @@
 // Increase in Confidence (Chattopadhay et al. 2018): the image multiplied by the map scaled to
 // [0, 1]. The perturbed images are evaluated in batches under the memory cap.
 
-#include "attribution/attribution_report.h" // MetricValues
+#include "attribution/attribution_measures.h" // MetricValues
 #include "attribution/model_scores.h"
 #include "common/progress.h"
 

@@ -4,9 +4,9 @@
 // `torchscope-cli gradcam`. Each image runs on its own (any sizes mix; one that fails is listed
 // and skipped), so a negative target explains each image's own prediction.
 
-#include "graph/analysis_context.h"
 #include "common/float_tensor.h"
 #include "common/progress.h"
+#include "graph/analysis_context.h"
 #include "graph/output_kinds.h"
 #include "model/model_setup.h"
 

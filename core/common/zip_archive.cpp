@@ -59,9 +59,8 @@ uint64_t ZipArchive::mostBytesOf(uint64_t compressedSize, bool stored, uint64_t 
     if (stored)
         return fileSize;
     constexpr uint64_t deflateRatio = 1032; // deflate's largest expansion: 258 bytes per 2 bits
-    return compressedSize > std::numeric_limits<uint64_t>::max() / deflateRatio
-        ? std::numeric_limits<uint64_t>::max()
-        : compressedSize * deflateRatio;
+    return compressedSize > std::numeric_limits<uint64_t>::max() / deflateRatio ? std::numeric_limits<uint64_t>::max()
+                                                                                : compressedSize * deflateRatio;
 }
 
 std::string ZipArchive::read(const std::string& name, uint64_t limit) const
@@ -78,8 +77,8 @@ std::string ZipArchive::read(const std::string& name, uint64_t limit) const
         throw Error(record + " declares " + std::to_string(stat.size) + " bytes, more than the file ("
             + std::to_string(fileSize_) + " bytes) can hold: '" + path_ + "' is damaged");
     if (stat.size > limit)
-        throw Error(record + " holds " + std::to_string(stat.size) + " bytes, more than the "
-            + std::to_string(limit) + " TorchScope reads of it");
+        throw Error(record + " holds " + std::to_string(stat.size) + " bytes, more than the " + std::to_string(limit)
+            + " TorchScope reads of it");
     zip_file_t* file = zip_fopen(zip_->zip, name.c_str(), 0);
     if (!file)
         throw Error(record + " cannot be opened: " + zip_strerror(zip_->zip));

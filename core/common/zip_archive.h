@@ -23,8 +23,7 @@ public:
     ZipOpenError(const std::string& message, std::string reason)
         : Error(message)
         , reason(std::move(reason))
-    {
-    }
+    { }
     std::string reason;
 };
 

@@ -4,9 +4,9 @@
 // checkpoints, or one model in two precisions (compare/compare_run.h), and one image through a
 // layer of each run for a clicked cell (compare/layer_pair_maps.h). No Torch in this header.
 
-#include "graph/analysis_context.h"
 #include "compare/comparison.h"
 #include "compare/layer_pair_maps.h"
+#include "graph/analysis_context.h"
 #include "preprocess/preprocessing.h"
 
 #include <string>

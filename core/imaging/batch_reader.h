@@ -1,8 +1,8 @@
 #pragma once
 
+#include "common/batch_stream.h"
 #include "imaging/image_folder.h"
 #include "preprocess/preprocessing.h"
-#include "common/batch_stream.h"
 
 #include <ATen/core/Tensor.h>
 

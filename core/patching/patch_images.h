@@ -3,10 +3,10 @@
 // Activation patching, channel ablation and input differences over image files: the one operation
 // behind the window's Patching view and `torchscope-cli patch`.
 
-#include "graph/analysis_context.h"
 #include "common/float_tensor.h"
 #include "common/progress.h"
 #include "compare/input_difference.h"
+#include "graph/analysis_context.h"
 #include "graph/output_kinds.h"
 #include "graph/request.h"
 #include "model/model_setup.h"

@@ -28,8 +28,9 @@ ProbeResult ProbeAnalysis::run(AnalysisContext& context, const Request& request)
     ProbeSamples samples = folderSamples(folder, request.setup.preprocessing, 16, cores);
     const ProbePooling pooling = parseProbePooling(request.pooling);
     const ProbeDataset dataset = collectProbeDataset(*context.models.engine(context.model), request.layers, pooling,
-        samples, request.cache.get(),
-        [&](const Progress& p) { return context.reportProgress({p.done, p.total, "activations", {}}); });
+        samples, request.cache.get(), [&](const Progress& p) {
+            return context.reportProgress({p.done, p.total, "activations", {}});
+        });
     ProbeResult result;
     result.classNames = dataset.classNames;
     result.cachedLayers = dataset.cachedLayers;

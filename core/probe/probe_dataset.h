@@ -1,8 +1,8 @@
 #pragma once
 
+#include "common/batch_stream.h"
 #include "common/progress.h"
 #include "probe/probe_training.h"
-#include "common/batch_stream.h"
 
 #include <ATen/core/Tensor.h>
 

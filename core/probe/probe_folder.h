@@ -1,9 +1,9 @@
 #pragma once
 
+#include "common/batch_stream.h"
 #include "imaging/image_folder.h"
 #include "preprocess/preprocessing.h"
 #include "probe/probe_dataset.h"
-#include "common/batch_stream.h"
 
 namespace torchscope {
 

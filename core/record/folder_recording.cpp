@@ -24,8 +24,9 @@ RecordResult RecordAnalysis::run(AnalysisContext& context, const Request& reques
     options.batchSize = request.batchSize;
     options.decodeThreads = 2;
     const FolderRunResult run = recordFolder(*context.models.engine(context.model), *recorder, folder,
-        request.setup.preprocessing, options,
-        [&](const Progress& p) { return context.reportProgress({p.done, p.total, {}, {}}); });
+        request.setup.preprocessing, options, [&](const Progress& p) {
+            return context.reportProgress({p.done, p.total, {}, {}});
+        });
     RecordResult result;
     result.cancelled = run.cancelled;
     result.images = run.images;

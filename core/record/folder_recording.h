@@ -4,8 +4,8 @@
 // folded over every image (record/folder_run.h), the result kept whole for its export. No Torch in
 // this header.
 
-#include "graph/analysis_context.h"
 #include "export/manifest.h"
+#include "graph/analysis_context.h"
 #include "graph/request.h"
 #include "model/model_setup.h"
 #include "record/layer_statistics.h"

@@ -3,8 +3,8 @@
 // A channel's page: its feature visualisation (visualize/activation_maximization.h) and its map
 // over the images that excite it most, as plain values the window draws. No Torch in this header.
 
-#include "graph/analysis_context.h"
 #include "common/float_tensor.h"
+#include "graph/analysis_context.h"
 #include "preprocess/preprocessing.h"
 #include "visualize/visualization.h"
 

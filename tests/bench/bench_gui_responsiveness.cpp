@@ -56,8 +56,8 @@ int main(int argc, char** argv)
     window.show();
     // A failed task ends the benchmark with its message (else it would wait for results forever).
     QEventLoop opened;
-    QObject::connect(window.controller(), &torchscope::RunController::failed,
-        [&](const QString& title, const QString& message) {
+    QObject::connect(
+        window.controller(), &torchscope::RunController::failed, [&](const QString& title, const QString& message) {
             std::fprintf(stderr, "torchscope-bench-gui: %s: %s\n", qPrintable(title), qPrintable(message));
             std::exit(1);
         });

@@ -6,11 +6,11 @@
 //   torchscope-bench-record MODEL.pt SOURCE_IMAGES [--images 1000] [--batch 16] [--grab SPEC ...]
 //   (internal) torchscope-bench-record MODEL.pt FOLDER --peak-memory-of N ...
 #include "graph/engine.h"
-#include "record/folder_run.h"
 #include "imaging/image_decoder.h"
 #include "imaging/image_tensor.h"
 #include "model/model.h"
 #include "model/model_setup.h"
+#include "record/folder_run.h"
 #include "record/recorder.h"
 
 #include <ATen/Parallel.h>

@@ -2396,7 +2396,7 @@ class CliEvaluate(unittest.TestCase):
                                           "--metric", "insertion", "--pixels-per-step", "16",
                                           "--attributions", path).read_text())
         self.assertEqual(report["pixels_per_step"], 16)
-        # One schema with the window's export (core's attributionReportJson): images as objects.
+        # One schema with the window's export (core's attributionMeasuresJson): images as objects.
         self.assertEqual([image["path"] for image in report["images"]], [str(p) for p in self.IMAGES])
         self.assertEqual([image["target"] for image in report["images"]], maps["targets"].tolist())
         self.assertEqual((report["deletion_fill"], report["insertion_start"], report["attributions"]),

@@ -197,3 +197,54 @@ class CliReference(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class AnalysisTable(unittest.TestCase):
+    """`torchscope-cli analyses`, the table of analyses the window and the commands read, against
+    docs/core_operations.md (which holds it verbatim) and against the commands that exist."""
+
+    OPERATIONS = ROOT / "docs" / "core_operations.md"
+    START, END = "<!-- torchscope-cli analyses -->\n", "<!-- end of torchscope-cli analyses -->"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.markdown = subprocess.run([CLI, "analyses"], capture_output=True, text=True, timeout=TIMEOUT,
+                                      stdin=subprocess.DEVNULL, check=True).stdout
+        import json
+        cls.rows = json.loads(subprocess.run([CLI, "analyses", "--json"], capture_output=True, text=True,
+                                             timeout=TIMEOUT, stdin=subprocess.DEVNULL, check=True).stdout)
+
+    def test_the_docs_hold_the_table(self):
+        page = self.OPERATIONS.read_text()
+        self.assertIn(self.START, page)
+        held = page.split(self.START, 1)[1].split(self.END, 1)[0]
+        self.assertEqual(held, self.markdown,
+                         "docs/core_operations.md differs from `torchscope-cli analyses`: paste its output "
+                         "between the markers")
+
+    def test_rows_name_commands_that_exist(self):
+        commands = {" ".join(command) for command in command_tree()}
+        names = [row["name"] for row in self.rows]
+        self.assertEqual(len(names), len(set(names)))
+        self.assertGreaterEqual(len(names), 15)
+        for row in self.rows:
+            with self.subTest(analysis=row["name"]):
+                self.assertIn(row["lane"], ("interactive", "batch"))
+                self.assertTrue(row["commands"])
+                for command in row["commands"]:
+                    self.assertIn(command, commands)
+                self.assertTrue((ROOT / row["room"]).is_dir(), row["room"])
+
+    def test_method_and_metric_names_are_the_commands_choices(self):
+        """The attribution commands refuse what the table does not list and take what it does."""
+        attribute = next(row for row in self.rows if row["name"] == "attribute")
+        evaluate = next(row for row in self.rows if row["name"] == "evaluate")
+        attribute_help = help_text(("attribute",))
+        for method in attribute["methods"]:
+            self.assertIn(method, attribute_help)
+        for metric in evaluate["metrics"]:
+            self.assertIn(metric, help_text(("evaluate",)))
+        wrong = subprocess.run([CLI, "attribute", "--input", "x.png", "--method", "not_a_method", "--out", "x.pt"],
+                               capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+        self.assertEqual(wrong.returncode, 2)
+        self.assertIn("not_a_method", wrong.stderr)

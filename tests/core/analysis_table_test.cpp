@@ -10,18 +10,28 @@
 #include "attribution/grad_cam_images.h"
 #include "attribution/input_attributions.h"
 #include "compare/compare_folder.h"
+#include "compare/layer_pair_maps.h"
+#include "export/pt_export.h"
 #include "graph/engine.h"
+#include "graph/request.h"
 #include "graph/setup_advice.h"
+#include "imaging/image_folder.h"
+#include "imaging/image_tensor.h"
 #include "model/model.h"
 #include "model/model_setup.h"
 #include "patching/patch_images.h"
 #include "probe/folder_probes.h"
+#include "probe/linear_probe.h"
 #include "record/folder_recording.h"
+#include "record/layer_statistics.h"
 #include "visualize/channel_visualization.h"
 
 #include <gtest/gtest.h>
 #include <torch/script.h>
 
+#include <cmath>
+#include <filesystem>
+#include <numeric>
 #include <set>
 
 namespace torchscope::test {
@@ -119,10 +129,156 @@ TEST(AnalysisContext, TheSanityCheckRandomisesACopyNeverTheModelItRuns)
     for (const auto& p : model->module().parameters())
         EXPECT_TRUE(at::equal(p, before[k++])) << "parameter " << k - 1 << " of the model the window runs changed";
     EXPECT_EQ(k, before.size());
-    // The report the CLI's sanity writes is the one the window exports.
-    EXPECT_EQ(result.report.sanity.at("saliency").size(), result.sanity.at("saliency").size());
-    EXPECT_EQ(result.report.images.size(), 2u);
-    EXPECT_EQ(result.report.model, Demo);
+    // The measures the CLI's sanity writes is the one the window exports.
+    EXPECT_EQ(result.measures.sanity.at("saliency").size(), result.sanity.at("saliency").size());
+    EXPECT_EQ(result.measures.images.size(), 2u);
+    EXPECT_EQ(result.measures.model, Demo);
+}
+
+ModelSetup demoSetup()
+{
+    return storedSetup(*Model::load(Demo)).value_or(ModelSetup{});
+}
+
+std::filesystem::path freshFolder(const std::string& name)
+{
+    const auto dir
+        = std::filesystem::temp_directory_path() / ("torchscope_analyses_" + name + "_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    return dir;
+}
+
+TEST(WindowAnalyses, ARecordingKeepsTheEditsAndWritesWhatItRecorded)
+{
+    LoadedModels models;
+    AnalysisContext context{models, ModelKey{Demo}, {}, {}};
+    RecordRequest request;
+    request.folder = fixture("labelled");
+    request.grabs = {GrabSpec::parse("features.1")};
+    request.setup = demoSetup();
+    request.edits = {EditSpec::parse("features.1:zero:0")};
+    request.manifest.command = "test";
+    const RecordResult result = RecordAnalysis::run(context, request);
+    const auto files = ImageFolder::scan(request.folder, request.setup.labels).images.size();
+    EXPECT_EQ(result.images, static_cast<int64_t>(files));
+    const LayerStatistics& stats = result.statistics.at("features.1");
+    EXPECT_EQ(stats.channelMean.at(0), 0.0) << "channel 0 is zeroed by the edit in every batch";
+    EXPECT_EQ(stats.channelMax.at(0), 0.0);
+    EXPECT_NE(stats.channelMean.at(1), 0.0);
+    EXPECT_EQ(result.edits, std::vector<std::string>{"features.1:zero:0"});
+    EXPECT_EQ(result.manifest.images.size(), files);
+    // Written as `record --out` writes it: the samples counted, the statistics beside.
+    const auto dir = freshFolder("record");
+    writeRecordResult((dir / "recording.pt").string(), result);
+    const auto dict = readTorchSaveFile((dir / "recording.pt").string()).toGenericDict();
+    EXPECT_EQ(dict.at("features.1:samples").toTensor().item<int64_t>(), static_cast<int64_t>(files));
+    EXPECT_TRUE(std::filesystem::exists(dir / "recording.csv"));
+    std::filesystem::remove_all(dir);
+}
+
+TEST(WindowAnalyses, ProbesHoldOutTheFractionAskedAndScoreImagesFromTheirFile)
+{
+    LoadedModels models;
+    AnalysisContext context{models, ModelKey{Demo}, {}, {}};
+    ProbeRequest request;
+    request.folder = fixture("probe");
+    request.layers = {"features.1"};
+    request.setup = demoSetup();
+    request.validationFraction = 0.5;
+    const ProbeResult result = ProbeAnalysis::run(context, request);
+    ASSERT_EQ(result.layers.size(), 1u);
+    EXPECT_EQ(result.classNames, (std::vector<std::string>{"footwear", "rest"}));
+    // The split is stratified: each class holds out round(0.5 × its samples) for validation.
+    int64_t validated = 0;
+    for (const auto& row : result.layers[0].confusion)
+        validated += std::accumulate(row.begin(), row.end(), int64_t{0});
+    int64_t expected = 0;
+    for (const auto& folder : {"footwear", "rest"}) {
+        const auto count = std::distance(std::filesystem::directory_iterator(fixture(std::string("probe/") + folder)),
+            std::filesystem::directory_iterator{});
+        expected += static_cast<int64_t>(std::round(0.5 * static_cast<double>(count)));
+    }
+    EXPECT_EQ(validated, expected);
+    EXPECT_EQ(result.samples, 2 * expected);
+
+    const auto dir = freshFolder("probe");
+    const std::string file = (dir / "probe.pt").string();
+    saveTrainedProbe(result, "features.1", file, false);
+    EXPECT_NE(
+        errorOf([&] { saveTrainedProbe(result, "features.2", file, false); }).find("no probe"), std::string::npos);
+    ProbeScoresRequest scores;
+    scores.file = file;
+    scores.images = {fixture("probe/footwear/00.png"), fixture("probe/rest/00.png")};
+    scores.setup = request.setup;
+    const ProbeScores scored = ProbeScoresAnalysis::run(context, scores);
+    EXPECT_EQ(scored.layer, "features.1");
+    EXPECT_EQ(scored.classNames, result.classNames);
+    ASSERT_EQ(scored.probabilities.size(), 2u);
+    for (const auto& p : scored.probabilities)
+        EXPECT_NEAR(p.at(0) + p.at(1), 1.0, 1e-6);
+    std::filesystem::remove_all(dir);
+}
+
+TEST(WindowAnalyses, ACellsLayerMapsAreTheTwoPrecisionsRuns)
+{
+    LoadedModels models;
+    AnalysisContext context{models, ModelKey{Demo}, {}, {}};
+    LayerMapsRequest request;
+    request.compare.config.mode = CompareMode::Precision;
+    request.compare.modelA = Demo;
+    request.compare.preprocessing = demoSetup().preprocessing;
+    request.image = demoImage("bag.png");
+    request.layerA = request.layerB = "features.1";
+    const LayerPairResult maps = LayerMapsAnalysis::run(context, request);
+    LoadOptions float64, float32;
+    float64.dtype = "float64";
+    float32.dtype = "float32";
+    Engine a(Model::load(Demo, float64)), b(Model::load(Demo, float32));
+    const LayerPairResult direct = layerPairMaps(
+        a, b, {request.image, "features.1", "features.1", request.compare.preprocessing, "float64", "float32"});
+    EXPECT_EQ(maps.a.values, direct.a.values) << "A is the float64 run";
+    EXPECT_EQ(maps.b.values, direct.b.values) << "B is the float32 run";
+    EXPECT_NE(maps.a.values, maps.b.values) << "the precisions differ somewhere";
+}
+
+TEST(WindowAnalyses, AChannelsMapsOverTheTopImagesShareOneScale)
+{
+    LoadedModels models;
+    AnalysisContext context{models, ModelKey{Demo}, {}, {}};
+    VisualizeRequest request;
+    request.model = Demo;
+    request.preprocessing = demoSetup().preprocessing;
+    request.config.layer = "features.1";
+    request.config.objectives = {Objective{}};
+    request.config.objectives[0].channel = 2;
+    request.topImages = {demoImage("bag.png"), demoImage("coat.png")};
+    request.mapsOnly = true;
+    const ChannelVisualization result = VisualizeAnalysis::run(context, request);
+    ASSERT_EQ(result.topMaps.size(), 2u);
+    ASSERT_EQ(result.topPictures.size(), 2u);
+    EXPECT_TRUE(result.warnings.empty());
+    // The oracle: the channel's raw maps from a plain grab, on one scale from their joint min to max.
+    Engine engine(Model::load(Demo));
+    std::vector<at::Tensor> raw;
+    for (const auto& image : request.topImages) {
+        Request grab;
+        grab.grabOutput("features.1");
+        const at::Tensor input = loadImageBatch({image}, request.preprocessing);
+        raw.push_back(engine.run(grab, forwardInputsFromBatch(engine.model(), input)).tensor("features.1")[0][2]);
+    }
+    const float low = std::min(raw[0].min().item<float>(), raw[1].min().item<float>());
+    const float high = std::max(raw[0].max().item<float>(), raw[1].max().item<float>());
+    EXPECT_EQ(result.mapLow, low);
+    EXPECT_EQ(result.mapHigh, high);
+    ASSERT_GT(high, low);
+    for (size_t i = 0; i < 2; ++i) {
+        const at::Tensor expected = ((raw[i] - low) / (high - low)).clamp(0, 1).contiguous();
+        ASSERT_EQ(result.topMaps[i].values.size(), static_cast<size_t>(expected.numel()));
+        for (int64_t k = 0; k < expected.numel(); ++k)
+            EXPECT_NEAR(result.topMaps[i].values[static_cast<size_t>(k)], expected.data_ptr<float>()[k], 1e-6);
+        EXPECT_EQ(result.topPictures[i].shape.back(), 3);
+    }
 }
 
 } // namespace

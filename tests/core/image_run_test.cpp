@@ -6,8 +6,8 @@
 #include "graph/engine.h"
 #include "graph/model_output.h"
 #include "imaging/image_folder.h"
-#include "run/image_run.h"
 #include "model/model_setup.h"
+#include "run/image_run.h"
 
 #include <cmath>
 #include <filesystem>

@@ -6,9 +6,9 @@
 #include "imaging/image_decoder.h"
 #include "imaging/image_folder.h"
 #include "imaging/image_tensor.h"
-#include "probe/probe_folder.h"
 #include "preprocess/preprocessing.h"
 #include "probe/probe_dataset.h"
+#include "probe/probe_folder.h"
 #include "probe/probe_training.h"
 
 #include <torch/torch.h>

@@ -10,6 +10,7 @@
 #include "model/model.h"
 #include "model/model_setup.h"
 #include "panels/compare_panel.h"
+#include "panels/job_setup_column.h"
 #include "views/channel_grid.h"
 #include "views/compare_plots.h"
 #include "views/patching_view.h"
@@ -18,6 +19,8 @@
 
 #include <ATen/ATen.h>
 
+#include <QLabel>
+#include <QPushButton>
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -129,10 +132,18 @@ private Q_SLOTS:
         QVERIFY2(error.contains("folder of images"), qPrintable(error));
         // A bad layer reaches the worker and comes back as a message naming it.
         panel->setUp("cka", "", "featurs.1", test::fixture("labelled"));
-        QSignalSpy failed(panel, &ComparePanel::failed);
+        // The job's failure reaches the window's error box (the controller's failed()) and the
+        // tab's summary (its column follows the job), once each.
+        QSignalSpy failed(window.controller(), &RunController::failed);
+        QSignalSpy panelFailed(panel, &ComparePanel::failed);
         panel->start();
         QVERIFY(failed.wait(Timeout));
+        QCOMPARE(failed.first().at(0).toString(), QString("Comparison Failed"));
         QVERIFY2(failed.first().at(1).toString().contains("featurs.1"), qPrintable(failed.first().at(1).toString()));
+        QVERIFY2(panel->setupColumn()->summary()->text().contains("featurs.1"),
+            qPrintable(panel->setupColumn()->summary()->text()));
+        QVERIFY(!panel->setupColumn()->cancelButton()->isEnabled());
+        QCOMPARE(panelFailed.count(), 0);
     }
 
     void patchingComparesTwoInputsAtALayer()

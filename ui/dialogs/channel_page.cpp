@@ -53,7 +53,8 @@ QImage pictureOf(const FloatTensor& rgb)
     for (int y = 0; y < height; ++y) {
         uchar* line = out.scanLine(y);
         for (int k = 0; k < width * 3; ++k)
-            line[k] = static_cast<uchar>(std::lround(std::clamp(rgb.values[size_t(y) * width * 3 + k], 0.f, 1.f) * 255.f));
+            line[k]
+                = static_cast<uchar>(std::lround(std::clamp(rgb.values[size_t(y) * width * 3 + k], 0.f, 1.f) * 255.f));
     }
     return out;
 }
@@ -82,8 +83,8 @@ VisualizeJobResult drawnVisualization(const ChannelVisualization& result)
     return out;
 }
 
-ChannelPage::ChannelPage(Document* document, RunController* controller, RecordResultPtr recording,
-    const QString& layer, int channel, QWidget* parent)
+ChannelPage::ChannelPage(Document* document, RunController* controller, RecordResultPtr recording, const QString& layer,
+    int channel, QWidget* parent)
     : QDialog(parent)
     , document_(document)
     , recording_(std::move(recording))

@@ -2,14 +2,14 @@
 
 // The analyses' results as the window keeps them: shared, never copied. Plain values, no Torch, no Qt.
 
-#include "common/float_tensor.h"
 #include "attention/attention_workbench.h"
 #include "attribution/attribution_workbench.h"
 #include "attribution/grad_cam_images.h"
-#include "patching/patch_images.h"
-#include "probe/folder_probes.h"
+#include "common/float_tensor.h"
 #include "jobs/run_types.h"
 #include "model/model_setup.h"
+#include "patching/patch_images.h"
+#include "probe/folder_probes.h"
 
 #include <memory>
 #include <string>

@@ -6,8 +6,7 @@ JobHandle::JobHandle(JobRunner* runner, QString title, QObject* owner)
     : QObject(owner)
     , runner_(runner)
     , title_(std::move(title))
-{
-}
+{ }
 
 void JobHandle::cancel()
 {

@@ -49,8 +49,7 @@ public:
     LaneModels(ModelCache& cache, JobLane lane)
         : cache_(cache)
         , lane_(lane)
-    {
-    }
+    { }
     std::shared_ptr<Model> model(const ModelKey& key) override { return cache_.model(lane_, key); }
     std::shared_ptr<Engine> engine(const ModelKey& key) override { return cache_.engine(lane_, key); }
 

@@ -83,47 +83,44 @@ ModelKey RunController::modelKey() const
 
 JobHandle* RunController::submit(const AnalysisInfo& info, AnalysisWork work, QObject* owner)
 {
-    const QString title = tr("%1 Failed").arg(QString::fromStdString(info.title));
-    auto* handle = new JobHandle(jobs_, title, owner);
-    Job job;
-    job.name = QString::fromStdString(info.title);
-    job.lane = laneOf(info.lane);
     // A newer request of an interactive analysis makes the older one's result useless.
-    if (info.lane == AnalysisLane::Interactive)
-        job.group = QString::fromStdString(info.name);
-    job.work = [work = std::move(work), key = modelKey(), lane = job.lane, handle = QPointer<JobHandle>(handle)](
-                   JobContext& context) -> std::function<void()> {
-        LaneModels models(context.models(), lane);
-        AnalysisContext analysis{models, key, progressOf(context), [&context] { return context.isCancelled(); }};
-        std::shared_ptr<const void> result = work(analysis);
-        return [handle, result = std::move(result)] {
-            if (handle)
-                handle->succeed(result);
-        };
-    };
-    job.failed = [this, title, handle = QPointer<JobHandle>(handle)](const QString& message) {
-        if (handle)
-            handle->fail(message);
-        Q_EMIT failed(title, message);
-    };
-    handle->attach(jobs_->submit(std::move(job)));
-    return handle;
+    const QString group = info.lane == AnalysisLane::Interactive ? QString::fromStdString(info.name) : QString();
+    return submitHandle(
+        tr("%1 Failed").arg(QString::fromStdString(info.title)), laneOf(info.lane), group,
+        [work = std::move(work), key = modelKey()](JobContext& context, ModelSource& models) {
+            AnalysisContext analysis{models, key, progressOf(context), [&context] { return context.isCancelled(); }};
+            return work(analysis);
+        },
+        owner);
 }
 
 JobHandle* RunController::startTask(
     const QString& title, JobLane lane, std::function<void(ModelSource& models)> work, QObject* owner)
 {
+    return submitHandle(
+        title, lane, {},
+        [work = std::move(work)](JobContext&, ModelSource& models) -> std::shared_ptr<const void> {
+            work(models);
+            return nullptr;
+        },
+        owner);
+}
+
+JobHandle* RunController::submitHandle(const QString& title, JobLane lane, const QString& group,
+    std::function<std::shared_ptr<const void>(JobContext&, ModelSource&)> work, QObject* owner)
+{
     auto* handle = new JobHandle(jobs_, title, owner);
     Job job;
     job.name = title;
     job.lane = lane;
+    job.group = group;
     job.work = [work = std::move(work), lane, handle = QPointer<JobHandle>(handle)](
                    JobContext& context) -> std::function<void()> {
         LaneModels models(context.models(), lane);
-        work(models);
-        return [handle] {
+        std::shared_ptr<const void> result = work(context, models);
+        return [handle, result = std::move(result)] {
             if (handle)
-                handle->succeed(nullptr);
+                handle->succeed(result);
         };
     };
     job.failed = [this, title, handle = QPointer<JobHandle>(handle)](const QString& message) {

@@ -48,7 +48,8 @@ public:
     // deletes itself once the job is over. Interactive analyses of one kind supersede each other.
     template <typename Analysis> JobHandle* start(const typename Analysis::Request& request, QObject* owner)
     {
-        return submit(analysisInfo(Analysis::name),
+        return submit(
+            analysisInfo(Analysis::name),
             [request](AnalysisContext& context) -> std::shared_ptr<const void> {
                 return std::make_shared<const typename Analysis::Result>(Analysis::run(context, request));
             },
@@ -72,6 +73,8 @@ Q_SIGNALS:
 private:
     using AnalysisWork = std::function<std::shared_ptr<const void>(AnalysisContext& context)>;
     JobHandle* submit(const AnalysisInfo& info, AnalysisWork work, QObject* owner);
+    JobHandle* submitHandle(const QString& title, JobLane lane, const QString& group,
+        std::function<std::shared_ptr<const void>(JobContext&, ModelSource&)> work, QObject* owner);
     JobId submitOwn(const QString& title, std::function<std::function<void()>(JobContext&)> work,
         const QString& group = {}, bool opening = false);
     void scheduleRun();

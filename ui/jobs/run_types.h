@@ -5,11 +5,11 @@
 #include "common/float_tensor.h"
 #include "graph/output_kinds.h"
 #include "graph/request.h"
-#include "run/image_run.h"
 #include "model/model_setup.h"
 #include "model/module_info.h"
 #include "record/folder_recording.h"
 #include "record/layer_statistics.h"
+#include "run/image_run.h"
 
 #include <map>
 #include <memory>

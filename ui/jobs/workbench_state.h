@@ -3,8 +3,8 @@
 // The open model's run on the interactive lane (see workbench_jobs.h). Includes Torch: for the
 // jobs' translation units only.
 
-#include "graph/analysis_context.h"
 #include "export/manifest.h"
+#include "graph/analysis_context.h"
 #include "run/image_run.h"
 
 #include <memory>

@@ -4,6 +4,7 @@
 #include "document/document.h"
 #include "export/manifest.h"
 #include "jobs/run_controller.h"
+#include "jobs/workbench_jobs.h"
 #include "panels/job_setup_column.h"
 #include "panels/setup_and_results.h"
 #include "views/attention_head_grid.h"
@@ -176,25 +177,18 @@ QWidget* AttentionPanel::buildResults()
 
 void AttentionPanel::buildExportMenu()
 {
-    QPushButton* exportButton = column_->addExportButton();
-    auto* menu = new QMenu(exportButton);
-    const auto addExport = [this, menu](const QString& text, const QString& caption, const QString& suggested,
-                               const QString& filters, const QString& plot) {
-        menu->addAction(text, this, [=, this] {
-            const QString path = askSavePath(this, caption, suggested, filters);
-            if (!path.isEmpty())
-                if (const QString error = exportTo(path, plot); !error.isEmpty())
-                    Q_EMIT failed(tr("Export Failed"), error);
-        });
-    };
-    addExport(tr("Attention as .npz, .pt or .safetensors…"), tr("Export Attention"), "attention.npz",
-        tr("NumPy (*.npz);;PyTorch (*.pt);;safetensors (*.safetensors)"), QString());
     const QString pictures = tr("PNG image (*.png);;PDF (*.pdf)");
-    addExport(
-        tr("Distance Plot as PNG or PDF…"), tr("Export Distance Plot"), "attention_distance.png", pictures, "distance");
-    addExport(
-        tr("Entropy Plot as PNG or PDF…"), tr("Export Entropy Plot"), "attention_entropy.png", pictures, "entropy");
-    exportButton->setMenu(menu);
+    column_->addExportMenu(
+        {
+            {tr("Attention as .npz, .pt or .safetensors…"), tr("Export Attention"), "attention.npz",
+                tr("NumPy (*.npz);;PyTorch (*.pt);;safetensors (*.safetensors)"), QString()},
+            {tr("Distance Plot as PNG or PDF…"), tr("Export Distance Plot"), "attention_distance.png", pictures,
+                "distance"},
+            {tr("Entropy Plot as PNG or PDF…"), tr("Export Entropy Plot"), "attention_entropy.png", pictures,
+                "entropy"},
+        },
+        [this](const QString& path, const QString& plot) { return exportTo(path, plot); });
+    connect(column_, &JobSetupColumn::exportFailed, this, &AttentionPanel::failed);
 }
 
 void AttentionPanel::connectJobs()
@@ -258,11 +252,9 @@ void AttentionPanel::start()
     request.target = target_->value();
     shown_ = request;
     JobHandle* job = controller_->start<AttentionAnalysis>(request, this);
-    connect(job, &JobHandle::succeeded, this,
-        [this, job] { showResult(job->result<AttentionWorkbenchResult>()); });
-    connect(job, &JobHandle::failed, this, [this] {
-        grid_->clear(tr("The attention maps failed: the reason is on the left and in the log."));
-    });
+    connect(job, &JobHandle::succeeded, this, [this, job] { showResult(job->result<AttentionWorkbenchResult>()); });
+    connect(job, &JobHandle::failed, this,
+        [this] { grid_->clear(tr("The attention maps failed: the reason is on the left and in the log.")); });
     result_.reset();
     grid_->clear(tr("Running %n image(s)… the maps appear here when the job ends.", nullptr,
         static_cast<int>(request.images.size())));
@@ -426,12 +418,7 @@ QString AttentionPanel::exportTo(const QString& path, const QString& plot) const
     if (plot == "entropy")
         return savePlotFile(plots_->entropyPlot(), path, 800, 480);
     try {
-        ExportManifest manifest;
-        manifest.command = "TorchScope window: Attention > Export";
-        manifest.model = document_->modelPath().toStdString();
-        manifest.device = document_->device().toStdString();
-        manifest.preprocessing = shown_.setup.preprocessing;
-        manifest.labels = shown_.setup.labels;
+        ExportManifest manifest = windowManifest("Attention > Export", controller_->modelKey(), shown_.setup, {}, {});
         for (const auto& image : result_->images)
             manifest.images.push_back({image.image});
         manifest.settings = {{"head_fusion", shown_.headFusion}, {"discard", std::to_string(shown_.discard)},

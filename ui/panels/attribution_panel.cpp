@@ -6,6 +6,7 @@
 #include "document/document.h"
 #include "export/manifest.h"
 #include "jobs/run_controller.h"
+#include "jobs/workbench_jobs.h"
 #include "panels/job_setup_column.h"
 #include "panels/setup_and_results.h"
 #include "views/attribution_grid.h"
@@ -165,25 +166,18 @@ void AttributionPanel::buildForm()
 
 void AttributionPanel::buildExportMenu()
 {
-    QPushButton* exportButton = column_->addExportButton();
-    auto* menu = new QMenu(exportButton);
-    const auto addExport = [this, menu](const QString& text, const QString& caption, const QString& suggested,
-                               const QString& filters, const QString& plot) {
-        menu->addAction(text, this, [=, this] {
-            const QString path = askSavePath(this, caption, suggested, filters);
-            if (!path.isEmpty())
-                if (const QString error = exportTo(path, plot); !error.isEmpty())
-                    Q_EMIT failed(tr("Export Failed"), error);
-        });
-    };
-    addExport(tr("Maps as .npz, .pt or .safetensors…"), tr("Export Attribution Maps"), "attributions.npz",
-        tr("NumPy (*.npz);;PyTorch (*.pt);;safetensors (*.safetensors)"), QString());
-    addExport(
-        tr("Metrics and Sanity Check as JSON…"), tr("Export Metrics"), "metrics.json", tr("JSON (*.json)"), QString());
     const QString pictures = tr("PNG image (*.png);;PDF (*.pdf)");
-    addExport(tr("Curves Plot as PNG or PDF…"), tr("Export Curves"), "curves.png", pictures, "curves");
-    addExport(tr("Sanity Plot as PNG or PDF…"), tr("Export Sanity Plot"), "sanity.png", pictures, "sanity");
-    exportButton->setMenu(menu);
+    column_->addExportMenu(
+        {
+            {tr("Maps as .npz, .pt or .safetensors…"), tr("Export Attribution Maps"), "attributions.npz",
+                tr("NumPy (*.npz);;PyTorch (*.pt);;safetensors (*.safetensors)"), QString()},
+            {tr("Metrics and Sanity Check as JSON…"), tr("Export Metrics"), "metrics.json", tr("JSON (*.json)"),
+                QString()},
+            {tr("Curves Plot as PNG or PDF…"), tr("Export Curves"), "curves.png", pictures, "curves"},
+            {tr("Sanity Plot as PNG or PDF…"), tr("Export Sanity Plot"), "sanity.png", pictures, "sanity"},
+        },
+        [this](const QString& path, const QString& plot) { return exportTo(path, plot); });
+    connect(column_, &JobSetupColumn::exportFailed, this, &AttributionPanel::failed);
 }
 
 void AttributionPanel::connectJobs()
@@ -283,13 +277,11 @@ void AttributionPanel::start()
     request.sanityMode = sanity_->currentData().toString().toStdString();
     shown_ = request;
     JobHandle* job = controller_->start<AttributionAnalysis>(request, this);
-    connect(job, &JobHandle::progress, this, [this](qint64, qint64, const QString& stage) {
-        column_->summary()->setText(tr("Working: %1…").arg(stage));
-    });
+    connect(job, &JobHandle::progress, this,
+        [this](qint64, qint64, const QString& stage) { column_->summary()->setText(tr("Working: %1…").arg(stage)); });
     connect(job, &JobHandle::succeeded, this, [this, job] { showResult(job->result<AttributionWorkbenchResult>()); });
-    connect(job, &JobHandle::failed, this, [this] {
-        grid_->clear(tr("Explaining the images failed: the reason is on the left and in the log."));
-    });
+    connect(job, &JobHandle::failed, this,
+        [this] { grid_->clear(tr("Explaining the images failed: the reason is on the left and in the log.")); });
     // The maps come when the job ends (the metrics and the sanity check need them all): say so,
     // rather than leave the last result or the first-use hint standing.
     result_.reset();
@@ -383,15 +375,10 @@ QString AttributionPanel::exportTo(const QString& path, const QString& plot) con
         return savePlotFile(plots_->sanityPlot(), path, 900, 560);
     try {
         if (path.endsWith(".json", Qt::CaseInsensitive)) {
-            writeFileAtomically(path.toStdString(), attributionReportJson(result_->report));
+            writeFileAtomically(path.toStdString(), attributionMeasuresJson(result_->measures));
             return {};
         }
-        ExportManifest manifest;
-        manifest.command = "TorchScope window: Attribution > Export";
-        manifest.model = document_->modelPath().toStdString();
-        manifest.device = document_->device().toStdString();
-        manifest.preprocessing = shown_.setup.preprocessing;
-        manifest.labels = shown_.setup.labels;
+        ExportManifest manifest = windowManifest("Attribution > Export", controller_->modelKey(), shown_.setup, {}, {});
         for (const auto& image : result_->images) {
             manifest.images.push_back({image.image});
             manifest.targets.push_back(image.targetDescription);

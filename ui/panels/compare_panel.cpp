@@ -145,24 +145,16 @@ void ComparePanel::buildForm()
 
 void ComparePanel::buildExportMenu()
 {
-    QPushButton* exportButton = column_->addExportButton();
-    auto* exportMenu = new QMenu(exportButton);
-    // The project's save dialog (it adds the chosen filter's extension), then exportTo.
-    auto addExport = [this, exportMenu](const QString& text, const QString& caption, const QString& suggested,
-                         const QString& filters, const QString& plot) {
-        exportMenu->addAction(text, this, [=, this] {
-            const QString path = askSavePath(this, caption, suggested, filters);
-            if (!path.isEmpty())
-                if (const QString error = exportTo(path, plot); !error.isEmpty())
-                    Q_EMIT failed(tr("Export Failed"), error);
-        });
-    };
     const QString pictures = tr("PNG image (*.png);;PDF (*.pdf)");
-    addExport(tr("Heat Map as PNG or PDF…"), tr("Export Heat Map"), "cka.png", pictures, "heat map");
-    addExport(tr("Drift Plot as PNG or PDF…"), tr("Export Drift Plot"), "drift.png", pictures, "drift");
-    addExport(tr("Numbers as CSV, JSON or .pt…"), tr("Export Comparison"), "comparison.csv",
-        tr("CSV (*.csv);;JSON (*.json);;PyTorch (*.pt)"), QString());
-    exportButton->setMenu(exportMenu);
+    column_->addExportMenu(
+        {
+            {tr("Heat Map as PNG or PDF…"), tr("Export Heat Map"), "cka.png", pictures, "heat map"},
+            {tr("Drift Plot as PNG or PDF…"), tr("Export Drift Plot"), "drift.png", pictures, "drift"},
+            {tr("Numbers as CSV, JSON or .pt…"), tr("Export Comparison"), "comparison.csv",
+                tr("CSV (*.csv);;JSON (*.json);;PyTorch (*.pt)"), QString()},
+        },
+        [this](const QString& path, const QString& plot) { return exportTo(path, plot); });
+    connect(column_, &JobSetupColumn::exportFailed, this, &ComparePanel::failed);
 }
 
 void ComparePanel::connectJobs()

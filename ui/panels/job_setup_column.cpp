@@ -1,5 +1,6 @@
 #include "panels/job_setup_column.h"
 
+#include "dialogs/save_dialog.h"
 #include "jobs/job_handle.h"
 
 #include <QFileDialog>
@@ -7,6 +8,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QVBoxLayout>
@@ -111,6 +113,22 @@ void JobSetupColumn::finish(bool cancelled)
         progress_->setValue(progress_->maximum());
         progress_->setFormat(tr("done"));
     }
+}
+
+QPushButton* JobSetupColumn::addExportMenu(
+    const QList<ExportChoice>& choices, std::function<QString(const QString& path, const QString& plot)> write)
+{
+    QPushButton* button = addExportButton();
+    auto* menu = new QMenu(button);
+    for (const ExportChoice& choice : choices)
+        menu->addAction(choice.text, this, [this, choice, write] {
+            const QString path = askSavePath(this, choice.caption, choice.suggested, choice.filters);
+            if (!path.isEmpty())
+                if (const QString error = write(path, choice.plot); !error.isEmpty())
+                    Q_EMIT exportFailed(tr("Export Failed"), error);
+        });
+    button->setMenu(menu);
+    return button;
 }
 
 void JobSetupColumn::follow(JobHandle* job, const QString& runningText)

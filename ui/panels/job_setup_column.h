@@ -4,8 +4,11 @@
 // that start its jobs with Cancel (and Export where the tab has one), a progress bar and a
 // summary; what else a tab shows there goes below. One widget, so the tabs look and behave alike.
 
+#include <QList>
 #include <QPointer>
 #include <QWidget>
+
+#include <functional>
 
 class QFormLayout;
 class QHBoxLayout;
@@ -32,6 +35,18 @@ public:
     void addStartButton(QPushButton* button);
     // An Export… button after Cancel, disabled until the tab has a result.
     QPushButton* addExportButton();
+    // The Export… button with a menu of the tab's exports (every tab's the same way): each asks for
+    // a path with the project's save dialog, then calls `write(path, plot)`, which returns an error
+    // or ""; an error is emitted as exportFailed().
+    struct ExportChoice {
+        QString text; // the menu entry: "Maps as .npz, .pt or .safetensors…"
+        QString caption; // the dialog's title
+        QString suggested; // the file name offered
+        QString filters; // "NumPy (*.npz);;PyTorch (*.pt)"
+        QString plot; // what `write` is asked for: "" the numbers, else a plot's name
+    };
+    QPushButton* addExportMenu(
+        const QList<ExportChoice>& choices, std::function<QString(const QString& path, const QString& plot)> write);
     // Below the summary, in order; a stretch > 0 lets the widget take the column's free height.
     void addBelow(QWidget* widget, int stretch = 0);
     void addBelow(QLayout* layout);
@@ -56,6 +71,9 @@ public:
     void follow(JobHandle* job, const QString& runningText);
     JobHandle* job() const { return job_; } // the job followed while it runs, else nullptr
     void cancelJob(); // the job followed, if any (a new model, a closed page)
+
+Q_SIGNALS:
+    void exportFailed(const QString& title, const QString& message);
 
 private:
     QVBoxLayout* layout_;

@@ -12,10 +12,9 @@
 #include "views/qcustomplot_include.h"
 
 #include <QComboBox>
-#include <QFileDialog>
 #include <QDir>
+#include <QFileDialog>
 #include <QFileInfo>
-#include <QStandardPaths>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -24,6 +23,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QStandardPaths>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -225,7 +225,8 @@ void ProbesPanel::train(const QStringList& layers)
     request.setup = document_->setup();
     if (!cache_) {
         const QString folder = QStandardPaths::writableLocation(QStandardPaths::CacheLocation);
-        cache_ = makeActivationCache(folder.isEmpty() ? std::string() : QDir(folder).filePath("activations").toStdString());
+        cache_ = makeActivationCache(
+            folder.isEmpty() ? std::string() : QDir(folder).filePath("activations").toStdString());
     }
     request.cache = cache_;
     JobHandle* job = controller_->start<ProbeAnalysis>(request, this);
@@ -378,11 +379,11 @@ void ProbesPanel::exportProbeTo(const QString& layer, const QString& path, bool 
     }
     JobHandle* job = controller_->startTask(
         tr("Error Exporting Probe"), JobLane::Batch,
-        [result = result_, layer = layer.toStdString(), file = path.toStdString(), stateDict](ModelSource&) {
-            saveTrainedProbe(*result, layer, file, stateDict);
-        },
+        [result = result_, layer = layer.toStdString(), file = path.toStdString(), stateDict](
+            ModelSource&) { saveTrainedProbe(*result, layer, file, stateDict); },
         this);
-    connect(job, &JobHandle::succeeded, this, [this, path] { Q_EMIT message(tr("Exported the probe to %1").arg(path)); });
+    connect(
+        job, &JobHandle::succeeded, this, [this, path] { Q_EMIT message(tr("Exported the probe to %1").arg(path)); });
 }
 
 void ProbesPanel::importProbe()

@@ -185,7 +185,8 @@ void RecordersPanel::start()
         request.setup = document_->setup();
         request.targetClass = document_->targetClass();
         request.edits = document_->edits();
-        request.manifest = windowManifest("Export Recording", controller_->modelKey(), request.setup, request.edits, {});
+        request.manifest
+            = windowManifest("Export Recording", controller_->modelKey(), request.setup, request.edits, {});
     } catch (const std::exception& e) {
         column_->summary()->setText(tr("Cannot start: %1").arg(QString::fromStdString(e.what())));
         return;
@@ -217,9 +218,8 @@ void RecordersPanel::exportTo(const QString& path)
     auto leftOut = std::make_shared<std::vector<std::string>>();
     JobHandle* job = controller_->startTask(
         tr("Error Exporting"), JobLane::Batch,
-        [result = snapshot_, file = path.toStdString(), leftOut](ModelSource&) {
-            *leftOut = writeRecordResult(file, *result);
-        },
+        [result = snapshot_, file = path.toStdString(), leftOut](
+            ModelSource&) { *leftOut = writeRecordResult(file, *result); },
         this);
     connect(job, &JobHandle::succeeded, this, [this, path, leftOut] {
         QStringList keys;

@@ -1,4 +1,4 @@
-#include "attribution/attribution_report.h"
+#include "attribution/attribution_measures.h"
 
 #include "attribution/faithfulness.h"
 #include "attribution/sanity_checks.h"
@@ -32,44 +32,44 @@ std::string quoted(const std::string& text)
 
 } // namespace
 
-void addFaithfulness(AttributionReport& report, const std::string& method, const FaithfulnessResult& result,
+void addFaithfulness(AttributionMeasures& measures, const std::string& method, const FaithfulnessResult& result,
     const FaithfulnessRequest& request)
 {
-    report.pixelsPerStep = result.pixelsPerStep;
-    report.deletionFill = fillName(request.deletionFill);
-    report.insertionStart = fillName(request.insertionStart);
-    report.seed = request.seed;
-    report.metrics[method] = result.metrics;
+    measures.pixelsPerStep = result.pixelsPerStep;
+    measures.deletionFill = fillName(request.deletionFill);
+    measures.insertionStart = fillName(request.insertionStart);
+    measures.seed = request.seed;
+    measures.metrics[method] = result.metrics;
 }
 
-void addSanity(AttributionReport& report, const SanityResult& result, const std::string& mode)
+void addSanity(AttributionMeasures& measures, const SanityResult& result, const std::string& mode)
 {
-    report.sanityMode = mode;
-    report.notRandomised = result.skipped;
+    measures.sanityMode = mode;
+    measures.notRandomised = result.skipped;
     for (const auto& method : result.methods) {
-        auto& layers = report.sanity[method.method];
+        auto& layers = measures.sanity[method.method];
         layers.clear();
         for (const auto& layer : method.layers)
             layers.push_back({layer.layer, layer.type, layer.spearmanAbs, layer.spearman, layer.ssim});
     }
 }
 
-std::string attributionReportJson(const AttributionReport& report)
+std::string attributionMeasuresJson(const AttributionMeasures& measures)
 {
     nlohmann::json out;
-    out["model"] = report.model;
+    out["model"] = measures.model;
     out["images"] = nlohmann::json::array();
-    for (const auto& image : report.images)
+    for (const auto& image : measures.images)
         out["images"].push_back({{"path", image.path}, {"target", image.target}, {"explained", image.explained}});
-    out["seed"] = report.seed;
-    if (!report.metrics.empty()) {
-        out["pixels_per_step"] = report.pixelsPerStep;
-        out["deletion_fill"] = report.deletionFill;
-        out["insertion_start"] = report.insertionStart;
-        if (!report.attributions.empty())
-            out["attributions"] = report.attributions;
+    out["seed"] = measures.seed;
+    if (!measures.metrics.empty()) {
+        out["pixels_per_step"] = measures.pixelsPerStep;
+        out["deletion_fill"] = measures.deletionFill;
+        out["insertion_start"] = measures.insertionStart;
+        if (!measures.attributions.empty())
+            out["attributions"] = measures.attributions;
         nlohmann::json methods = nlohmann::json::object();
-        for (const auto& [method, metrics] : report.metrics)
+        for (const auto& [method, metrics] : measures.metrics)
             for (const auto& [metric, values] : metrics) {
                 const FiniteSummary s = summariseFinite(values.perImage);
                 nlohmann::json entry{{"mean", jsonNumber(s.mean)}, {"sd", jsonNumber(s.sd)}, {"images", s.count},
@@ -80,9 +80,9 @@ std::string attributionReportJson(const AttributionReport& report)
             }
         out["methods"] = methods;
     }
-    if (!report.sanityMode.empty()) {
+    if (!measures.sanityMode.empty()) {
         nlohmann::json methods = nlohmann::json::object();
-        for (const auto& [method, layers] : report.sanity) {
+        for (const auto& [method, layers] : measures.sanity) {
             nlohmann::json list = nlohmann::json::array();
             for (const auto& layer : layers)
                 list.push_back({{"layer", layer.layer}, {"type", layer.type},
@@ -94,21 +94,22 @@ std::string attributionReportJson(const AttributionReport& report)
                             {"ssim", numbers(layer.ssim)}}}});
             methods[method]["layers"] = list;
         }
-        out["sanity"] = {{"mode", report.sanityMode}, {"not_randomised", report.notRandomised}, {"methods", methods}};
+        out["sanity"]
+            = {{"mode", measures.sanityMode}, {"not_randomised", measures.notRandomised}, {"methods", methods}};
     }
     return out.dump(2) + "\n";
 }
 
-std::string faithfulnessCsv(const AttributionReport& report)
+std::string faithfulnessCsv(const AttributionMeasures& measures)
 {
     std::ostringstream csv;
     csv << std::setprecision(9) << "method,metric,image,value\n";
-    for (const auto& [method, metrics] : report.metrics)
+    for (const auto& [method, metrics] : measures.metrics)
         for (const auto& [metric, values] : metrics) {
             for (size_t i = 0; i < values.perImage.size(); ++i)
                 if (std::isfinite(values.perImage[i]))
                     csv << method << ',' << metric << ','
-                        << quoted(i < report.images.size() ? report.images[i].path : "sample " + std::to_string(i))
+                        << quoted(i < measures.images.size() ? measures.images[i].path : "sample " + std::to_string(i))
                         << ',' << values.perImage[i] << '\n';
             const FiniteSummary s = summariseFinite(values.perImage);
             csv << method << ',' << metric << ",mean," << s.mean << '\n';
@@ -117,15 +118,15 @@ std::string faithfulnessCsv(const AttributionReport& report)
     return csv.str();
 }
 
-std::string sanityCsv(const AttributionReport& report)
+std::string sanityCsv(const AttributionMeasures& measures)
 {
     std::ostringstream csv;
     csv << std::setprecision(9) << "method,mode,order,layer,type,spearman_abs,spearman,ssim\n";
-    for (const auto& [method, layers] : report.sanity)
+    for (const auto& [method, layers] : measures.sanity)
         for (size_t k = 0; k < layers.size(); ++k) {
             const SanityLayerValues& layer = layers[k];
-            csv << method << ',' << report.sanityMode << ',' << k + 1 << ',' << layer.layer << ',' << layer.type << ','
-                << summariseFinite(layer.spearmanAbs).mean << ',' << summariseFinite(layer.spearman).mean << ','
+            csv << method << ',' << measures.sanityMode << ',' << k + 1 << ',' << layer.layer << ',' << layer.type
+                << ',' << summariseFinite(layer.spearmanAbs).mean << ',' << summariseFinite(layer.spearman).mean << ','
                 << summariseFinite(layer.ssim).mean << '\n';
         }
     return csv.str();

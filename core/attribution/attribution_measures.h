@@ -3,7 +3,7 @@
 // One file format for what the attribution workbench measures, written by core for the CLI
 // (`evaluate`, `sanity`) and the window (the Attribution tab's export) alike: the faithfulness
 // metrics of each method's maps and the parameter-randomisation sanity check, per image, as JSON
-// (docs/attribution.md, "Result files") or CSV. Torch-free header.
+// (docs/core_operations.md, "Result files") or CSV. Torch-free header.
 
 #include <cstdint>
 #include <map>
@@ -35,7 +35,7 @@ struct SanityLayerValues {
     std::vector<double> spearmanAbs, spearman, ssim; // per image
 };
 
-struct AttributionReport {
+struct AttributionMeasures {
     std::string model;
     std::vector<ExplainedImage> images;
     uint64_t seed = 0;
@@ -50,22 +50,22 @@ struct AttributionReport {
     std::map<std::string, std::vector<SanityLayerValues>> sanity; // method -> layers in the order randomised
 };
 
-// One method's faithfulness metrics into the report (the fills and step from the request).
-void addFaithfulness(AttributionReport& report, const std::string& method, const FaithfulnessResult& result,
+// One method's faithfulness metrics into the measures (the fills and step from the request).
+void addFaithfulness(AttributionMeasures& measures, const std::string& method, const FaithfulnessResult& result,
     const FaithfulnessRequest& request);
-// Every method's sanity check into the report.
-void addSanity(AttributionReport& report, const SanityResult& result, const std::string& mode);
+// Every method's sanity check into the measures.
+void addSanity(AttributionMeasures& measures, const SanityResult& result, const std::string& mode);
 
-// The report as JSON: {"model", "images": [{"path", "target", "explained"}], "seed", then where
+// The measures as JSON: {"model", "images": [{"path", "target", "explained"}], "seed", then where
 // metrics were computed "pixels_per_step", "deletion_fill", "insertion_start", ("attributions"),
 // "methods": {METHOD: {METRIC: {"mean", "sd", "images", "per_image", ("curves")}}}, and where a
 // sanity check ran "sanity": {"mode", "not_randomised", "methods": {METHOD: {"layers": [{"layer",
 // "type", "spearman_abs", "spearman", "ssim", "per_image": {...}}]}}}}. NaN is written as null;
 // means and sd are over the finite values (sd as numpy.std).
-std::string attributionReportJson(const AttributionReport& report);
+std::string attributionMeasuresJson(const AttributionMeasures& measures);
 // method,metric,image,value: a row per image, then the mean and sd of each method and metric.
-std::string faithfulnessCsv(const AttributionReport& report);
+std::string faithfulnessCsv(const AttributionMeasures& measures);
 // method,mode,order,layer,type,spearman_abs,spearman,ssim: a row per randomised layer (means).
-std::string sanityCsv(const AttributionReport& report);
+std::string sanityCsv(const AttributionMeasures& measures);
 
 } // namespace torchscope
