@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The compare demo: the bundled Fashion-MNIST model against a copy trained one epoch further on
 # inverted, mirrored images (resources/demo/fashion_cnn_further.pt, scripts/train_demo_further.py),
-# over the probe demo's 600 test images. Writes the Compare tab (docs/compare.png in the README)
+# over the probe demo's 600 test images. Writes the Compare tab (docs/compare.png in docs/compare.md)
 # and prints the CLI's tables: the two checkpoints layer by layer, and the model's precision drift.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The probe demo: footwear vs. the rest of Fashion-MNIST (600 test images), one linear probe per
 # layer of the bundled model, trained in the window offscreen. Writes the accuracy-by-layer plot
-# (docs/probe_sweep.png in the README) and the Probes tab (docs/probes.png), and prints the CLI's sweep of the same.
+# (docs/probe_sweep.png in docs/probes_gradcam_patching.md) and the Probes tab (docs/probes.png), and prints the CLI's sweep of the same.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

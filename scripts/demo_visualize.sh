@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The feature-visualisation demo: channels of the bundled face-expression network's third dense
 # block, optimised from noise, beside the faces (and non-faces) of scikit-image's LFW subset that
-# excite them most. Writes docs/visualize.png (the README's contact sheet), the folder it comes
+# excite them most. Writes docs/visualize.png (the contact sheet in docs/visualize.md), the folder it comes
 # from (PNGs, index.html, visualization.json) and docs/channel_page.png (the window's page).
 set -euo pipefail
 cd "$(dirname "$0")/.."

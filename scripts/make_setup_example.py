@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Makes the README's "your own model": the bundled Fashion-MNIST CNN saved again without its
+"""Makes docs/own_model.md's "your own model": the bundled Fashion-MNIST CNN saved again without its
 torchscope.json (so TorchScope knows nothing about its input: grey 28x28 images, mean 0.286,
 std 0.353), and its class names as a text file, as a researcher would have them.
 

@@ -152,11 +152,11 @@ Command attentionCommand()
             repeatable(
                 attention, "--layer", o.attentionLayers, "attention module path, glob or type:NAME (repeatable)");
             repeatable(attention, "--method", o.attentionMethods, "heads (default), rollout or legrad (repeatable)")
-                ->check(CLI::IsMember({"heads", "rollout", "legrad"}));
+                ->check(CLI::IsMember(attentionMethods()));
             attention->add_option("--query", o.query, "the query token of the maps: cls (the class token) or an index")
                 ->capture_default_str();
             attention->add_option("--head-fusion", o.headFusion, "rollout: mean, max or min over the heads")
-                ->check(CLI::IsMember({"mean", "max", "min"}))
+                ->check(CLI::IsMember(headFusions()))
                 ->capture_default_str();
             attention
                 ->add_option("--discard", o.discard, "rollout: the fraction of lowest attention set to 0 per layer")

@@ -1,5 +1,6 @@
 #include "analysis/analysis_table.h"
 
+#include "attention/attention_names.h"
 #include "attribution/attribution_names.h"
 #include "common/error.h"
 #include "common/strings.h"
@@ -55,8 +56,7 @@ std::vector<AnalysisInfo> makeTable()
             {"json", "pt", "npz", "safetensors"}, methods, metrics},
         {"attention", "Attention Maps", Batch, "core/attention",
             "runAttentionWorkbench (attention/attention_workbench)", "AttentionWorkbenchRequest",
-            "AttentionWorkbenchResult", {"attention"}, "Attention tab", TensorFiles, {"heads", "rollout", "legrad"},
-            {}},
+            "AttentionWorkbenchResult", {"attention"}, "Attention tab", TensorFiles, attentionMethods(), {}},
     };
 }
 

@@ -14,6 +14,7 @@
 // Tokens: the keys are [prefix tokens, then the h × w patch grid]; the prefix (class token,
 // register tokens) is found from the image size and the patch size.
 
+#include "attention/attention_names.h"
 #include "common/progress.h"
 
 #include <ATen/core/Tensor.h>
@@ -26,10 +27,6 @@ namespace torchscope {
 
 class Engine;
 class Model;
-
-inline constexpr const char* AttentionHeads = "heads";
-inline constexpr const char* AttentionRollout = "rollout";
-inline constexpr const char* AttentionLeGrad = "legrad";
 
 struct AttentionRequest {
     std::vector<std::string> layers; // selectors of attention modules; empty: every one the model has

@@ -95,6 +95,31 @@ def vit_b_16_fixture():
     return model.eval()
 
 
+class Router(nn.Module):
+    """A mixture of experts' gate: softmax(x W) over the experts, the same shape of code as attention
+    (a product, then a softmax over its last dim), but its probabilities weigh the experts' outputs
+    elementwise and never meet a product with values: not attention."""
+
+    def __init__(self):
+        super().__init__()
+        self.gate = nn.Parameter(torch.randn(16, 4))
+        self.experts = nn.Linear(16, 4 * 16)
+
+    def forward(self, x):
+        weights = torch.softmax(torch.matmul(x, self.gate), dim=-1)
+        outputs = self.experts(x).view(x.shape[0], x.shape[1], 4, 16)
+        return (weights.unsqueeze(-1) * outputs).sum(2)
+
+
+class RouterBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.router = Router()
+
+    def forward(self, x):
+        return self.router(x)
+
+
 class MaskedSdpa(nn.Module):
     """A hand-written attention module calling F.scaled_dot_product_attention three times: with a
     boolean mask (one query's keys all masked), causal with its own scale, and with a float bias."""
@@ -289,6 +314,14 @@ class AttentionGrabs(AttentionCase):
         self.assertEqual(tuple(got["mha:attention"].shape), (3, 4, 7, 7))
         self.assert_probabilities(got, want)
         self.assert_same_output_with_and_without(model_path, x_path, "mha:attention")
+
+    def test_a_routers_softmax_is_not_attention(self):
+        torch.manual_seed(5)
+        model_path = self.script("router.pt", RouterBlock().eval())
+        x_path = self.save("x.pt", torch.randn(2, 6, 16))
+        result = cli("run", model_path, "--input", x_path, "--grab", "router:attention", "--out", self.dir / "x.pt")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("computes no attention", result.stderr)
 
     def test_a_module_without_attention_is_refused_with_the_ones_that_have_it(self):
         result = cli("run", FIXTURES / "vit_b_16_scripted.pt", "--input", FIXTURES / "vit_input.pt",

@@ -2,7 +2,7 @@
 loopback address. The ranks are started here with the environment torchrun gives them (RANK,
 WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE), meeting at a store
 this process serves as torchrun's agent does, and once by the environment's own torchrun as the
-README gives it. The oracle is the same command in one process: merged statistics, histograms,
+docs/distributed.md gives it. The oracle is the same command in one process: merged statistics, histograms,
 top-k and kept samples must equal it; a probe trained by a job must also be the one PyTorch trains
 on forward hooks' features (tests/fixtures/probe_reference.py).
 
@@ -265,10 +265,10 @@ class CliJob(unittest.TestCase):
         self.assertFalse(out.exists())
         print(f"a rank without its folder: every rank stopped after {seconds:.1f} s: {outcomes[0][2].strip()}")
 
-    @unittest.skipIf(HEADLESS, "the README's command reads image files")
+    @unittest.skipIf(HEADLESS, "docs/distributed.md's command reads image files")
     def test_the_readmes_torchrun_command(self):
-        # As the README gives it, with the environment's torchrun; --standalone: its agent serves
-        # the rendezvous on a port the OS picks (the README's plain command takes 29500, which
+        # As docs/distributed.md gives it, with the environment's torchrun; --standalone: its agent serves
+        # the rendezvous on a port the OS picks (its plain command takes 29500, which
         # another job on this machine may hold). Rank 0 writes the folder.
         require(TORCHRUN.exists(), f"torchrun beside {sys.executable} (scripts/python_env.sh installs it with torch)")
         root = pathlib.Path(__file__).resolve().parents[2]

@@ -1,5 +1,6 @@
 #include "panels/attention_panel.h"
 
+#include "attention/attention_names.h"
 #include "dialogs/save_dialog.h"
 #include "document/document.h"
 #include "export/manifest.h"
@@ -97,7 +98,8 @@ void AttentionPanel::buildForm()
     layers_->setPlaceholderText(tr("every attention module"));
     layers_->setToolTip(tr("A module path, glob or type:NAME; the module tree marks the modules that compute "
                            "attention (◎)"));
-    fusion_->addItems({"mean", "max", "min"});
+    for (const auto& fusion : headFusions()) // the CLI's --head-fusion choices
+        fusion_->addItem(QString::fromStdString(fusion));
     fusion_->setToolTip(tr("Rollout: how each layer's heads become one matrix"));
     discard_->setRange(0.0, 0.99);
     discard_->setSingleStep(0.05);
