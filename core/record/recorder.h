@@ -33,7 +33,7 @@ public:
     std::vector<std::string> keys() const { return order_; }
     int64_t samples(const std::string& key) const;
 
-    // Everything recorded, for export (see README for the keys).
+    // Everything recorded, for export (docs/recording.md lists the keys).
     NamedValues results() const;
     // Per-channel statistics of Reduction::Stats, as plain values.
     std::map<std::string, LayerStatistics> statistics() const;

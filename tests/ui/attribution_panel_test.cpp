@@ -184,6 +184,45 @@ print(m['grad_cam'].shape, m['targets'].tolist() == [e['target'] for e in j['ima
         QCOMPARE(panel->summaryTable()->rowCount(), 0);
         QVERIFY(!panel->column()->exportButton()->isEnabled());
     }
+
+    void aJobOfTheModelBeforeIsNotShownForTheNextOne()
+    {
+        MainWindow window;
+        test::openDemo(window);
+        window.document()->addImages(probeImages());
+        AttributionPanel* panel = window.attributionPanel();
+        tick(panel->methodList(), {"integrated_gradients"});
+        tick(panel->metricList(), {});
+        // Once the first image is explained, another model is opened while the job waits in its
+        // progress report (a blocking connection: this runs on the GUI thread, the job held).
+        RunController* controller = window.controller();
+        QObject receiver;
+        JobId held = 0;
+        bool opened = false;
+        connect(
+            controller->jobs(), &JobRunner::progress, &receiver,
+            [&](JobId id, qint64 done, qint64, const QString& stage) {
+                // The workbench's first stage (the window's own run of the images reports too).
+                if (done == 0 || held != 0 || stage != "attributions")
+                    return;
+                held = id;
+                QSignalSpy open(controller, &RunController::modelOpened);
+                controller->openModel(test::fixture("fashion_plain.pt"));
+                opened = open.wait(Timeout);
+            },
+            Qt::BlockingQueuedConnection);
+        QSignalSpy finished(panel, &AttributionPanel::finished);
+        panel->start();
+        QTRY_VERIFY_WITH_TIMEOUT(held != 0 && !controller->jobs()->isActive(held), Timeout);
+        QVERIFY(opened);
+        QCoreApplication::processEvents(); // whatever the job handed over is delivered by now
+        // Its partial result belongs to the model before: dropped, not shown as this model's.
+        QCOMPARE(finished.count(), 0);
+        QVERIFY(!panel->result());
+        QCOMPARE(panel->grid()->cellCount(), 0);
+        QVERIFY(!panel->column()->exportButton()->isEnabled());
+        QVERIFY(!panel->column()->cancelButton()->isEnabled());
+    }
 };
 
 QTEST_MAIN(AttributionPanelTest)

@@ -14,6 +14,12 @@ void JobHandle::cancel()
         runner_->cancel(id_);
 }
 
+void JobHandle::abandon()
+{
+    abandoned_ = true;
+    cancel();
+}
+
 void JobHandle::attach(JobId id)
 {
     id_ = id;
@@ -29,6 +35,8 @@ void JobHandle::attach(JobId id)
 
 void JobHandle::succeed(std::shared_ptr<const void> result)
 {
+    if (abandoned_)
+        return; // of a model or images the tab no longer shows
     result_ = std::move(result);
     Q_EMIT succeeded();
 }

@@ -27,6 +27,10 @@ public:
     // A queued job never starts; a running one stops at its next progress report, keeping what it
     // has done (it then succeeds with a result that says it was cancelled).
     void cancel();
+    // Cancels the job and drops whatever it hands over: the model or the images it ran on are no
+    // longer the tab's (succeeded() is not emitted; finished() still is).
+    void abandon();
+    bool isAbandoned() const { return abandoned_; }
     // The result once succeeded() was emitted; nullptr before, or for a job without one.
     template <typename Result> std::shared_ptr<const Result> result() const
     {
@@ -51,6 +55,7 @@ private:
     QString title_;
     JobId id_ = 0;
     bool running_ = true;
+    bool abandoned_ = false;
     std::shared_ptr<const void> result_;
 };
 

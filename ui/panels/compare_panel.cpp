@@ -169,7 +169,7 @@ void ComparePanel::resetForModel()
 {
     column_->cancelJob();
     if (mapsJob_)
-        mapsJob_->cancel();
+        mapsJob_->abandon();
     mapsJob_ = nullptr;
     result_.reset();
     heatMap_->clear();
@@ -329,7 +329,7 @@ void ComparePanel::showPair(const QString& layerA, const QString& layerB)
     }
     LayerMapsRequest request{shownRequest_, images[selected].toStdString(), layerA.toStdString(), layerB.toStdString()};
     if (mapsJob_)
-        mapsJob_->cancel(); // a newer cell was clicked
+        mapsJob_->abandon(); // a newer cell was clicked
     mapsJob_ = controller_->start<LayerMapsAnalysis>(request, this);
     connect(mapsJob_, &JobHandle::succeeded, this, [this, job = mapsJob_.data()] {
         const auto maps = job->result<LayerPairResult>();

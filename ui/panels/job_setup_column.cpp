@@ -160,7 +160,7 @@ void JobSetupColumn::follow(JobHandle* job, const QString& runningText)
 void JobSetupColumn::cancelJob()
 {
     if (job_)
-        job_->cancel();
+        job_->abandon(); // its partial result belongs to what the tab showed before
     job_ = nullptr;
 }
 

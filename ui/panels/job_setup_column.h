@@ -70,7 +70,9 @@ public:
     // cancelled before it started finishes as cancelled. A newer job replaces the one followed.
     void follow(JobHandle* job, const QString& runningText);
     JobHandle* job() const { return job_; } // the job followed while it runs, else nullptr
-    void cancelJob(); // the job followed, if any (a new model, a closed page)
+    // Abandons the job followed, if any (a new model, newer settings): it stops, and what it has
+    // done is dropped, not shown. The Cancel button cancels instead: what finished is shown.
+    void cancelJob();
 
 Q_SIGNALS:
     void exportFailed(const QString& title, const QString& message);

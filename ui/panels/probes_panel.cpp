@@ -156,6 +156,7 @@ void ProbesPanel::connectJobs()
 // of the last model's layers) and no scores; the data folder and seed stay.
 void ProbesPanel::resetForModel()
 {
+    column_->cancelJob(); // a training of the model before: its probes are not this model's
     result_.reset();
     for (QCustomPlot* plot : {sweepPlot_, lossPlot_}) {
         plot->clearPlottables();

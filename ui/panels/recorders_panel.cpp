@@ -140,6 +140,7 @@ void RecordersPanel::connectJobs()
 // also drops): its layers, plots and top images go; the folder and settings stay.
 void RecordersPanel::resetForModel()
 {
+    column_->cancelJob(); // a recording of the model before is not this model's
     snapshot_.reset();
     grabs_->clear();
     const QSignalBlocker block(layer_);
