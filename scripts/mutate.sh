@@ -3,8 +3,9 @@
 # against the tests meant to catch it; prints a table of what the suite caught.
 #   scripts/mutate.sh --list        one mutation a line
 #   scripts/mutate.sh [NAME ...]    run these (all when none)
-# Works in its own build tree (build-mutate: core tests and the CLI) on build/'s fixtures, so the
-# main build is never left mutated. Needs scripts/test.sh to have run once (fixtures).
+# Works on a private copy of the committed sources in its own build tree (build-mutate: core tests
+# and the CLI) on build/'s fixtures: neither the checkout nor the main build is ever mutated. The
+# chosen tests must pass unmutated first. Needs scripts/test.sh to have run once (fixtures).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ "${1:-}" == "--list" ]]; then
@@ -19,11 +20,7 @@ if [[ ! -f "$fixtures/stamp" ]]; then
   echo "mutate.sh: no fixtures in $fixtures: run scripts/test.sh first" >&2
   exit 1
 fi
-build_dir=${MUTATE_BUILD_DIR:-build-mutate}
-if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
-  cmake -S . -B "$build_dir" -G Ninja -DTORCHSCOPE_HEADLESS=ON -DTORCHSCOPE_IMAGING=ON \
-    -DTORCHSCOPE_BUILD_BENCHMARKS=OFF "-DTORCHSCOPE_FIXTURES_DIR=$fixtures" "-DTORCHSCOPE_PYTHON=$python" >/dev/null
-fi
-# A mutation is restored even when this script is interrupted: mutate.py writes the original back
-# in a finally block; `git diff core/` shows anything left behind.
-exec python3 scripts/mutate.py --build-dir "$build_dir" "$@"
+# The mutations are made in a private copy of the committed sources (build-mutate/source, built in
+# build-mutate/build): the checkout is never changed, and one with uncommitted changes is refused.
+exec python3 scripts/mutate.py --build-dir "${MUTATE_BUILD_DIR:-build-mutate}" --fixtures "$fixtures" \
+  --python "$python" "$@"
