@@ -174,7 +174,7 @@ def main():
     built, log = build(build_dir)  # the unmutated tree first: a failure here is not a mutation's
     if not built:
         sys.exit(f"the unmutated build fails:\n{log}")
-    regex = "|".join(f"(?:{m['tests']})" for m in chosen)
+    regex = "|".join(f"({m['tests']})" for m in chosen)  # CMake regexes: no (?:...)
     ran, failed, errors = run_tests(build_dir, regex)
     if ran == 0 or failed or errors:
         sys.exit("mutate: the chosen tests do not pass on the unmutated build, so they cannot tell a mutation; "
