@@ -140,15 +140,6 @@ ModelSetup demoSetup()
     return storedSetup(*Model::load(Demo)).value_or(ModelSetup{});
 }
 
-std::filesystem::path freshFolder(const std::string& name)
-{
-    const auto dir
-        = std::filesystem::temp_directory_path() / ("torchscope_analyses_" + name + "_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    return dir;
-}
-
 TEST(WindowAnalyses, ARecordingKeepsTheEditsAndWritesWhatItRecorded)
 {
     LoadedModels models;

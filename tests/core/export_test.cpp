@@ -13,14 +13,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path freshFolder(const std::string& name)
-{
-    const fs::path dir = fs::temp_directory_path() / ("torchscope_test_" + name + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
-}
-
 TEST(PtExport, RoundTripsADictionaryOfValues)
 {
     const fs::path dir = freshFolder("pt");

@@ -6,7 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -23,6 +26,16 @@
 #endif
 
 namespace torchscope::test {
+
+std::filesystem::path freshFolder(const std::string& name)
+{
+    static std::atomic<int> count{0};
+    const auto dir = std::filesystem::temp_directory_path()
+        / ("torchscope_test_" + name + "_" + std::to_string(::getpid()) + "_" + std::to_string(count++));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    return dir;
+}
 
 LibTorchLeaksIgnored::LibTorchLeaksIgnored()
 {

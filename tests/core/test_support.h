@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -14,6 +15,10 @@
 namespace torchscope::test {
 
 std::string fixture(const std::string& name);
+
+// An empty folder of this test's own under the temporary directory: named after `name`, this
+// process and a count, so two test processes (ctest --parallel, two CI runs) never share one.
+std::filesystem::path freshFolder(const std::string& name);
 
 // True when CI=true: there every capability the build can have must be present.
 bool inContinuousIntegration();

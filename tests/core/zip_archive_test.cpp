@@ -12,7 +12,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -21,17 +20,6 @@ namespace torchscope::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A folder of this process's own (two test runs never share one).
-fs::path freshFolder(const std::string& name)
-{
-    static std::atomic<int> count{0};
-    const fs::path dir = fs::temp_directory_path()
-        / ("torchscope_zip_" + name + "_" + std::to_string(::getpid()) + "_" + std::to_string(count++));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
-}
 
 std::string readAll(const fs::path& path)
 {

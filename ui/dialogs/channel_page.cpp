@@ -43,22 +43,6 @@ QPixmap enlarged(const QImage& image, int side)
         side, side, Qt::KeepAspectRatio, image.width() < side / 2 ? Qt::FastTransformation : Qt::SmoothTransformation));
 }
 
-// [H, W, 3] in [0, 1] as an RGB picture.
-QImage pictureOf(const FloatTensor& rgb)
-{
-    if (rgb.shape.size() != 3 || rgb.shape[2] != 3)
-        return {};
-    const int height = static_cast<int>(rgb.shape[0]), width = static_cast<int>(rgb.shape[1]);
-    QImage out(width, height, QImage::Format_RGB888);
-    for (int y = 0; y < height; ++y) {
-        uchar* line = out.scanLine(y);
-        for (int k = 0; k < width * 3; ++k)
-            line[k]
-                = static_cast<uchar>(std::lround(std::clamp(rgb.values[size_t(y) * width * 3 + k], 0.f, 1.f) * 255.f));
-    }
-    return out;
-}
-
 } // namespace
 
 VisualizeJobResult drawnVisualization(const ChannelVisualization& result)
@@ -67,7 +51,7 @@ VisualizeJobResult drawnVisualization(const ChannelVisualization& result)
     out.key = result.key;
     out.mapsOnly = result.mapsOnly;
     if (!result.mapsOnly)
-        out.image = pictureOf(result.image);
+        out.image = overlayImage(result.image, nullptr, 0, 0, ColorMap::Magma, 0.f); // the picture alone
     out.value = result.value;
     out.steps = result.steps;
     out.cancelled = result.cancelled;
