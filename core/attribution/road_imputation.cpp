@@ -86,10 +86,13 @@ at::Tensor noisyLinearImputation(
     }
 
     // Python: img_infill[:, indices] = res.t() + noise * torch.randn_like(res.t()), res [n, C] float32.
+    // spsolve returns res column-major (SuperLU solves one channel after the other) and torch.tensor
+    // keeps those strides, so res.t() is a contiguous [C, n] and the noise is drawn channel by channel:
+    // every pixel of channel 0, then channel 1, ... (with one channel the orders agree).
     const at::Tensor indices = at::nonzero(unknown.reshape({-1}).to(at::kBool)).squeeze(1);
     const int64_t n = indices.numel();
     const at::Tensor res = solution.reshape({channels, -1}).index_select(1, indices).t().to(at::kFloat); // [n, C]
-    at::Tensor drawn = at::empty_strided({channels, n}, {1, channels}, at::kFloat);
+    at::Tensor drawn = at::empty({channels, n}, at::kFloat);
     drawn.normal_(0.0, 1.0, generator);
     at::Tensor filled = image.to(at::kFloat).cpu().reshape({channels, -1}).clone();
     filled.index_copy_(1, indices, res.t() + noise * drawn);

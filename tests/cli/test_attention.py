@@ -167,6 +167,99 @@ class WeightsMha(nn.Module):
         return out + weights.mean()
 
 
+class MaskedMha(nn.Module):
+    """nn.MultiheadAttention given masks, batch first: a causal float mask with a key padding mask,
+    then a boolean mask where one query sees only itself; need_weights=False, as models call it."""
+
+    def __init__(self, dim: int = 32, heads: int = 4, tokens: int = 9):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(dim, heads, batch_first=True)
+        causal = torch.triu(torch.full((tokens, tokens), float("-inf")), 1)
+        self.register_buffer("causal", causal)
+        only_self = torch.rand(tokens, tokens) > 0.6
+        only_self[2] = True
+        only_self[2, 2] = False  # True masks a key out: query 2 keeps only itself
+        only_self.fill_diagonal_(False)
+        self.register_buffer("only_self", only_self)
+        padding = torch.zeros(2, tokens)
+        padding[1, -3:] = float("-inf")  # the second sequence is 3 tokens shorter
+        self.register_buffer("padding", padding)
+
+    def forward(self, x):
+        a = self.mha(x, x, x, attn_mask=self.causal, key_padding_mask=self.padding, need_weights=False)[0]
+        b = self.mha(x, x, x, attn_mask=self.only_self, need_weights=False)[0]
+        return a + b
+
+
+class CrossSdpa(nn.Module):
+    """Causal cross attention: 6 queries over 10 keys (PyTorch's is_causal then keeps the top-left
+    triangle), and the same without the mask, heads of 8."""
+
+    def __init__(self, dim: int = 32, heads: int = 4):
+        super().__init__()
+        self.heads = heads
+        self.q = nn.Linear(dim, dim)
+        self.kv = nn.Linear(dim, 2 * dim)
+
+    def split(self, x, memory):
+        n, t, d = x.shape
+        q = self.q(x).reshape(n, t, self.heads, d // self.heads).transpose(1, 2)
+        k, v = self.kv(memory).reshape(n, memory.shape[1], 2, self.heads, d // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        return q, k, v
+
+    def forward(self, x):
+        q, k, v = self.split(x[:, :6], x)
+        return (F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                + F.scaled_dot_product_attention(q, k, v)).sum(1)
+
+
+class Block(nn.Module):
+    """torchvision's EncoderBlock in small: pre-norm nn.MultiheadAttention (need_weights=False) and an MLP."""
+
+    def __init__(self, dim: int, heads: int):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(dim)
+        self.self_attention = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.ln_2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
+
+    def forward(self, x):
+        y = self.ln_1(x)
+        x = x + self.self_attention(y, y, y, need_weights=False)[0]
+        return x + self.mlp(self.ln_2(x))
+
+
+class Encoder(nn.Module):
+    def __init__(self, dim: int, heads: int, depth: int):
+        super().__init__()
+        self.layers = nn.Sequential(*[Block(dim, heads) for _ in range(depth)])
+        self.ln = nn.LayerNorm(dim)
+
+    def forward(self, x):
+        return self.ln(self.layers(x))
+
+
+class RegisterVit(nn.Module):
+    """A vision transformer laid out as torchvision's (encoder.layers, encoder.ln, heads) on a
+    non-square patch grid (3 x 40 x 56 images in 8-pixel patches: 5 x 7), with a class token and two
+    register tokens before the patches."""
+
+    def __init__(self, dim: int = 32, heads: int = 4, depth: int = 3, registers: int = 2, classes: int = 5):
+        super().__init__()
+        self.conv_proj = nn.Conv2d(3, dim, 8, 8)
+        self.class_token = nn.Parameter(0.5 * torch.randn(1, 1, dim))
+        self.registers = nn.Parameter(0.5 * torch.randn(1, registers, dim))
+        self.position = nn.Parameter(0.5 * torch.randn(1, 35, dim))
+        self.encoder = Encoder(dim, heads, depth)
+        self.heads = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        patches = self.conv_proj(x).flatten(2).transpose(1, 2) + self.position
+        n = x.shape[0]
+        tokens = torch.cat([self.class_token.expand(n, -1, -1), self.registers.expand(n, -1, -1), patches], 1)
+        return self.heads(self.encoder(tokens)[:, 0])
+
+
 class AttentionCase(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -303,6 +396,44 @@ class AttentionGrabs(AttentionCase):
         self.assert_probabilities(got, want)
         self.assert_same_output_with_and_without(model_path, x_path, "inner:attention")
 
+    def test_masks_given_to_multihead_attention_are_kept(self):
+        torch.manual_seed(8)
+        model = MaskedMha().eval()
+        x = torch.randn(2, 9, 32)
+        model_path, x_path = self.script("masked_mha.pt", Holder(model)), self.save("x.pt", x)
+        want = multihead_attention_of(model, x)
+        want = {"inner:attention": want["mha:attention"]}
+        # The eager hook keeps the last call: the boolean mask's. The first call's, by the math kernel.
+        with torch.no_grad():
+            q, k, v = F.linear(x, model.mha.in_proj_weight, model.mha.in_proj_bias).chunk(3, -1)
+            split = lambda t: t.reshape(2, 9, 4, 8).transpose(1, 2)
+            bias = model.causal.expand(2, 4, 9, 9) + model.padding.view(2, 1, 1, 9)
+            first = torch.ops.aten._scaled_dot_product_attention_math(split(q), split(k), split(v), bias)[1]
+        got = self.grab(model_path, x_path, "inner.mha:attention")
+        self.assertEqual(set(got), {"output", "inner.mha:attention", "inner.mha:attention#1"})
+        self.assertLessEqual(max_diff(got["inner.mha:attention"], first), PROBABILITY_TOLERANCE)
+        self.assertLessEqual(max_diff(got["inner.mha:attention#1"], want["inner:attention"]), PROBABILITY_TOLERANCE)
+        self.assertTrue(torch.equal(got["inner.mha:attention"][1, :, :, -3:], torch.zeros(4, 9, 3)))  # padded keys
+        self.assertLessEqual(max_diff(got["inner.mha:attention#1"][:, :, 2, 2], torch.ones(2, 4)), 1e-6)
+        self.assert_same_output_with_and_without(model_path, x_path, "inner.mha:attention")
+
+    def test_causal_cross_attention_with_fewer_queries_than_keys(self):
+        torch.manual_seed(9)
+        model = CrossSdpa().eval()
+        x = torch.randn(3, 10, 32)
+        model_path, x_path = self.script("cross.pt", Holder(model)), self.save("x.pt", x)
+        with torch.no_grad():
+            q, k, v = model.split(x[:, :6], x)
+            math = torch.ops.aten._scaled_dot_product_attention_math
+            want = {"inner:attention": math(q, k, v, None, 0.0, True)[1], "inner:attention#1": math(q, k, v)[1]}
+        got = self.grab(model_path, x_path, "inner:attention")
+        del got["output"]
+        self.assertEqual(tuple(got["inner:attention"].shape), (3, 4, 6, 10))
+        # Top-left causal: query i sees keys 0..i, never the 4 keys past the last query.
+        self.assertTrue(torch.equal(got["inner:attention"][..., 6:], torch.zeros(3, 4, 6, 4)))
+        self.assert_probabilities(got, want)
+        self.assert_same_output_with_and_without(model_path, x_path, "inner:attention")
+
     def test_multihead_attention_asked_for_weights_splits_its_heads(self):
         torch.manual_seed(4)
         model = WeightsMha().eval()
@@ -430,10 +561,89 @@ class AttentionMaps(AttentionCase):
                               result.stdout)
 
 
-def numpy_distance(p, prefix, side):
+class AttentionNonSquare(AttentionCase):
+    """Every attention method on 3-channel, non-square images (3 x 40 x 56, a 5 x 7 patch grid) with a
+    class token and two register tokens, a batch of 2: heads, --query, entropy and distance against
+    the eager model asked for its weights, rollout against NumPy, LeGrad against torchcam."""
+
+    def setUp(self):
+        super().setUp()
+        torch.manual_seed(11)
+        self.model = RegisterVit().eval()
+        self.x = torch.randn(2, 3, 40, 56)
+        self.model_path, self.x_path = self.script("register_vit.pt", self.model), self.save("x.pt", self.x)
+        self.layers = [f"encoder.layers.{i}.self_attention" for i in range(3)]
+        self.want = multihead_attention_of(self.model, self.x)
+
+    def test_heads_query_entropy_distance_and_rollout(self):
+        out = self.dir / "maps.npz"
+        result = self.run_cli("attention", self.model_path, "--input", self.x_path, "--method", "heads",
+                              "--method", "rollout", "--head-fusion", "min", "--discard", "0.5", "--out", out)
+        self.assertIn("2 more token(s) between the class token and the patches", result.stdout)
+        got = np.load(out)
+        for layer in self.layers:
+            p = self.want[f"{layer}:attention"]
+            self.assertEqual(tuple(p.shape), (2, 4, 38, 38))
+            self.assertLessEqual(max_diff(got[f"{layer}:attention"], p), PROBABILITY_TOLERANCE)
+            # Row-major 5 x 7: a height/width swap reshapes the same numbers into another picture.
+            self.assertLessEqual(max_diff(got[f"{layer}:maps"], p[:, :, 0, 3:].reshape(2, 4, 5, 7)),
+                                 PROBABILITY_TOLERANCE)
+            entropy = -(p * p.clamp_min(1e-30).log()).sum(-1).mean(-1)
+            self.assertLessEqual(max_diff(got[f"{layer}:entropy"], entropy), 1e-5)
+            distance = numpy_distance(p.numpy(), 3, 5, 7) * 8  # pixels: 8-pixel patches
+            self.assertLessEqual(max_diff(got[f"{layer}:distance"], distance), 1e-4)
+        rollout = numpy_rollout([self.want[f"{l}:attention"].numpy() for l in self.layers], "min", 0.5)
+        self.assertLessEqual(max_diff(got["rollout"], rollout[:, 0, 3:].reshape(2, 1, 5, 7)), 1e-5)
+        # Another query token: patch 12 (row 1, column 5) over the patches.
+        query = self.dir / "query.pt"
+        self.run_cli("attention", self.model_path, "--input", self.x_path, "--query", "15",
+                     "--layer", self.layers[1], "--out", query)
+        p = self.want[f"{self.layers[1]}:attention"]
+        self.assertLessEqual(max_diff(torch.load(query)[f"{self.layers[1]}:maps"], p[:, :, 15, 3:].reshape(2, 4, 5, 7)),
+                             PROBABILITY_TOLERANCE)
+
+    def test_legrad_equals_torchcam_on_the_grid(self):
+        from torchcam.methods import LeGrad
+        out = self.dir / "legrad.pt"
+        self.run_cli("attention", self.model_path, "--input", self.x_path, "--method", "legrad",
+                     *[a for l in self.layers[1:] for a in ("--layer", l)], "--out", out)
+        got = torch.load(out)
+        with torch.no_grad():
+            predicted = self.model(self.x).argmax(1)
+        self.assertEqual(got["targets"].tolist(), predicted.tolist())
+        blocks = [l.rsplit(".", 1)[0] for l in self.layers[1:]]
+        for i in range(2):  # torchcam explains one class per call
+            with LeGrad(self.model, blocks, prefix_tokens=3, grid_shape=(5, 7)) as extractor:
+                self.model(self.x[i:i + 1])
+                cam = extractor(int(predicted[i]))[0]
+            self.assertEqual(tuple(got["legrad"][i].shape), (1, 5, 7))
+            self.assertLessEqual(max_diff(got["legrad"][i], cam), 1e-4)
+
+    def test_timm_registers_on_a_non_square_grid_recorded(self):
+        from timm.models.vision_transformer import VisionTransformer
+        torch.manual_seed(12)
+        model = VisionTransformer(img_size=(40, 56), patch_size=8, embed_dim=32, depth=2, num_heads=4,
+                                  num_classes=5, reg_tokens=2).eval()
+        model_path = self.script("timm.pt", model)
+        x = torch.randn(5, 3, 40, 56)
+        x_path = self.save("x5.pt", x)
+        out = self.dir / "recorded.pt"
+        self.run_cli("record", model_path, "--input", x_path, "--grab", "blocks.1.attn:attention", "--batch", "2",
+                     "--out", out)
+        got = torch.load(out)
+        p = self.grab(model_path, x_path, "blocks.1.attn:attention")["blocks.1.attn:attention"].numpy()
+        self.assertEqual(p.shape, (5, 4, 38, 38))
+        distance = numpy_distance(p, 3, 5, 7) * 8
+        self.assertEqual(got["blocks.1.attn:distance:samples"].item(), 5)
+        self.assertLessEqual(max_diff(got["blocks.1.attn:distance:mean"], distance.mean(0)), 1e-5)
+        self.assertLessEqual(max_diff(got["blocks.1.attn:distance:max"], distance.max(0)), 1e-5)
+
+
+def numpy_distance(p, prefix, height, width=None):
     """Mean attention distance in patches: over patch queries, Σ over patch keys of p · distance.
-    The patches' distance is euclidean between their grid positions."""
-    yx = np.stack(np.meshgrid(np.arange(side), np.arange(side), indexing="ij"), -1).reshape(-1, 2)
+    The patches' distance is euclidean between their grid positions (row-major, height x width)."""
+    width = height if width is None else width
+    yx = np.stack(np.meshgrid(np.arange(height), np.arange(width), indexing="ij"), -1).reshape(-1, 2)
     d = np.sqrt(((yx[:, None, :] - yx[None, :, :]) ** 2).sum(-1))
     patches = p[:, :, prefix:, prefix:].astype(np.float64)
     return (patches * d).sum(-1).mean(-1)

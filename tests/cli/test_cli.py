@@ -4,6 +4,7 @@ import csv
 import fcntl
 import hashlib
 import json
+import math
 import os
 import pathlib
 import re
@@ -16,6 +17,7 @@ import unittest
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from comparisons import max_diff
 
@@ -33,6 +35,7 @@ TIMEOUT = 600  # the sanitized CLI is several times slower
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))  # probe_reference: probes trained by PyTorch
 from demo_hooks import MEAN, STD, demo_hooked, demo_model  # noqa: E402  (the eager demo model, forward hooks on it)
+from color_model import color_model  # noqa: E402  (the second shape: 3 x 40 x 56 colour images)
 
 
 def cli(*args):
@@ -1462,14 +1465,9 @@ def inputs(paths):
 
 
 def fashion_image(path):
-    """A probe fixture image as the model saw it in TorchScope ([1, 1, 28, 28]; its preprocessing has
-    tests of its own): the first layer's input, grabbed by `run`, so that the eager oracle starts from
-    the very same values."""
-    with tempfile.TemporaryDirectory() as folder:
-        out = pathlib.Path(folder) / "input.pt"
-        result = cli("run", FASHION, "--input", path, "--grab", "features.0:in0", "--out", out)
-        assert result.returncode == 0, result.stderr
-        return torch.load(out)["features.0:in0"]
+    """A probe fixture image as the demo model saw it in TorchScope ([1, 1, 28, 28]; its preprocessing
+    has tests of its own)."""
+    return model_image(FASHION, path, "features.0")
 
 
 def eager_grad_cam(x, layer, target=None):
@@ -1823,16 +1821,65 @@ class CliManifest(unittest.TestCase):
         self.assertEqual(len(m["images"]), 4)
 
 
-class FashionImagesCase:
-    """For the attribution classes: IMAGES as the demo model saw them (x), the eager demo model with
-    its predictions, and a temporary folder per test (dir)."""
+def model_image(model, path, first):
+    """An image as `model` saw it in TorchScope ([1, C, H, W]): the input of its first layer
+    `first`, grabbed by `run`, so that an eager oracle starts from the very same values."""
+    with tempfile.TemporaryDirectory() as folder:
+        out = pathlib.Path(folder) / "input.pt"
+        result = cli("run", model, "--input", path, "--grab", f"{first}:in0", "--out", out)
+        assert result.returncode == 0, result.stderr
+        return torch.load(out)[f"{first}:in0"]
 
+
+class FashionSubject:
+    """The demo's shape: the Fashion-MNIST CNN on 1 x 28 x 28 grey images. MODEL, its IMAGES, a
+    LAYER with maps for the layer methods, its FIRST layer and the eager model (eager())."""
+
+    MODEL = FASHION
     IMAGES = [FIXTURES / "probe" / folder / name for folder in ("footwear", "rest") for name in ("00.png", "01.png")]
+    LAYER = "features.1"
+    FIRST = "features.0"
+
+    @classmethod
+    def eager(cls):
+        return demo_model()
+
+
+class ColorSubject:
+    """The second shape (tests/fixtures/color_model.py): a CNN of 3 x 40 x 56 colour images with a
+    mean and std per channel, a 3 x 5 kernel and 2 x 3 pooling, where a channel or a height/width
+    mix-up gives another number."""
+
+    MODEL = FIXTURES / "color_cnn.pt"
+    IMAGES = [FIXTURES / "color" / f"{name}.png" for name in ("astronaut_a", "disc", "stripes", "astronaut_b")]
+    LAYER = "features.3"
+    FIRST = "features.0"
+
+    @classmethod
+    def eager(cls):
+        return color_model(cls.MODEL)
+
+
+def blur_kernel(x, sigma=None):
+    """The blur baseline's and fill's default: sigma a tenth of the shorter side, torchvision's
+    kernel of 2 * ceil(3 sigma) + 1."""
+    sigma = min(x.shape[2:]) / 10 if sigma is None else sigma
+    return 2 * math.ceil(3 * sigma) + 1, sigma
+
+
+class ImagesCase(FashionSubject):
+    """For the attribution classes: IMAGES as the subject's model saw them (x), the eager model with
+    its predictions, and a temporary folder per test (dir). A class that mixes in ColorSubject
+    first runs the same tests on the second shape."""
+
+    @classmethod
+    def image(cls, path):
+        return model_image(cls.MODEL, path, cls.FIRST)
 
     @classmethod
     def setUpClass(cls):
-        cls.x = torch.cat([fashion_image(path) for path in cls.IMAGES])
-        cls.model = demo_model()
+        cls.x = torch.cat([cls.image(path) for path in cls.IMAGES])
+        cls.model = cls.eager()
         with torch.no_grad():
             cls.predicted = cls.model(cls.x).argmax(1)
 
@@ -1845,13 +1892,13 @@ class FashionImagesCase:
 
 
 @unittest.skipIf(HEADLESS, "reads image files")
-class CliAttribute(FashionImagesCase, unittest.TestCase):
+class CliAttribute(ImagesCase, unittest.TestCase):
     """attribute: saliency, Input x Gradient and Integrated Gradients (every integration rule) against
     Captum's own classes on the eager demo model with the same weights and input."""
 
     def attribute(self, *args, name="maps.npz"):
         out = self.dir / name
-        result = cli("attribute", FASHION, *inputs(self.IMAGES), "--threads", THREADS, *args, "--out", out)
+        result = cli("attribute", self.MODEL, *inputs(self.IMAGES), "--threads", THREADS, *args, "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
         return {key: torch.from_numpy(value) for key, value in np.load(out).items()}
 
@@ -1889,14 +1936,15 @@ class CliAttribute(FashionImagesCase, unittest.TestCase):
 
     def test_occlusion_equals_captum(self):
         from captum.attr import Occlusion
-        for window, stride in ((8, 4), (6, 5)):  # 28 - 6 = 22 is no multiple of 5: the last windows overhang
+        # 28 - 6 = 22 and 56 - 6 = 50 are no multiples of 5 (40 - 6 = 34 neither): the last windows overhang.
+        for window, stride in ((8, 4), (6, 5)):
             with self.subTest(window=window, stride=stride):
                 got = self.attribute("--method", "occlusion", "--window", str(window), "--stride", str(stride),
                                      "--memory-mb", "1", name=f"occlusion{window}.npz")
-                want = Occlusion(self.model).attribute(self.x, sliding_window_shapes=(1, window, window),
+                want = Occlusion(self.model).attribute(self.x, sliding_window_shapes=(self.x.shape[1], window, window),
                                                        strides=(1, stride, stride), baselines=0, target=self.predicted)
                 self.assertClose(got["occlusion"], want)
-        bad = cli("attribute", FASHION, *inputs(self.IMAGES[:1]), "--method", "occlusion", "--window", "4",
+        bad = cli("attribute", self.MODEL, *inputs(self.IMAGES[:1]), "--method", "occlusion", "--window", "4",
                   "--stride", "6", "--out", self.dir / "x.pt")
         self.assertEqual(bad.returncode, 1)
         self.assertIn("1 <= --stride <= --window", bad.stderr)
@@ -1906,7 +1954,7 @@ class CliAttribute(FashionImagesCase, unittest.TestCase):
         from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
         peers = {"grad_cam": GradCAM, "grad_cam_pp": GradCAMPlusPlus, "hires_cam": HiResCAM,
                  "xgrad_cam": XGradCAM, "layer_cam": LayerCAM}
-        layer = "features.1"
+        layer = self.LAYER
         got = self.attribute(*[arg for name in peers for arg in ("--method", name)], "--layer", layer)
         # The layer's output and the predicted class's gradient there, by a forward hook, image by image.
         module = dict(self.model.named_modules())[layer]
@@ -1932,14 +1980,14 @@ class CliAttribute(FashionImagesCase, unittest.TestCase):
                                                             align_corners=False)
                 self.assertClose(got[name + ":input"], upsampled)
         self.assertGreater(max_diff(got["grad_cam"], got["layer_cam"]), 0.0)
-        missing = cli("attribute", FASHION, *inputs(self.IMAGES[:1]), "--method", "grad_cam", "--out", self.dir / "x.pt")
+        missing = cli("attribute", self.MODEL, *inputs(self.IMAGES[:1]), "--method", "grad_cam", "--out", self.dir / "x.pt")
         self.assertEqual(missing.returncode, 1)
         self.assertIn("need --layer", missing.stderr)
 
     def test_score_cam_equals_pytorch_grad_cam_at_the_layer(self):
         from pytorch_grad_cam import ScoreCAM
         from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
-        layer = "features.1"
+        layer = self.LAYER
         got = self.attribute("--method", "score_cam", "--layer", layer, "--memory-mb", "1")
         module = dict(self.model.named_modules())[layer]
         seen = {}
@@ -1965,10 +2013,10 @@ class CliAttribute(FashionImagesCase, unittest.TestCase):
         self.assertTrue(torch.equal(small["targets"], self.predicted))
 
     def test_mistakes_are_named(self):
-        unknown = cli("attribute", FASHION, *inputs(self.IMAGES[:1]), "--method", "deeplift", "--out", self.dir / "x.pt")
+        unknown = cli("attribute", self.MODEL, *inputs(self.IMAGES[:1]), "--method", "deeplift", "--out", self.dir / "x.pt")
         self.assertEqual(unknown.returncode, 2)
         self.assertIn("occlusion", unknown.stderr)
-        one = cli("attribute", FASHION, *inputs(self.IMAGES[:1]), "--method", "integrated_gradients", "--steps", "1",
+        one = cli("attribute", self.MODEL, *inputs(self.IMAGES[:1]), "--method", "integrated_gradients", "--steps", "1",
                   "--rule", "riemann_trapezoid", "--out", self.dir / "x.pt")
         self.assertEqual(one.returncode, 1)
         self.assertIn("2 steps for the trapezoid", one.stderr)
@@ -1976,12 +2024,13 @@ class CliAttribute(FashionImagesCase, unittest.TestCase):
 
 
 @unittest.skipIf(HEADLESS, "reads image files")
-class CliAttributeNoise(FashionImagesCase, unittest.TestCase):
+class CliAttributeNoise(ImagesCase, unittest.TestCase):
     """attribute: SmoothGrad, SmoothGrad² and VarGrad against Captum's NoiseTunnel drawing the same
     noise, and Integrated Gradients from a blurred, a noisy and a user's baseline against Captum
     given that baseline (itself checked against torchvision's gaussian_blur and torch.rand)."""
 
-    IMAGES = CliAttribute.IMAGES[1:3]
+    IMAGES = FashionSubject.IMAGES[1:3]
+    BASELINE = FashionSubject.IMAGES[3]  # --baseline IMAGE
     SEED = 7
 
     def attribute(self, *args, name="maps.npz"):
@@ -2023,12 +2072,12 @@ class CliAttributeNoise(FashionImagesCase, unittest.TestCase):
 
     def test_blurred_baseline_is_torchvisions_gaussian_blur(self):
         from torchvision.transforms.functional import gaussian_blur
-        for sigma, kernel in ((None, 19), (1.5, 11)):  # the default: a tenth of 28 px, 2 * ceil(3 * 2.8) + 1
+        for sigma in (None, 1.5):  # the default: a tenth of the shorter side (28 px: 2.8, a kernel of 19)
             with self.subTest(sigma=sigma):
                 extra = [] if sigma is None else ["--blur-sigma", str(sigma)]
                 got = self.attribute("--method", "integrated_gradients", "--steps", "10", "--baseline", "blur",
                                      *extra, name=f"blur{sigma}.npz")
-                s = 2.8 if sigma is None else sigma
+                kernel, s = blur_kernel(self.x, sigma)
                 blurred = gaussian_blur(self.x, kernel_size=[kernel, kernel], sigma=[s, s])
                 self.assertClose(got["integrated_gradients:baseline"], blurred, relative=1e-6)
                 self.integrated_gradients_equal_captum(got, got["integrated_gradients:baseline"])
@@ -2044,17 +2093,17 @@ class CliAttributeNoise(FashionImagesCase, unittest.TestCase):
         self.integrated_gradients_equal_captum(got, got["integrated_gradients:baseline"])
 
     def test_a_user_image_as_baseline(self):
-        path = CliAttribute.IMAGES[3]
+        path = self.BASELINE
         got = self.attribute("--method", "integrated_gradients", "--steps", "10", "--baseline", path)
-        baseline = fashion_image(path)
+        baseline = self.image(path)
         self.assertClose(got["integrated_gradients:baseline"], baseline.expand_as(self.x), relative=0)
         self.integrated_gradients_equal_captum(got, baseline.expand_as(self.x))
-        wrong = torch.zeros(1, 1, 14, 14)
+        wrong = torch.zeros(1, self.x.shape[1], 14, 14)
         torch.save(wrong, self.dir / "small.pt")
-        bad = cli("attribute", FASHION, *inputs(self.IMAGES), "--method", "integrated_gradients",
+        bad = cli("attribute", self.MODEL, *inputs(self.IMAGES), "--method", "integrated_gradients",
                   "--baseline", self.dir / "small.pt", "--out", self.dir / "x.npz")
         self.assertEqual(bad.returncode, 1)
-        self.assertIn("[1, 1, 14, 14]", bad.stderr)
+        self.assertIn(f"[1, {self.x.shape[1]}, 14, 14]", bad.stderr)
         self.assertIn("one image of their size", bad.stderr)
 
 
@@ -2357,35 +2406,21 @@ def rise_auc(arr):
 
 
 @unittest.skipIf(HEADLESS, "reads image files")
-class CliEvaluate(unittest.TestCase):
+class CliEvaluate(ImagesCase, unittest.TestCase):
     """evaluate: deletion and insertion against RISE's own procedure, Average Drop and Increase in
     Confidence against pytorch-grad-cam's DropInConfidence / IncreaseInConfidence, on maps made by
     attribute and read back through --attributions."""
 
-    IMAGES = CliAttribute.IMAGES
-
-    @classmethod
-    def setUpClass(cls):
-        cls.x = torch.cat([fashion_image(path) for path in cls.IMAGES])
-        cls.model = demo_model()
-
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = pathlib.Path(self.tmp.name)
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
     def evaluate(self, *args, name="metrics.json"):
         out = self.dir / name
-        result = cli("evaluate", FASHION, *inputs(self.IMAGES), "--threads", THREADS, *args, "--out", out)
+        result = cli("evaluate", self.MODEL, *inputs(self.IMAGES), "--threads", THREADS, *args, "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
         return out
 
-    def maps(self, *methods, layer="features.1"):
+    def maps(self, *methods):
         out = self.dir / "maps.npz"
-        result = cli("attribute", FASHION, *inputs(self.IMAGES), "--threads", THREADS,
-                     *[a for m in methods for a in ("--method", m)], "--layer", layer, "--out", out)
+        result = cli("attribute", self.MODEL, *inputs(self.IMAGES), "--threads", THREADS,
+                     *[a for m in methods for a in ("--method", m)], "--layer", self.LAYER, "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
         return out, {key: torch.from_numpy(value) for key, value in np.load(out).items()}
 
@@ -2402,7 +2437,8 @@ class CliEvaluate(unittest.TestCase):
         self.assertEqual((report["deletion_fill"], report["insertion_start"], report["attributions"]),
                          ("zero", "blur", str(path)))
         self.assertNotIn("sanity", report)
-        blur = lambda image: gaussian_blur(image, kernel_size=[19, 19], sigma=[2.8, 2.8])  # a tenth of 28 px
+        kernel, sigma = blur_kernel(self.x)
+        blur = lambda image: gaussian_blur(image, kernel_size=[kernel, kernel], sigma=[sigma, sigma])
         zero = torch.zeros_like
         for method, key in (("saliency", "saliency"), ("grad_cam", "grad_cam:input")):
             for metric, mode, substrate in (("deletion", "del", zero), ("insertion", "ins", blur)):
@@ -2424,6 +2460,27 @@ class CliEvaluate(unittest.TestCase):
                                      reversed_["methods"]["saliency"]["deletion"]["curves"]):
             self.assertEqual(forward[0], backward[0])
             self.assertGreater(max_diff(forward, backward), 1e-3)
+
+    def test_blur_and_mean_fills_with_the_default_step_equal_rise(self):
+        from torchvision.transforms.functional import gaussian_blur
+        path, maps = self.maps("saliency")
+        kernel, sigma = blur_kernel(self.x)
+        substrates = {"blur": lambda image: gaussian_blur(image, kernel_size=[kernel, kernel], sigma=[sigma, sigma]),
+                      # each channel's own mean, not one mean over the channels
+                      "mean": lambda image: image.mean((2, 3), keepdim=True).expand_as(image).clone()}
+        step = math.ceil(self.x.shape[2] * self.x.shape[3] / 100)  # the default: a hundredth of the image
+        for fill, substrate in substrates.items():
+            report = json.loads(self.evaluate("--method", "saliency", "--metric", "deletion", "--metric", "insertion",
+                                              "--fill", fill, "--attributions", path, name=f"{fill}.json").read_text())
+            self.assertEqual((report["pixels_per_step"], report["deletion_fill"], report["insertion_start"]),
+                             (step, fill, fill))
+            for metric, mode in (("deletion", "del"), ("insertion", "ins")):
+                with self.subTest(fill=fill, metric=metric):
+                    got = report["methods"]["saliency"][metric]
+                    for i in range(len(self.x)):
+                        want = rise_causal_curve(self.model, self.x[i:i + 1], maps["saliency"][i].sum(0), mode, step,
+                                                 substrate)
+                        self.assertLessEqual(max_diff(got["curves"][i], want), 1e-5)
 
     def test_making_the_maps_itself_scores_what_attribute_writes(self):
         path, _ = self.maps("integrated_gradients")
@@ -2462,7 +2519,8 @@ class CliEvaluate(unittest.TestCase):
                 self.assertAlmostEqual(got[("average_drop", "mean")], float(np.mean(100 * drop / full)), delta=1e-3)
 
     def test_road_equals_pytorch_grad_cam(self):
-        from pytorch_grad_cam.metrics.road import ROADLeastRelevantFirstAverage, ROADMostRelevantFirstAverage
+        from pytorch_grad_cam.metrics.road import (ROADLeastRelevantFirst, ROADLeastRelevantFirstAverage,
+                                                   ROADMostRelevantFirst, ROADMostRelevantFirstAverage)
         from pytorch_grad_cam.utils.model_targets import ClassifierOutputSoftmaxTarget
         path, maps = self.maps("grad_cam")
         seed = 5
@@ -2479,7 +2537,12 @@ class CliEvaluate(unittest.TestCase):
                     target = [ClassifierOutputSoftmaxTarget(int(maps["targets"][i]))]
                     want = averager(self.x[i:i + 1], cam[i:i + 1].numpy(), target, self.model)
                     self.assertAlmostEqual(got["per_image"][i], float(want[0]), delta=1e-5)
-                    self.assertEqual(len(got["curves"][i]), 9)
+                    # Point by point: the averager's percentiles in its order, from the same seed.
+                    torch.manual_seed(seed + i)
+                    one = ROADMostRelevantFirst if name == "road_morf" else ROADLeastRelevantFirst
+                    points = [float(one(p)(self.x[i:i + 1], cam[i:i + 1].numpy(), target, self.model)[0])
+                              for p in averager.percentiles]
+                    self.assertLessEqual(max_diff(got["curves"][i], points), 1e-5)
         # The most relevant pixels matter more than the least: MoRF falls below LeRF on average.
         self.assertLess(report["methods"]["grad_cam"]["road_morf"]["mean"],
                         report["methods"]["grad_cam"]["road_lerf"]["mean"])
@@ -2494,14 +2557,14 @@ class CliEvaluate(unittest.TestCase):
         )
         for args, message in cases:
             with self.subTest(message=message):
-                result = cli("evaluate", FASHION, *inputs(self.IMAGES), "--metric", "deletion", *args)
+                result = cli("evaluate", self.MODEL, *inputs(self.IMAGES), "--metric", "deletion", *args)
                 self.assertEqual(result.returncode, 1, result.stderr)
                 self.assertIn(message, result.stderr)
         self.assertFalse((self.dir / "m.json").exists())
 
 
 @unittest.skipIf(HEADLESS, "reads image files")
-class CliSanity(FashionImagesCase, unittest.TestCase):
+class CliSanity(ImagesCase, unittest.TestCase):
     """sanity: cascading and independent randomisation against Quantus's MPRT on the eager demo model
     (the same layers in the same order, re-initialised from the same seed, the same Spearman per image),
     SSIM against skimage's structural_similarity of the maps it keeps, and the loaded model untouched."""
@@ -2510,7 +2573,7 @@ class CliSanity(FashionImagesCase, unittest.TestCase):
 
     def sanity(self, *args, name="sanity.json"):
         out = self.dir / name
-        result = cli("sanity", FASHION, *inputs(self.IMAGES), "--threads", THREADS, "--seed", self.SEED, *args,
+        result = cli("sanity", self.MODEL, *inputs(self.IMAGES), "--threads", THREADS, "--seed", self.SEED, *args,
                      "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
         return out
@@ -2567,14 +2630,54 @@ class CliSanity(FashionImagesCase, unittest.TestCase):
         independent = json.loads((self.dir / "independent.json").read_text())["sanity"]["methods"]["saliency"]["layers"]
         self.assertNotEqual([e["spearman"] for e in cascading], [e["spearman"] for e in reversed(independent)])
 
+    def test_grad_cams_spearman_equals_quantus_mprt(self):
+        import quantus
+        layer = self.LAYER
+
+        def grad_cam(model, inputs, targets, **kwargs):
+            """Grad-CAM of the (randomised) model by a forward hook and autograd, ReLU, then bilinear
+            to the input's size: one image at a time."""
+            module, maps = dict(model.named_modules())[layer], []
+            for x, t in zip(torch.as_tensor(inputs).float(), torch.as_tensor(targets)):
+                seen = {}
+                hook = module.register_forward_hook(lambda m, i, o: seen.__setitem__("a", o))
+                out = model(x[None])
+                hook.remove()
+                gradient, = torch.autograd.grad(out[0, int(t)], seen["a"])
+                cam = torch.relu((gradient.mean((2, 3), keepdim=True) * seen["a"]).sum(1, keepdim=True))
+                maps.append(F.interpolate(cam, size=x.shape[1:], mode="bilinear", align_corners=False).detach())
+            return torch.cat(maps).numpy()
+
+        report = json.loads(self.sanity("--method", "grad_cam", "--layer", layer).read_text())
+        got = report["sanity"]["methods"]["grad_cam"]
+        # Quantus refuses a batch whose maps are all zero (a randomised layer after the Grad-CAM layer
+        # can give that) and its batched Spearman fails on the NaN of a constant map: its randomisation,
+        # layer order and Spearman stay, the maps go straight through and one image is compared at a time.
+        spearman = quantus.similarity_func.correlation_spearman
+        mprt = quantus.MPRT(layer_order="top_down", seed=self.SEED, abs=False, normalise=False, disable_warnings=True,
+                            similarity_func=lambda a, b, batched=True, **kw: np.array([spearman(a[0], b[0])]))
+        unwrap = lambda model: model.get_model() if hasattr(model, "get_model") else model
+        mprt.explain_batch = lambda model, x, y: grad_cam(unwrap(model), x, y)
+        scores = mprt(model=self.model, x_batch=self.x.numpy(), y_batch=self.predicted.numpy(), a_batch=None,
+                      explain_func=grad_cam, device="cpu", batch_size=1)
+        self.assertEqual([entry["layer"] for entry in got["layers"]], [name for name in scores if name != "original"])
+        for entry in got["layers"]:
+            # A randomised layer after the Grad-CAM layer leaves maps of ties (all zero): both sides
+            # rank them alike, or the entry is NaN on both (Quantus's spearmanr of a constant).
+            want = np.asarray(scores[entry["layer"]], dtype=np.float64)
+            mine = np.asarray([np.nan if v is None else v for v in entry["per_image"]["spearman"]], dtype=np.float64)
+            self.assertTrue(np.array_equal(np.isnan(mine), np.isnan(want)), entry["layer"])
+            finite = ~np.isnan(want)
+            self.assertLessEqual(max_diff(mine[finite], want[finite]), 1e-6, entry["layer"])
+
     def test_ssim_and_the_kept_maps(self):
         from skimage.metrics import structural_similarity
-        out = self.sanity("--method", "saliency", "--method", "grad_cam", "--layer", "features.1",
+        out = self.sanity("--method", "saliency", "--method", "grad_cam", "--layer", self.LAYER,
                           "--maps", self.dir / "maps.npz")
         got = json.loads(out.read_text())["sanity"]["methods"]
         maps = {key: torch.from_numpy(value) for key, value in np.load(self.dir / "maps.npz").items()}
-        attributed = cli("attribute", FASHION, *inputs(self.IMAGES), "--threads", THREADS, "--method", "saliency",
-                         "--method", "grad_cam", "--layer", "features.1", "--out", self.dir / "plain.npz")
+        attributed = cli("attribute", self.MODEL, *inputs(self.IMAGES), "--threads", THREADS, "--method", "saliency",
+                         "--method", "grad_cam", "--layer", self.LAYER, "--out", self.dir / "plain.npz")
         self.assertEqual(attributed.returncode, 0, attributed.stderr)
         plain = {key: torch.from_numpy(value) for key, value in np.load(self.dir / "plain.npz").items()}
         # The loaded model is never changed: its maps are attribute's, a layer method's upsampled.
@@ -2599,13 +2702,36 @@ class CliSanity(FashionImagesCase, unittest.TestCase):
         self.assertGreater(abs(flat - first["per_image"]["ssim"][0]), 1e-3)
 
     def test_mistakes_are_named(self):
-        bad = cli("sanity", FASHION, *inputs(self.IMAGES[:1]), "--method", "saliency", "--mode", "sideways",
+        bad = cli("sanity", self.MODEL, *inputs(self.IMAGES[:1]), "--method", "saliency", "--mode", "sideways",
                   "--out", self.dir / "x.json")
         self.assertEqual(bad.returncode, 2)
         self.assertIn("cascading", bad.stderr)
-        wrong = cli("sanity", FASHION, *inputs(self.IMAGES[:1]), "--method", "saliency", "--out", self.dir / "x.txt")
+        wrong = cli("sanity", self.MODEL, *inputs(self.IMAGES[:1]), "--method", "saliency", "--out", self.dir / "x.txt")
         self.assertEqual(wrong.returncode, 1)
         self.assertIn("FILE.json or FILE.csv", wrong.stderr)
+
+
+@unittest.skipIf(HEADLESS, "reads image files")
+class CliAttributeColor(ColorSubject, CliAttribute):
+    """CliAttribute's tests on 3 x 40 x 56 colour images."""
+
+
+@unittest.skipIf(HEADLESS, "reads image files")
+class CliAttributeNoiseColor(ColorSubject, CliAttributeNoise):
+    """CliAttributeNoise's tests on 3 x 40 x 56 colour images."""
+
+    IMAGES = ColorSubject.IMAGES[1:3]
+    BASELINE = ColorSubject.IMAGES[3]
+
+
+@unittest.skipIf(HEADLESS, "reads image files")
+class CliEvaluateColor(ColorSubject, CliEvaluate):
+    """CliEvaluate's tests on 3 x 40 x 56 colour images."""
+
+
+@unittest.skipIf(HEADLESS, "reads image files")
+class CliSanityColor(ColorSubject, CliSanity):
+    """CliSanity's tests on 3 x 40 x 56 colour images."""
 
 
 @unittest.skipIf(HEADLESS, "writes PNG files")
