@@ -45,8 +45,7 @@ void requireCalledModule(const Model& model, const std::string& path, const std:
     requireModulePath(model, path, what);
     const ModuleInfo* module = model.find(path);
     if (!module->called)
-        throw Error(
-            what + ": module '" + path + "' is never called by the model's forward: " + module->notCalledReason);
+        throw Error(what + ": module '" + path + "' never runs in this model: " + module->notCalledReason);
 }
 
 std::vector<std::string> resolveSelector(

@@ -10,6 +10,18 @@
 
 namespace torchscope {
 
+namespace {
+
+// A call with no argument but the module and no value back (NoneType): what a trace keeps of a
+// module that passes its input through.
+bool isEmptyCall(const torch::jit::Node* node)
+{
+    return node->inputs().size() == 1 && node->outputs().size() == 1
+        && node->output()->type()->kind() == c10::TypeKind::NoneType;
+}
+
+} // namespace
+
 CallGraph traceCalls(const torch::jit::Module& root)
 {
     std::map<std::string, torch::jit::Module> modules;
@@ -43,8 +55,12 @@ CallGraph traceCalls(const torch::jit::Module& root)
                           if (it != relative.end()) {
                               const std::string callee = it->second.empty() ? path : joinPath(path, it->second);
                               const std::string name = node->s(c10::attr::name);
-                              if (!it->second.empty() && isForwardMethodName(name))
-                                  result.callSites[callee].push_back({methodName, sourceLine(node), context});
+                              if (!it->second.empty() && isForwardMethodName(name)) {
+                                  if (isEmptyCall(node))
+                                      result.emptyCalls.insert(callee);
+                                  else
+                                      result.callSites[callee].push_back({methodName, sourceLine(node), context});
+                              }
                               pending.emplace_back(callee, name);
                           }
                       } else if (node->kind() == c10::prim::GetAttr && !isModuleValue(node->output())) {
@@ -66,6 +82,16 @@ CallGraph traceCalls(const torch::jit::Module& root)
 
 std::string notCalledReason(const std::string& path, const CallGraph& graph)
 {
+    if (graph.emptyCalls.count(path)) {
+        const auto dot = path.rfind('.');
+        const std::string parent = dot == std::string::npos
+            ? ""
+            : " (its parent '" + path.substr(0, dot) + "' when it is the parent's last step)";
+        return "the model calls it without an input and it gives nothing back: torch.jit.trace records a module that "
+               "passes its input through (as nn.Identity) that way, so the traced model holds no value to grab here; "
+               "grab the layer whose output it passes on"
+            + parent + ", or open the scripted model";
+    }
     for (const auto& [callee, sites] : graph.callSites)
         if (startsWith(callee, path + "."))
             return "a container: the model calls its children (" + callee

@@ -21,6 +21,10 @@ struct CallGraph {
     // Modules whose attributes (weights, buffers) reached code reads without calling them:
     // Swin's attention reads self.proj.weight for F.linear.
     std::set<std::string> attributesRead;
+    // Modules called only without an input and giving nothing back: torch.jit.trace records a
+    // module that passes its input through (nn.Identity, timm's act/drop when disabled) that way,
+    // since no traced value flows through it. There is no value to grab at such a call.
+    std::set<std::string> emptyCalls;
 };
 
 // Follows prim::CallMethod from the root's forward through every method it reaches, on the

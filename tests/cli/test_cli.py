@@ -1223,6 +1223,19 @@ class CliProbe(unittest.TestCase):
         self.assertIn("is not a probe: this is a text file", result.stderr)
 
 
+class NormAct(torch.nn.Module):
+    """timm's BatchNormAct2d with its activation and dropout off: two nn.Identity after the norm."""
+
+    def __init__(self):
+        super().__init__()
+        self.bn = torch.nn.BatchNorm2d(4)
+        self.drop = torch.nn.Identity()
+        self.act = torch.nn.Identity()
+
+    def forward(self, x):
+        return self.act(self.drop(self.bn(x)))
+
+
 class CliOwnModel(unittest.TestCase):
     """A researcher's own model: its setup, modules that never run, every output kind."""
 
@@ -1261,6 +1274,39 @@ class CliOwnModel(unittest.TestCase):
                      "--out", self.out, "--grab", "proj")
         self.assertNotEqual(result.returncode, 0)
         self.assertIn("weights are used directly", result.stderr)
+
+    def test_a_traced_pass_through_is_refused_never_written_as_none(self):
+        # timm's BatchNormAct2d with act=nn.Identity (mobilevitv2's conv_proj.bn.act): a trace keeps
+        # the Identity's call without its input or output. Eager hooks see a tensor there; the traced
+        # model holds none, so a grab by path is refused saying why, a glob skips it with a note, and
+        # the scripted model gives the value eager hooks see.
+        torch.manual_seed(13)
+        model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), NormAct(), torch.nn.ReLU()).eval()
+        x = torch.randn(2, 3, 9, 7)
+        torch.save(x, self.dir / "x.pt")
+        seen = {}
+        hook = model[1].act.register_forward_hook(lambda m, i, o: seen.__setitem__("act", o.detach()))
+        with torch.no_grad():
+            model(x)
+        hook.remove()  # torch.jit.script would compile it
+        torch.jit.save(torch.jit.trace(model, x), self.dir / "traced.pt")
+        torch.jit.save(torch.jit.script(model), self.dir / "scripted.pt")
+        refused = cli("run", self.dir / "traced.pt", "--input", self.dir / "x.pt", "--grab", "1.act", "--out", self.out)
+        self.assertEqual(refused.returncode, 1, refused.stderr)
+        self.assertIn("passes its input through", refused.stderr)
+        self.assertIn("its parent '1'", refused.stderr)
+        self.assertFalse(self.out.exists())
+        skipped = self.run_ok("run", self.dir / "traced.pt", "--input", self.dir / "x.pt", "--grab", "1.*",
+                              "--out", self.out)
+        self.assertIn("skips 2 module(s) whose forward never runs: 1.drop, 1.act", skipped.stderr)
+        got = torch.load(self.out)
+        self.assertEqual(sorted(got), ["1.bn", "output"])
+        self.assertLessEqual(max_diff(got["1.bn"], seen["act"]), 1e-6)
+        self.run_ok("run", self.dir / "scripted.pt", "--input", self.dir / "x.pt", "--grab", "1.act", "--out", self.out)
+        self.assertLessEqual(max_diff(torch.load(self.out)["1.act"], seen["act"]), 1e-6)
+        tree = json.loads(self.run_ok("inspect", self.dir / "traced.pt", "--json").stdout)
+        act = next(m for m in tree["modules"] if m["path"] == "1.act")
+        self.assertFalse(act["called"])
 
     def test_frozen_and_newer_models_are_named(self):
         result = self.run_ok("inspect", FIXTURES / "frozen_relu_twice.pt")
