@@ -18,7 +18,7 @@ struct ZipArchive::Handle {
     }
 };
 
-ZipArchive::ZipArchive(const std::string& path, std::string kind)
+ZipArchive::ZipArchive(const std::string& path, std::string kind, Check check)
     : path_(path)
     , kind_(std::move(kind))
     , zip_(std::make_unique<Handle>())
@@ -27,7 +27,7 @@ ZipArchive::ZipArchive(const std::string& path, std::string kind)
     const auto size = std::filesystem::file_size(path, sizeError);
     fileSize_ = sizeError ? 0 : static_cast<uint64_t>(size);
     int error = 0;
-    zip_->zip = zip_open(path.c_str(), ZIP_RDONLY, &error);
+    zip_->zip = zip_open(path.c_str(), ZIP_RDONLY | (check == Check::Consistent ? ZIP_CHECKCONS : 0), &error);
     if (!zip_->zip) {
         zip_error_t details;
         zip_error_init_with_code(&details, error);

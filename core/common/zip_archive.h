@@ -29,9 +29,13 @@ public:
 
 class ZipArchive {
 public:
+    // Plain: libzip's own checks of the central directory. Consistent: also every record's local
+    // header read and held against the directory, and every record lying wholly inside the file
+    // (libzip's ZIP_CHECKCONS): for a reader that will trust the offsets, as LibTorch's does.
+    enum class Check { Plain, Consistent };
     // `kind` names the file in messages: "zip archive", ".pt2 archive", ".npz archive".
     // Throws ZipOpenError saying why the file cannot be opened as a zip.
-    explicit ZipArchive(const std::string& path, std::string kind = "zip archive");
+    explicit ZipArchive(const std::string& path, std::string kind = "zip archive", Check check = Check::Plain);
     ~ZipArchive();
     ZipArchive(const ZipArchive&) = delete;
     ZipArchive& operator=(const ZipArchive&) = delete;

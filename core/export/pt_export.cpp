@@ -2,6 +2,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/zip_archive.h"
 #include "model/file_diagnosis.h"
 
 #include <caffe2/serialize/inline_container.h>
@@ -106,6 +107,14 @@ c10::IValue readTorchSaveFile(const std::string& path)
     if (bytes.size() < 4 || start.compare(0, 4, "PK\x03\x04") != 0)
         throw Error("cannot read tensor file '" + path + "': this is " + describeFileStart(start)
             + ", not a file written by torch.save");
+    // LibTorch's reader trusts the zip's offsets and sizes: a truncated or damaged archive is refused
+    // here first, every record held against the central directory and the file's end.
+    try {
+        ZipArchive(path, "torch.save file", ZipArchive::Check::Consistent);
+    } catch (const ZipOpenError& e) {
+        throw Error("cannot read tensor file '" + path + "': its zip archive is damaged or cut short (" + e.reason
+            + "); a file torch.save wrote whole opens");
+    }
     try {
         return torch::jit::pickle_load(bytes);
     } catch (const c10::Error& e) {

@@ -32,19 +32,25 @@ std::vector<double> numbers(const json& value, const char* field)
     return out;
 }
 
-// An integer >= 0, or [height, width] of them.
+// An integer >= 0 (0: keep the size), or [height, width]: both positive or both 0; at most 65536 pixels.
 std::pair<int, int> size(const json& value, const char* field)
 {
+    constexpr int64_t Largest = 65536;
     auto number = [&](const json& v) {
-        if (!v.is_number_integer() || v.get<int>() < 0)
-            throw Error(
-                std::string("preprocessing field '") + field + "' must be a non-negative integer or [height, width]");
-        return v.get<int>();
+        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > Largest)
+            throw Error(std::string("preprocessing field '") + field
+                + "' must be an integer from 0 to 65536 or [height, width]");
+        return static_cast<int>(v.get<int64_t>());
     };
     if (value.is_array()) {
         if (value.size() != 2)
             throw Error(std::string("preprocessing field '") + field + "' must be an integer or [height, width]");
-        return {number(value[0]), number(value[1])};
+        const std::pair<int, int> hw{number(value[0]), number(value[1])};
+        if ((hw.first == 0) != (hw.second == 0))
+            throw Error(std::string("preprocessing field '") + field + "' is [" + std::to_string(hw.first) + ", "
+                + std::to_string(hw.second)
+                + "]: a height and a width must both be positive (or both 0: keep the size)");
+        return hw;
     }
     const int n = number(value);
     return {n, n};

@@ -105,5 +105,41 @@ TEST(TensorFile, WrongFilesAreNamed)
     EXPECT_NE(errorOf([] { readTorchSaveFile(fixture("relu_twice.pt")); }), "");
 }
 
+// A torch.save archive whose central directory says a tensor's record is 2 GB: LibTorch's reader
+// trusts the directory and would read past the file's end; the file is refused before it gets there.
+TEST(TensorFile, AnArchiveThatClaimsMoreThanItHoldsIsRefused)
+{
+    const fs::path dir = freshFolder("claim");
+    const std::string path = (dir / "claims.pt").string();
+    writePtDictionary(path, {{"a", at::arange(64, at::kFloat)}, {"b", at::ones({3})}});
+    std::string bytes;
+    {
+        std::ifstream in(path, std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    ASSERT_TRUE(readTorchSaveFile(path).isGenericDict()); // whole, it opens
+    size_t entry = 0;
+    bool found = false;
+    while ((entry = bytes.find("PK\x01\x02", entry)) != std::string::npos) {
+        const auto nameLength = static_cast<uint8_t>(bytes[entry + 28]) | static_cast<uint8_t>(bytes[entry + 29]) << 8;
+        if (bytes.substr(entry + 46, static_cast<size_t>(nameLength)).find("/data/0") != std::string::npos) {
+            for (const size_t field : {entry + 20, entry + 24}) // compressed and uncompressed size: 0x7fffffff
+                bytes.replace(field, 4, std::string("\xff\xff\xff\x7f", 4));
+            found = true;
+            break;
+        }
+        entry += 4;
+    }
+    ASSERT_TRUE(found) << "no central directory entry for a tensor's record";
+    {
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        out << bytes;
+    }
+    const std::string message = errorOf([&] { readTorchSaveFile(path); });
+    EXPECT_NE(message.find("damaged or cut short"), std::string::npos) << message;
+    EXPECT_NE(message.find("claims.pt"), std::string::npos) << message;
+    fs::remove_all(dir);
+}
+
 } // namespace
 } // namespace torchscope::test

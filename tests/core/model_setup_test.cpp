@@ -77,6 +77,17 @@ TEST(ModelSetup, BadFieldsAreNamed)
     EXPECT_NE(
         errorOf([] { ModelSetup::fromJson(R"({"labels": [1, 2]})"); }).find("list of strings"), std::string::npos);
     EXPECT_NE(errorOf([] { ModelSetup::fromJson("[1]"); }).find("JSON object"), std::string::npos);
+    // A size of [H, 0] used to parse and then write itself back as no resize at all.
+    EXPECT_NE(errorOf([] {
+        ModelSetup::fromJson(R"({"preprocess": {"resize": [40, 0]}})");
+    }).find("'resize' is [40, 0]: a height and a width must both be positive"),
+        std::string::npos);
+    EXPECT_NE(errorOf([] { ModelSetup::fromJson(R"({"preprocess": {"crop": [0, 7]}})"); }).find("'crop' is [0, 7]"),
+        std::string::npos);
+    EXPECT_NE(
+        errorOf([] { ModelSetup::fromJson(R"({"preprocess": {"resize": 4294967297}})"); }).find("from 0 to 65536"),
+        std::string::npos);
+    EXPECT_EQ(ModelSetup::fromJson(R"({"preprocess": {"resize": 0}})").preprocessing.resize, 0);
 }
 
 TEST(ModelSetup, LabelsFromTextAndJson)
