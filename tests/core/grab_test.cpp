@@ -143,9 +143,16 @@ TEST(Grab, TypeAndGlobSelectors)
     request.grabs = {GrabSpec::parse("type:Conv2d")};
     const auto resolved = engine.resolve(request);
     EXPECT_EQ(resolved.captures.size(), 20u); // ResNet-18: stem + 16 block convs + 3 downsample convs
+    // layer3.*: every module under layer3 (fnmatch's * crosses dots), in named_modules() order, and
+    // nothing else: ResNet-18's two blocks with their convolutions, norms, ReLUs and the downsample.
     request.grabs = {GrabSpec::parse("layer3.*")};
+    std::vector<std::string> got;
     for (const auto& slot : engine.resolve(request).captures)
-        EXPECT_TRUE(startsWith(slot.path, "layer3.")) << slot.path;
+        got.push_back(slot.path);
+    const std::vector<std::string> want{"layer3.0", "layer3.0.conv1", "layer3.0.bn1", "layer3.0.relu", "layer3.0.conv2",
+        "layer3.0.bn2", "layer3.0.downsample", "layer3.0.downsample.0", "layer3.0.downsample.1", "layer3.1",
+        "layer3.1.conv1", "layer3.1.bn1", "layer3.1.relu", "layer3.1.conv2", "layer3.1.bn2"};
+    EXPECT_EQ(got, want);
 }
 
 size_t countClones(const Model& model, const std::vector<std::string>& grabs)

@@ -98,7 +98,7 @@ TEST(ImageRun, WritesWhatPythonReads)
     DemoRun demo;
     EXPECT_FALSE(demo.runner.hasRecorded());
     demo.runner.run(demo.config);
-    const std::string path = (std::filesystem::temp_directory_path() / "torchscope_image_run.pt").string();
+    const std::string path = (freshFolder("image_run") / "recorded.pt").string();
     EXPECT_TRUE(demo.runner.writeRecorded(path).empty());
     const c10::IValue saved = readTorchSaveFile(path);
     std::filesystem::remove(path);

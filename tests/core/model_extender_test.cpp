@@ -122,8 +122,7 @@ TEST(ModelExtender, WithoutTheMainOutputTheRestOfTheNetworkIsNotComputed)
 TEST(ProbeExport, TorchScriptAndStateDictReloadToTheSameScores)
 {
     const LinearProbe probe = trainedProbe("features.2");
-    const auto dir = std::filesystem::temp_directory_path() / "torchscope_probe_export";
-    std::filesystem::create_directories(dir);
+    const auto dir = freshFolder("probe_export");
     saveProbeModule((dir / "probe.pt").string(), probe);
     saveProbeStateDict((dir / "probe_state.pt").string(), probe);
 
@@ -146,8 +145,7 @@ TEST(ProbeExport, TorchScriptAndStateDictReloadToTheSameScores)
 
 TEST(ActivationCache, SecondCollectionRunsNothingAndANewCheckpointRunsAgain)
 {
-    const auto dir = std::filesystem::temp_directory_path() / "torchscope_cache_test";
-    std::filesystem::remove_all(dir);
+    const auto dir = freshFolder("cache");
     std::filesystem::create_directories(dir / "cache");
     const std::string modelPath = (dir / "model.pt").string();
     std::filesystem::copy_file(demoModel(), modelPath);

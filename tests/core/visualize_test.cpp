@@ -162,7 +162,7 @@ TEST(Visualize, AProbesDirectionRaisesItsScore)
     const at::Tensor activations = engine.run(request, {samples}).tensor("features.2.bn");
     LinearProbe probe{"features.2.bn", ProbePooling::Average, {"t-shirt", "sneaker", "ankle boot"}};
     probe.training = trainLinearProbe(probeFeatures(activations), labels);
-    const std::string path = (std::filesystem::temp_directory_path() / "visualize_probe_test.pt").string();
+    const std::string path = (freshFolder("visualize_probe") / "probe.pt").string();
     saveProbeModule(path, probe);
 
     VisualizeConfig config;

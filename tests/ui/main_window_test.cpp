@@ -5,6 +5,7 @@
 #include "document/document.h"
 #include "export/pt_export.h"
 #include "gui_test_support.h"
+#include "jobs/job_handle.h"
 #include "jobs/job_runner.h"
 #include "jobs/run_controller.h"
 #include "panels/compare_panel.h"
@@ -181,7 +182,13 @@ private Q_SLOTS:
         QVERIFY(window.document()->snapshot());
         QVERIFY(!window.document()->isGrabbed("features.dense2"));
         QVERIFY(window.document()->selectedKey() != "features.dense2");
-        QTest::qWait(300); // a Grad-CAM the first model's script started would be on its way by now
+        // One thread a lane, jobs in order: when a task queued now on the interactive lane has
+        // finished, a Grad-CAM the first model's script had started would have handed its result over.
+        QCoreApplication::processEvents();
+        JobHandle* after = window.controller()->startTask(
+            QStringLiteral("after the script"), JobLane::Interactive, [](ModelSource&) {}, &window);
+        QSignalSpy drained(after, &JobHandle::finished);
+        QVERIFY(drained.wait(Timeout));
         QVERIFY(!window.gradCamView()->lastResult());
         QCOMPARE(errors.count(), 0);
     }
