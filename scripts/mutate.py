@@ -15,6 +15,7 @@ import argparse
 import fcntl
 import json
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
@@ -174,7 +175,19 @@ def main():
     built, log = build(build_dir)  # the unmutated tree first: a failure here is not a mutation's
     if not built:
         sys.exit(f"the unmutated build fails:\n{log}")
-    regex = "|".join(f"({m['tests']})" for m in chosen)  # CMake regexes: no (?:...)
+    # The tests each mutation names, listed by ctest itself (CMake's regexes, which allow only a few
+    # groups in one expression), then run once together by their exact names.
+    names = set()
+    for m in chosen:
+        listed = subprocess.run(["ctest", "--test-dir", str(build_dir), "-N", "-R", m["tests"]],
+                                capture_output=True, text=True).stdout
+        found = [line.split(": ", 1)[1].strip() for line in listed.splitlines() if line.strip().startswith("Test")
+                 and ": " in line]
+        if not found:
+            sys.exit(f"mutate: no test matches {m['name']}'s {m['tests']!r}")
+        names.update(found)
+    literal = lambda name: re.sub(r"([.+*?\[\]()^$|\\])", r"\\\1", name)  # CMake's regex metacharacters
+    regex = "|".join("^" + literal(name) + "$" for name in sorted(names))
     ran, failed, errors = run_tests(build_dir, regex)
     if ran == 0 or failed or errors:
         sys.exit("mutate: the chosen tests do not pass on the unmutated build, so they cannot tell a mutation; "
