@@ -2048,6 +2048,31 @@ class CliAttribute(ImagesCase, unittest.TestCase):
         self.assertGreater(float(want.abs().max()), 0.0)
         self.assertClose(got["score_cam"], want)
 
+    def test_the_gradcam_command_equals_autograd(self):
+        # The Grad-CAM view's operation (attribution/grad_cam), apart from attribute's grad_cam: the
+        # layer's maps, each weighted by its gradient's mean, ReLU, bilinear to the image's height and
+        # width; saliency the largest |gradient| over the channels.
+        out = self.dir / "cam.pt"
+        result = cli("gradcam", self.MODEL, *inputs(self.IMAGES), "--threads", THREADS, "--layer", self.LAYER,
+                     "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        got = torch.load(out)
+        module = dict(self.model.named_modules())[self.LAYER]
+        for i in range(len(self.x)):
+            seen = {}
+            hook = module.register_forward_hook(lambda m, inputs, output: seen.__setitem__("a", output))
+            x = self.x[i:i + 1].clone().requires_grad_(True)
+            scores = self.model(x)
+            hook.remove()
+            gradient, gradient_x = torch.autograd.grad(scores[0, self.predicted[i]], [seen["a"], x])
+            cam = torch.relu((gradient.mean((2, 3), keepdim=True) * seen["a"]).sum(1, keepdim=True)).detach()
+            upsampled = F.interpolate(cam, size=x.shape[2:], mode="bilinear", align_corners=False)[0, 0]
+            self.assertEqual(int(got["target"][i]), int(self.predicted[i]))
+            for key, want in (("gradcam_layer", cam[0, 0]), ("gradcam", upsampled), ("saliency", gradient_x.abs().amax(1)[0])):
+                with self.subTest(image=i, key=key):
+                    self.assertEqual(tuple(got[key][i].shape), tuple(want.shape))
+                    self.assertLessEqual(max_diff(got[key][i], want), 1e-5 * float(want.abs().max()) + 1e-8)
+
     def test_batches_under_the_memory_cap_change_nothing_but_memory(self):
         # One path point at a time (1 MiB) against all 20 together. Not every path is this calm: at
         # riemann_middle with 12 steps one fixture image's map differs by 1% between the two, and eager
