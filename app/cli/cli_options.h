@@ -108,7 +108,7 @@ struct CliOptions {
 
     // evaluate
     std::vector<std::string> metrics;
-    std::string attributions; // FILE.npz / FILE.pt of maps made elsewhere
+    std::string attributions; // FILE.npz, FILE.safetensors or FILE.pt of maps made elsewhere
     int64_t pixelsPerStep = 0; // 0: a hundredth of the image
     std::string fill; // "": zero for deletion, blur for insertion
     // sanity (mode: "cascading" or "independent", shared with compare's --mode)

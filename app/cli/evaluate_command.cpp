@@ -139,8 +139,8 @@ Command evaluateCommand()
                 evaluate, "--metric", o.metrics, join(namesOf(faithfulnessMetricChoices()), ", ") + " (repeatable)")
                 ->required()
                 ->check(CLI::IsMember(namesOf(faithfulnessMetricChoices())));
-            evaluate->add_option(
-                "--attributions", o.attributions, "score the maps in FILE.npz / FILE.pt instead of making them");
+            evaluate->add_option("--attributions", o.attributions,
+                "score the maps in FILE.npz, FILE.safetensors or FILE.pt instead of making them");
             evaluate
                 ->add_option("--pixels-per-step", o.pixelsPerStep,
                     "deletion, insertion: pixels changed per step (default: a hundredth of the image)")

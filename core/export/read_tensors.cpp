@@ -6,14 +6,28 @@
 #include "export/pt_export.h"
 
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 
 #include <cstring>
+#include <fstream>
+#include <limits>
 #include <memory>
 #include <regex>
 #include <vector>
 
 namespace torchscope {
 namespace {
+
+// The bytes a tensor of these sizes and element size holds; the largest uint64_t when a size is
+// negative or the product overflows.
+uint64_t declaredBytes(const std::vector<int64_t>& sizes, size_t elementSize)
+{
+    uint64_t total = elementSize;
+    for (const int64_t size : sizes)
+        if (size < 0 || __builtin_mul_overflow(total, static_cast<uint64_t>(size), &total))
+            return std::numeric_limits<uint64_t>::max();
+    return total;
+}
 
 at::ScalarType numpyType(const std::string& descr, const std::string& name)
 {
@@ -38,6 +52,89 @@ std::map<std::string, at::Tensor> readNpz(const std::string& path)
         const std::string bytes = archive.read(name);
         name.resize(name.size() - 4);
         tensors[name] = decodeNpy(bytes, name);
+    }
+    return tensors;
+}
+
+at::ScalarType safetensorsType(const std::string& dtype, const std::string& path, const std::string& key)
+{
+    static const std::map<std::string, at::ScalarType> types{{"BOOL", at::kBool}, {"U8", at::kByte}, {"I8", at::kChar},
+        {"I16", at::kShort}, {"I32", at::kInt}, {"I64", at::kLong}, {"F16", at::kHalf}, {"BF16", at::kBFloat16},
+        {"F32", at::kFloat}, {"F64", at::kDouble}};
+    const auto found = types.find(dtype);
+    if (found == types.end())
+        throw Error("'" + path + "': tensor '" + key + "' has the safetensors dtype " + dtype
+            + "; TorchScope reads BOOL, U8, I8, I16, I32, I64, F16, BF16, F32 and F64");
+    return found->second;
+}
+
+// A .safetensors file (8-byte little-endian header length, the JSON header, the data): the header
+// is read only when the file holds it, and each tensor's byte range is held against its dtype and
+// shape and the data that is there before it is allocated.
+std::map<std::string, at::Tensor> readSafetensors(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    if (!in)
+        throw Error("cannot read '" + path + "': no such file or not readable");
+    const auto fileSize = static_cast<uint64_t>(in.tellg());
+    in.seekg(0);
+    unsigned char prefix[8] = {};
+    if (fileSize < 8 || !in.read(reinterpret_cast<char*>(prefix), 8))
+        throw Error("'" + path + "' is too short for a .safetensors file (" + std::to_string(fileSize) + " bytes)");
+    uint64_t headerLength = 0;
+    for (int k = 0; k < 8; ++k)
+        headerLength |= static_cast<uint64_t>(prefix[k]) << (8 * k);
+    constexpr uint64_t LargestHeader = 100 << 20; // the safetensors library's own limit
+    if (headerLength > fileSize - 8 || headerLength > LargestHeader)
+        throw Error("'" + path + "' declares a .safetensors header of " + std::to_string(headerLength)
+            + " bytes, but the file holds " + std::to_string(fileSize - 8) + " after the length"
+            + (headerLength > LargestHeader ? " (and the format allows 100 MB)" : "")
+            + ": it is not a .safetensors file or it is cut short");
+    std::string text(headerLength, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(headerLength));
+    nlohmann::json header;
+    try {
+        header = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+        throw Error("'" + path + "' has a .safetensors header that is not JSON: " + e.what());
+    }
+    if (!header.is_object())
+        throw Error("'" + path + "' has a .safetensors header that is not a JSON object");
+    const uint64_t dataSize = fileSize - 8 - headerLength;
+    std::map<std::string, at::Tensor> tensors;
+    for (const auto& [key, entry] : header.items()) {
+        if (key == "__metadata__")
+            continue;
+        const auto bad = [&](const std::string& what) { return Error("'" + path + "': tensor '" + key + "' " + what); };
+        if (!entry.is_object() || !entry.contains("dtype") || !entry["dtype"].is_string() || !entry.contains("shape")
+            || !entry["shape"].is_array() || !entry.contains("data_offsets") || !entry["data_offsets"].is_array()
+            || entry["data_offsets"].size() != 2)
+            throw bad("needs dtype, shape and data_offsets [begin, end] in the header");
+        std::vector<int64_t> sizes;
+        for (const auto& size : entry["shape"]) {
+            if (!size.is_number_unsigned())
+                throw bad("has a shape that is not a list of sizes");
+            sizes.push_back(size.get<uint64_t>() > (uint64_t{1} << 62) ? -1 : size.get<int64_t>());
+        }
+        const auto& offsets = entry["data_offsets"];
+        if (!offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned())
+            throw bad("has data_offsets that are not byte positions");
+        const uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
+        if (begin > end || end > dataSize)
+            throw bad("claims bytes " + std::to_string(begin) + " to " + std::to_string(end) + ", but the data holds "
+                + std::to_string(dataSize) + ": the file is damaged or cut short");
+        const at::ScalarType type = safetensorsType(entry["dtype"].get<std::string>(), path, key);
+        const uint64_t declared = declaredBytes(sizes, c10::elementSize(type));
+        if (declared != end - begin)
+            throw bad("of shape " + entry["shape"].dump() + " needs "
+                + (declared == std::numeric_limits<uint64_t>::max() ? std::string("more bytes than any file")
+                                                                    : std::to_string(declared) + " bytes")
+                + ", its data_offsets give " + std::to_string(end - begin));
+        at::Tensor tensor = at::empty(sizes, at::TensorOptions().dtype(type));
+        in.seekg(static_cast<std::streamoff>(8 + headerLength + begin));
+        if (declared > 0 && !in.read(static_cast<char*>(tensor.data_ptr()), static_cast<std::streamsize>(declared)))
+            throw bad("could not be read whole");
+        tensors[key] = tensor;
     }
     return tensors;
 }
@@ -70,14 +167,19 @@ at::Tensor decodeNpy(const std::string& bytes, const std::string& name)
     const std::string dims = shape[1];
     const std::regex digits("\\d+");
     for (std::sregex_iterator it(dims.begin(), dims.end(), digits), end; it != end; ++it)
-        sizes.push_back(std::stoll(it->str()));
+        sizes.push_back(it->str().size() > 18 ? -1 : std::stoll(it->str()));
     const at::ScalarType type = numpyType(descr[1], name);
+    // What the header declares is checked against the bytes that are there before anything is
+    // allocated: a shape of gigabytes over a few bytes is refused, not tried.
+    const uint64_t expected = declaredBytes(sizes, c10::elementSize(type));
+    if (expected == std::numeric_limits<uint64_t>::max() || bytes.size() - start != expected)
+        throw Error("array '" + name + "' of shape (" + dims + ") should hold "
+            + (expected == std::numeric_limits<uint64_t>::max() ? std::string("more bytes than any file")
+                                                                : std::to_string(expected) + " bytes")
+            + ", has " + std::to_string(bytes.size() - start));
     at::Tensor tensor = at::empty(sizes, at::TensorOptions().dtype(type));
-    const size_t expected = static_cast<size_t>(tensor.numel()) * tensor.element_size();
-    if (bytes.size() - start != expected)
-        throw Error("array '" + name + "' should hold " + std::to_string(expected) + " bytes, has "
-            + std::to_string(bytes.size() - start));
-    std::memcpy(tensor.data_ptr(), bytes.data() + start, expected);
+    if (expected > 0)
+        std::memcpy(tensor.data_ptr(), bytes.data() + start, expected);
     return tensor;
 }
 
@@ -85,6 +187,8 @@ std::map<std::string, at::Tensor> readNamedTensors(const std::string& path)
 {
     if (endsWith(path, ".npz"))
         return readNpz(path);
+    if (endsWith(path, ".safetensors"))
+        return readSafetensors(path);
     if (endsWith(path, ".pt") || endsWith(path, ".pth")) {
         const c10::IValue saved = readTorchSaveFile(path);
         if (!saved.isGenericDict())
@@ -95,7 +199,7 @@ std::map<std::string, at::Tensor> readNamedTensors(const std::string& path)
                 tensors[entry.key().toStringRef()] = entry.value().toTensor();
         return tensors;
     }
-    throw Error(path + ": named tensors are read from .npz (numpy.savez) or .pt (torch.save of a dict)");
+    throw Error(path + ": named tensors are read from .npz (numpy.savez), .safetensors or .pt (torch.save of a dict)");
 }
 
 } // namespace torchscope

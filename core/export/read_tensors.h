@@ -1,7 +1,10 @@
 #pragma once
 
 // Reading back named tensors that Python (or TorchScope) wrote: a .npz archive of .npy arrays
-// (numpy.savez) or a .pt dict of tensors (torch.save). What `evaluate --attributions` scores.
+// (numpy.savez), a .safetensors file or a .pt dict of tensors (torch.save). What `evaluate
+// --attributions` scores. What a file declares (a record's size, an array's shape, a header's
+// length, a tensor's byte range) is held against the bytes that are there before anything is
+// allocated.
 
 #include <ATen/core/Tensor.h>
 

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace torchscope {
@@ -188,6 +189,15 @@ at::Tensor readTensor(const Pt2Archive& archive, const std::string& folder, cons
             + " elements, but the record '" + record + "' holds "
             + std::to_string(storage.numel() * static_cast<int64_t>(c10::elementSize(storage.scalar_type())))
             + " bytes: the archive is damaged or cut short");
+    // The copy holds every element of the view: with strides of 0 a few stored bytes could declare
+    // gigabytes. A view larger than its stored elements is refused before the copy is allocated.
+    int64_t elements = 1;
+    bool tooMany = false;
+    for (const int64_t size : sizes)
+        tooMany = tooMany || __builtin_mul_overflow(elements, size, &elements);
+    if (std::find(sizes.begin(), sizes.end(), 0) == sizes.end() && (tooMany || elements > storage.numel()))
+        throw Error("'" + name + "' has sizes " + shapeToString(sizes) + " over " + std::to_string(storage.numel())
+            + " stored elements (strides of 0): TorchScope reads tensors stored whole");
     return storage.as_strided(sizes, strides, offset).clone();
 }
 

@@ -2558,8 +2558,18 @@ class CliEvaluate(ImagesCase, unittest.TestCase):
         args = ("--method", "integrated_gradients", "--steps", "50", "--metric", "deletion", "--metric", "average_drop")
         given = json.loads(self.evaluate(*args, "--attributions", path, name="given.json").read_text())
         made = json.loads(self.evaluate(*args, name="made.json").read_text())
+        # The same maps as .safetensors (read by the safetensors library, then by evaluate).
+        other = self.dir / "maps.safetensors"
+        written = cli("attribute", self.MODEL, *inputs(self.IMAGES), "--threads", THREADS, "--method",
+                      "integrated_gradients", "--layer", self.LAYER, "--out", other)
+        self.assertEqual(written.returncode, 0, written.stderr)
+        self.assertTrue(torch.equal(read_safetensors(other)["integrated_gradients"],
+                                    torch.from_numpy(np.load(path)["integrated_gradients"])))
+        safetensors = json.loads(self.evaluate(*args, "--attributions", other, name="safetensors.json").read_text())
         for metric in ("deletion", "average_drop"):
             self.assertEqual(made["methods"]["integrated_gradients"][metric]["per_image"],
+                             given["methods"]["integrated_gradients"][metric]["per_image"])
+            self.assertEqual(safetensors["methods"]["integrated_gradients"][metric]["per_image"],
                              given["methods"]["integrated_gradients"][metric]["per_image"])
 
     def test_average_drop_and_increase_equal_pytorch_grad_cam(self):

@@ -93,6 +93,87 @@ TEST(ZipArchive, ANpzRecordDeclaringGigabytesIsRefusedBeforeAllocating)
     EXPECT_LT(peakKiB() - before, 100 * 1024);
 }
 
+// What the CLI's --attributions reads: a .safetensors file written by TorchScope comes back whole,
+// every dtype it writes (the safetensors library reads the same files in test_cli.py).
+TEST(TensorReaders, SafetensorsRoundTripsEveryDtype)
+{
+    const fs::path dir = freshFolder("safetensors");
+    const at::Tensor floats = at::randn({2, 3, 5});
+    NamedTensors written{{"f32", floats}, {"f64", floats.to(at::kDouble)}, {"f16", floats.to(at::kHalf)},
+        {"bf16", floats.to(at::kBFloat16)}, {"i64", at::arange(7, at::kLong)}, {"u8", at::arange(9, at::kByte)},
+        {"b", floats.gt(0)}, {"empty", at::zeros({0, 4})}};
+    writeSafetensors((dir / "t.safetensors").string(), written, "{\"x\": 1}");
+    const auto read = readNamedTensors((dir / "t.safetensors").string());
+    ASSERT_EQ(read.size(), written.size());
+    for (const auto& [key, tensor] : written) {
+        ASSERT_TRUE(read.count(key)) << key;
+        // bfloat16 is written as float32 (NumPy has no bfloat16; the .npz and .safetensors files agree).
+        const at::Tensor want = key == "bf16" ? tensor.to(at::kFloat) : tensor;
+        EXPECT_EQ(read.at(key).scalar_type(), want.scalar_type()) << key;
+        EXPECT_TRUE(read.at(key).equal(want)) << key;
+    }
+}
+
+// Little-endian header length, then the header as given.
+std::string safetensorsWith(uint64_t declaredLength, const std::string& header, const std::string& data)
+{
+    std::string bytes(8, '\0');
+    for (int k = 0; k < 8; ++k)
+        bytes[k] = static_cast<char>((declaredLength >> (8 * k)) & 0xff);
+    return bytes + header + data;
+}
+
+TEST(TensorReaders, SafetensorsDeclaringGigabytesAreRefusedBeforeAllocating)
+{
+    const fs::path dir = freshFolder("safetensors_claims");
+    const std::string header = R"({"maps": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})";
+    const std::string data(8, '\0');
+    struct Case {
+        std::string name, bytes, says;
+    };
+    const std::vector<Case> cases{
+        {"length.safetensors", safetensorsWith(uint64_t{4} << 30, header, data), "declares a .safetensors header of"},
+        {"range.safetensors",
+            safetensorsWith(75, R"({"maps":{"dtype":"F32","shape":[1073741824],"data_offsets":[0,4294967296]}})", data),
+            "claims bytes 0 to 4294967296"},
+        {"shape.safetensors",
+            safetensorsWith(67, R"({"maps":{"dtype":"F32","shape":[65536,65536],"data_offsets":[0,8]}})", data),
+            "needs 17179869184 bytes, its data_offsets give 8"},
+        {"overflow.safetensors",
+            safetensorsWith(
+                81, R"({"maps":{"dtype":"F64","shape":[4611686018427387904,8],"data_offsets":[0,8]}    })", data),
+            "needs more bytes than any file"},
+    };
+    for (const auto& c : cases) {
+        writeAll(dir / c.name, c.bytes);
+        const long before = peakKiB();
+        const std::string why = errorOf([&] { readNamedTensors((dir / c.name).string()); });
+        EXPECT_NE(why.find(c.says), std::string::npos) << c.name << ": " << why;
+        EXPECT_NE(why.find(c.name), std::string::npos) << "the message names the file: " << why;
+        EXPECT_LT(peakKiB() - before, 100 * 1024) << c.name;
+    }
+}
+
+TEST(TensorReaders, AnNpyShapeOfGigabytesOverAFewBytesIsRefused)
+{
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 100000), }";
+    header += std::string(118 - header.size(), ' ') + "\n"; // 10 + 118 bytes: a multiple of 64
+    std::string npy = std::string("\x93NUMPY\x01\x00", 8);
+    npy += static_cast<char>(header.size() & 0xff);
+    npy += static_cast<char>(header.size() >> 8);
+    npy += header + std::string(8, '\0');
+    const long before = peakKiB();
+    const std::string why = errorOf([&] { decodeNpy(npy, "maps"); });
+    EXPECT_NE(why.find("of shape (100000, 100000) should hold 40000000000 bytes, has 8"), std::string::npos) << why;
+    EXPECT_LT(peakKiB() - before, 100 * 1024);
+    const std::string huge = errorOf([&] {
+        std::string h = "{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999999999999, 8), }";
+        h += std::string(118 - h.size(), ' ') + "\n";
+        decodeNpy(std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(h.size()) + '\0' + h, "maps");
+    });
+    EXPECT_NE(huge.find("more bytes than any file"), std::string::npos) << huge;
+}
+
 TEST(ZipArchive, ARecordCutShortSaysHowMuchCouldBeRead)
 {
     const fs::path dir = freshFolder("short");
