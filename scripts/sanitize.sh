@@ -16,14 +16,16 @@ fi
 
 build_dir=${SANITIZE_BUILD_DIR:-build-sanitize}
 fixtures=$PWD/${BUILD_DIR:-build}/fixtures
-# Two faults the fuzzers found are open (see issue 30's closing note): readTorchSaveFile reads past
-# the end of a truncated zip's bytes (LibTorch's pickle_load has no bounds check) and a resize of
-# [H, 0] parses but writes itself back as none. Their targets run with scripts/fuzz.sh until core
-# fixes them; every other target runs here.
-excluded='^fuzz_model_load|^fuzz_model_setup$'
-ctest_flags=(-E "$excluded")
+# Every fuzz target runs here, fuzz_model_load after replaying its corpus (the two faults that kept it
+# and fuzz_model_setup out, a torch.save archive trusted for its offsets and a resize of [H, 0], are
+# fixed and tested). Left to scripts/test.sh, where they prove what they are for: the second shape's
+# runs of the attribution classes (*Color: the same code paths as the grey classes run here, their
+# point is the numbers against the peers) and the model sweep (label sweep: it converts models in
+# Python for minutes; the engine paths it takes are under the sanitizers in cli_exported, cli_CliRun).
+excluded='Color$'
+ctest_flags=(-E "$excluded" -LE sweep)
 if [[ -f "$fixtures/stamp" ]]; then
-  ctest_flags=(-FS torch_fixtures -E "^make_fixtures\$|$excluded") # made by scripts/test.sh; not again while tests read them
+  ctest_flags=(-FS torch_fixtures -E "^make_fixtures\$|$excluded" -LE sweep) # made by scripts/test.sh; not again while tests read them
 else
   fixtures=$PWD/$build_dir/fixtures
 fi

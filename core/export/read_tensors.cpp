@@ -102,7 +102,9 @@ std::map<std::string, at::Tensor> readSafetensors(const std::string& path)
         throw Error("'" + path + "' has a .safetensors header that is not a JSON object");
     const uint64_t dataSize = fileSize - 8 - headerLength;
     std::map<std::string, at::Tensor> tensors;
-    for (const auto& [key, entry] : header.items()) {
+    for (const auto& item : header.items()) {
+        const std::string key = item.key(); // not a structured binding: the lambda below captures it
+        const nlohmann::json& entry = item.value();
         if (key == "__metadata__")
             continue;
         const auto bad = [&](const std::string& what) { return Error("'" + path + "': tensor '" + key + "' " + what); };
