@@ -16,7 +16,7 @@ fi
 
 build_dir=${SANITIZE_BUILD_DIR:-build-sanitize}
 fixtures=$PWD/${BUILD_DIR:-build}/fixtures
-# Every fuzz target runs here, fuzz_model_load after replaying its corpus (the two faults that kept it
+# Every fuzz target runs here, fuzz_model_load beside a replay of its corpus (the two faults that kept it
 # and fuzz_model_setup out, a torch.save archive trusted for its offsets and a resize of [H, 0], are
 # fixed and tested). Left to scripts/test.sh, where they prove what they are for: the second shape's
 # runs of the attribution classes (*Color: the same code paths as the grey classes run here, their

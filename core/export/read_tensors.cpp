@@ -8,25 +8,35 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <memory>
 #include <regex>
+#include <tuple>
 #include <vector>
 
 namespace torchscope {
 namespace {
 
 // The bytes a tensor of these sizes and element size holds; the largest uint64_t when a size is
-// negative or the product overflows.
+// negative or the product of the sizes that are not 0 overflows an int64 (a tensor of 0 elements
+// with such sizes cannot be made either: its strides overflow).
 uint64_t declaredBytes(const std::vector<int64_t>& sizes, size_t elementSize)
 {
+    constexpr uint64_t Largest = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
     uint64_t total = elementSize;
-    for (const int64_t size : sizes)
-        if (size < 0 || __builtin_mul_overflow(total, static_cast<uint64_t>(size), &total))
+    bool empty = false;
+    for (const int64_t size : sizes) {
+        if (size < 0)
             return std::numeric_limits<uint64_t>::max();
-    return total;
+        if (size == 0)
+            empty = true;
+        else if (__builtin_mul_overflow(total, static_cast<uint64_t>(size), &total) || total > Largest)
+            return std::numeric_limits<uint64_t>::max();
+    }
+    return empty ? 0 : total;
 }
 
 at::ScalarType numpyType(const std::string& descr, const std::string& name)
@@ -101,7 +111,13 @@ std::map<std::string, at::Tensor> readSafetensors(const std::string& path)
     if (!header.is_object())
         throw Error("'" + path + "' has a .safetensors header that is not a JSON object");
     const uint64_t dataSize = fileSize - 8 - headerLength;
-    std::map<std::string, at::Tensor> tensors;
+    struct Entry {
+        std::string key;
+        at::ScalarType type;
+        std::vector<int64_t> sizes;
+        uint64_t begin, end;
+    };
+    std::vector<Entry> entries;
     for (const auto& item : header.items()) {
         const std::string key = item.key(); // not a structured binding: the lambda below captures it
         const nlohmann::json& entry = item.value();
@@ -132,11 +148,32 @@ std::map<std::string, at::Tensor> readSafetensors(const std::string& path)
                 + (declared == std::numeric_limits<uint64_t>::max() ? std::string("more bytes than any file")
                                                                     : std::to_string(declared) + " bytes")
                 + ", its data_offsets give " + std::to_string(end - begin));
-        at::Tensor tensor = at::empty(sizes, at::TensorOptions().dtype(type));
-        in.seekg(static_cast<std::streamoff>(8 + headerLength + begin));
-        if (declared > 0 && !in.read(static_cast<char*>(tensor.data_ptr()), static_cast<std::streamsize>(declared)))
-            throw bad("could not be read whole");
-        tensors[key] = tensor;
+        entries.push_back({key, type, sizes, begin, end});
+    }
+    // As the safetensors library requires: the tensors' byte ranges follow each other without gaps
+    // or overlaps and cover the data exactly, so that what is allocated is what the file holds
+    // (overlapping ranges would let a small file declare many copies of its data).
+    std::sort(entries.begin(), entries.end(),
+        [](const Entry& a, const Entry& b) { return std::tie(a.begin, a.end) < std::tie(b.begin, b.end); });
+    uint64_t covered = 0;
+    for (const auto& entry : entries) {
+        if (entry.begin != covered)
+            throw Error("'" + path + "': tensor '" + entry.key + "' starts at byte " + std::to_string(entry.begin)
+                + " of the data where " + std::to_string(covered)
+                + " was next: the tensors' byte ranges overlap or leave gaps, which the format does not allow");
+        covered = entry.end;
+    }
+    if (covered != dataSize)
+        throw Error("'" + path + "': the tensors cover " + std::to_string(covered) + " of the data's "
+            + std::to_string(dataSize) + " bytes: the file is damaged or cut short");
+    std::map<std::string, at::Tensor> tensors;
+    for (const auto& entry : entries) {
+        at::Tensor tensor = at::empty(entry.sizes, at::TensorOptions().dtype(entry.type));
+        in.seekg(static_cast<std::streamoff>(8 + headerLength + entry.begin));
+        const auto bytes = static_cast<std::streamsize>(entry.end - entry.begin);
+        if (bytes > 0 && !in.read(static_cast<char*>(tensor.data_ptr()), bytes))
+            throw Error("'" + path + "': tensor '" + entry.key + "' could not be read whole");
+        tensors[entry.key] = tensor;
     }
     return tensors;
 }
@@ -154,6 +191,10 @@ at::Tensor decodeNpy(const std::string& bytes, const std::string& name)
     size_t headerLength = 0;
     for (size_t k = 0; k < lengthBytes; ++k)
         headerLength |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + k])) << (8 * k);
+    constexpr size_t LargestHeader = 10000; // numpy.load's own limit (max_header_size)
+    if (headerLength > LargestHeader)
+        throw Error("'" + name + "' declares a .npy header of " + std::to_string(headerLength)
+            + " bytes; NumPy itself reads at most 10000");
     const size_t start = 8 + lengthBytes + headerLength;
     if (start > bytes.size())
         throw Error("'" + name + "' has a cut .npy header");

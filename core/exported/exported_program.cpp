@@ -190,14 +190,17 @@ at::Tensor readTensor(const Pt2Archive& archive, const std::string& folder, cons
             + std::to_string(storage.numel() * static_cast<int64_t>(c10::elementSize(storage.scalar_type())))
             + " bytes: the archive is damaged or cut short");
     // The copy holds every element of the view: with strides of 0 a few stored bytes could declare
-    // gigabytes. A view larger than its stored elements is refused before the copy is allocated.
+    // gigabytes. An expanded view (a constant broadcast over a batch) is read while its copy is no
+    // larger than the whole file; beyond that it is refused before the copy is allocated.
     int64_t elements = 1;
     bool tooMany = false;
     for (const int64_t size : sizes)
         tooMany = tooMany || __builtin_mul_overflow(elements, size, &elements);
-    if (std::find(sizes.begin(), sizes.end(), 0) == sizes.end() && (tooMany || elements > storage.numel()))
+    const auto itemSize = static_cast<uint64_t>(c10::elementSize(dtype));
+    if (std::find(sizes.begin(), sizes.end(), 0) == sizes.end() && elements > storage.numel()
+        && (tooMany || static_cast<uint64_t>(elements) > archive.fileSize() / itemSize))
         throw Error("'" + name + "' has sizes " + shapeToString(sizes) + " over " + std::to_string(storage.numel())
-            + " stored elements (strides of 0): TorchScope reads tensors stored whole");
+            + " stored elements (strides of 0): its copy would be larger than the whole file");
     return storage.as_strided(sizes, strides, offset).clone();
 }
 

@@ -27,6 +27,11 @@ const std::string& Pt2Archive::path() const
     return zip_->path();
 }
 
+uint64_t Pt2Archive::fileSize() const
+{
+    return zip_->fileSize();
+}
+
 bool Pt2Archive::has(const std::string& name) const
 {
     return zip_->has(prefix_ + name);

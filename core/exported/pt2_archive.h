@@ -23,6 +23,7 @@ public:
     Pt2Archive& operator=(const Pt2Archive&) = delete;
 
     const std::string& path() const;
+    uint64_t fileSize() const;
     // Names are relative to the archive's folder ("models/model.json").
     bool has(const std::string& name) const;
     // Throws torchscope::Error naming the record when it is missing or cannot be read whole.

@@ -35,7 +35,7 @@ TIMEOUT = 600  # the sanitized CLI is several times slower
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))  # probe_reference: probes trained by PyTorch
 from demo_hooks import MEAN, STD, demo_hooked, demo_model  # noqa: E402  (the eager demo model, forward hooks on it)
-from color_model import color_model  # noqa: E402  (the second shape: 3 x 40 x 56 colour images)
+from color_model import NormAct, color_model  # noqa: E402  (the second shape: 3 x 40 x 56 colour images)
 
 
 def cli(*args):
@@ -1223,19 +1223,6 @@ class CliProbe(unittest.TestCase):
         self.assertIn("is not a probe: this is a text file", result.stderr)
 
 
-class NormAct(torch.nn.Module):
-    """timm's BatchNormAct2d with its activation and dropout off: two nn.Identity after the norm."""
-
-    def __init__(self):
-        super().__init__()
-        self.bn = torch.nn.BatchNorm2d(4)
-        self.drop = torch.nn.Identity()
-        self.act = torch.nn.Identity()
-
-    def forward(self, x):
-        return self.act(self.drop(self.bn(x)))
-
-
 class CliOwnModel(unittest.TestCase):
     """A researcher's own model: its setup, modules that never run, every output kind."""
 
@@ -1913,10 +1900,11 @@ def blur_kernel(x, sigma=None):
     return 2 * math.ceil(3 * sigma) + 1, sigma
 
 
-class ImagesCase(FashionSubject):
-    """For the attribution classes: IMAGES as the subject's model saw them (x), the eager model with
-    its predictions, and a temporary folder per test (dir). A class that mixes in ColorSubject
-    first runs the same tests on the second shape."""
+class ImagesCase:
+    """For the attribution classes, with a subject (FashionSubject, or ColorSubject mixed in first):
+    IMAGES as the subject's model saw them (x), the eager model with its predictions, and a
+    temporary folder per test (dir). A class that mixes in ColorSubject first runs the same tests
+    on the second shape."""
 
     @classmethod
     def image(cls, path):
@@ -1938,7 +1926,7 @@ class ImagesCase(FashionSubject):
 
 
 @unittest.skipIf(HEADLESS, "reads image files")
-class CliAttribute(ImagesCase, unittest.TestCase):
+class CliAttribute(ImagesCase, FashionSubject, unittest.TestCase):
     """attribute: saliency, Input x Gradient and Integrated Gradients (every integration rule) against
     Captum's own classes on the eager demo model with the same weights and input."""
 
@@ -1982,8 +1970,9 @@ class CliAttribute(ImagesCase, unittest.TestCase):
 
     def test_occlusion_equals_captum(self):
         from captum.attr import Occlusion
-        # 28 - 6 = 22 and 56 - 6 = 50 are no multiples of 5 (40 - 6 = 34 neither): the last windows overhang.
-        for window, stride in ((8, 4), (6, 5)):
+        # 28 - 7 = 21, 40 - 7 = 33 and 56 - 7 = 49 are no multiples of 5: the last windows overhang, in
+        # height and in width.
+        for window, stride in ((8, 4), (7, 5)):
             with self.subTest(window=window, stride=stride):
                 got = self.attribute("--method", "occlusion", "--window", str(window), "--stride", str(stride),
                                      "--memory-mb", "1", name=f"occlusion{window}.npz")
@@ -2095,7 +2084,7 @@ class CliAttribute(ImagesCase, unittest.TestCase):
 
 
 @unittest.skipIf(HEADLESS, "reads image files")
-class CliAttributeNoise(ImagesCase, unittest.TestCase):
+class CliAttributeNoise(ImagesCase, FashionSubject, unittest.TestCase):
     """attribute: SmoothGrad, SmoothGrad² and VarGrad against Captum's NoiseTunnel drawing the same
     noise, and Integrated Gradients from a blurred, a noisy and a user's baseline against Captum
     given that baseline (itself checked against torchvision's gaussian_blur and torch.rand)."""
@@ -2477,7 +2466,7 @@ def rise_auc(arr):
 
 
 @unittest.skipIf(HEADLESS, "reads image files")
-class CliEvaluate(ImagesCase, unittest.TestCase):
+class CliEvaluate(ImagesCase, FashionSubject, unittest.TestCase):
     """evaluate: deletion and insertion against RISE's own procedure, Average Drop and Increase in
     Confidence against pytorch-grad-cam's DropInConfidence / IncreaseInConfidence, on maps made by
     attribute and read back through --attributions."""
@@ -2645,7 +2634,7 @@ class CliEvaluate(ImagesCase, unittest.TestCase):
 
 
 @unittest.skipIf(HEADLESS, "reads image files")
-class CliSanity(ImagesCase, unittest.TestCase):
+class CliSanity(ImagesCase, FashionSubject, unittest.TestCase):
     """sanity: cascading and independent randomisation against Quantus's MPRT on the eager demo model
     (the same layers in the same order, re-initialised from the same seed, the same Spearman per image),
     SSIM against skimage's structural_similarity of the maps it keeps, and the loaded model untouched."""
@@ -2742,6 +2731,8 @@ class CliSanity(ImagesCase, unittest.TestCase):
         scores = mprt(model=self.model, x_batch=self.x.numpy(), y_batch=self.predicted.numpy(), a_batch=None,
                       explain_func=grad_cam, device="cpu", batch_size=1)
         self.assertEqual([entry["layer"] for entry in got["layers"]], [name for name in scores if name != "original"])
+        self.assertTrue(any(np.isfinite(np.asarray(scores[entry["layer"]], dtype=np.float64)).any()
+                            for entry in got["layers"]), "every Spearman value is NaN: nothing was compared")
         for entry in got["layers"]:
             # A randomised layer after the Grad-CAM layer leaves maps of ties (all zero): both sides
             # rank them alike, or the entry is NaN on both (Quantus's spearmanr of a constant).

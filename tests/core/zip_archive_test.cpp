@@ -114,12 +114,13 @@ TEST(TensorReaders, SafetensorsRoundTripsEveryDtype)
     }
 }
 
-// Little-endian header length, then the header as given.
-std::string safetensorsWith(uint64_t declaredLength, const std::string& header, const std::string& data)
+// Little-endian header length (the header's own unless `declared` is given), the header, the data.
+std::string safetensorsWith(const std::string& header, const std::string& data, uint64_t declared = 0)
 {
+    const uint64_t length = declared ? declared : header.size();
     std::string bytes(8, '\0');
     for (int k = 0; k < 8; ++k)
-        bytes[k] = static_cast<char>((declaredLength >> (8 * k)) & 0xff);
+        bytes[k] = static_cast<char>((length >> (8 * k)) & 0xff);
     return bytes + header + data;
 }
 
@@ -132,17 +133,27 @@ TEST(TensorReaders, SafetensorsDeclaringGigabytesAreRefusedBeforeAllocating)
         std::string name, bytes, says;
     };
     const std::vector<Case> cases{
-        {"length.safetensors", safetensorsWith(uint64_t{4} << 30, header, data), "declares a .safetensors header of"},
+        {"length.safetensors", safetensorsWith(header, data, uint64_t{4} << 30), "declares a .safetensors header of"},
         {"range.safetensors",
-            safetensorsWith(75, R"({"maps":{"dtype":"F32","shape":[1073741824],"data_offsets":[0,4294967296]}})", data),
+            safetensorsWith(R"({"maps":{"dtype":"F32","shape":[1073741824],"data_offsets":[0,4294967296]}})", data),
             "claims bytes 0 to 4294967296"},
         {"shape.safetensors",
-            safetensorsWith(67, R"({"maps":{"dtype":"F32","shape":[65536,65536],"data_offsets":[0,8]}})", data),
+            safetensorsWith(R"({"maps":{"dtype":"F32","shape":[65536,65536],"data_offsets":[0,8]}})", data),
             "needs 17179869184 bytes, its data_offsets give 8"},
         {"overflow.safetensors",
-            safetensorsWith(
-                81, R"({"maps":{"dtype":"F64","shape":[4611686018427387904,8],"data_offsets":[0,8]}    })", data),
+            safetensorsWith(R"({"maps":{"dtype":"F64","shape":[4611686018427387904,8],"data_offsets":[0,8]}})", data),
             "needs more bytes than any file"},
+        {"empty.safetensors",
+            safetensorsWith(
+                R"({"maps":{"dtype":"F32","shape":[0,4611686018427387904,4611686018427387904],"data_offsets":[0,0]}})",
+                ""),
+            "needs more bytes than any file"},
+        // Many tensors over the same bytes: each range fits the data, together they declare copies of it.
+        {"overlap.safetensors",
+            safetensorsWith(R"({"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]},)"
+                            R"("b":{"dtype":"U8","shape":[8],"data_offsets":[0,8]}})",
+                data),
+            "overlap or leave gaps"},
     };
     for (const auto& c : cases) {
         writeAll(dir / c.name, c.bytes);
