@@ -2152,6 +2152,25 @@ class CliAttributeNoise(ImagesCase, FashionSubject, unittest.TestCase):
             self.assertClose(got["integrated_gradients:baseline"][i:i + 1], low + unit * (high - low), relative=1e-6)
         self.integrated_gradients_equal_captum(got, got["integrated_gradients:baseline"])
 
+    def test_one_baseline_per_image_from_a_tensor_file(self):
+        # A tensor file [N, C, H, W]: image i's path starts at baseline i (Captum's baselines tensor).
+        torch.manual_seed(3)
+        baselines = torch.rand_like(self.x) * (self.x.max() - self.x.min()) + self.x.min()
+        torch.save(baselines, self.dir / "baselines.pt")
+        got = self.attribute("--method", "integrated_gradients", "--steps", "10", "--baseline",
+                             self.dir / "baselines.pt")
+        self.assertClose(got["integrated_gradients:baseline"], baselines, relative=0)
+        self.integrated_gradients_equal_captum(got, baselines)
+        # The images differ from one another: a baseline given to the wrong image would not pass.
+        self.assertGreater(max_diff(baselines[0], baselines[1]), 0.1)
+        wrong = torch.rand(len(self.x) + 1, *self.x.shape[1:])
+        torch.save(wrong, self.dir / "three.pt")
+        bad = cli("attribute", self.MODEL, *inputs(self.IMAGES), "--method", "integrated_gradients",
+                  "--baseline", self.dir / "three.pt", "--out", self.dir / "x.npz")
+        self.assertEqual(bad.returncode, 1)
+        self.assertIn(f"[{len(self.x) + 1}, ", bad.stderr)
+        self.assertIn("or one per input", bad.stderr)
+
     def test_a_user_image_as_baseline(self):
         path = self.BASELINE
         got = self.attribute("--method", "integrated_gradients", "--steps", "10", "--baseline", path)
@@ -2245,6 +2264,10 @@ class CliAttributeProbe(unittest.TestCase):
         model, probe, layer = demo_model(), torch.jit.load(str(cls.probe)), cls.LAYER
 
         class ProbeOnLayer(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.model, self.probe = model, probe  # registered: peers read the parameters' device
+
             def forward(self, x):
                 seen = {}
                 hook = dict(model.named_modules())[layer].register_forward_hook(
@@ -2255,6 +2278,7 @@ class CliAttributeProbe(unittest.TestCase):
                 return torch.cat([-z, z], 1)
 
         cls.wrapped = ProbeOnLayer()
+        cls.inner = model  # the eager model inside the wrapper: its layers for the layer methods' hooks
         with torch.no_grad():
             cls.predicted = cls.wrapped(cls.x).argmax(1)
 
@@ -2297,6 +2321,54 @@ class CliAttributeProbe(unittest.TestCase):
         want = torch.stack(cams)
         self.assertGreater(float(want.max()), 0.0)
         self.assertLessEqual(max_diff(got["grad_cam"], want), 1e-5 * float(want.max()))
+
+    def probe_maps(self, *args):
+        out = pathlib.Path(self.tmp.name) / "probe_maps.npz"
+        result = cli("attribute", FASHION, *inputs(self.IMAGES), "--threads", THREADS, "--probe", self.probe, *args,
+                     "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return {key: torch.from_numpy(value) for key, value in np.load(out).items()}
+
+    def test_occlusion_and_score_cam_of_the_probes_class(self):
+        from captum.attr import Occlusion
+        from pytorch_grad_cam import ScoreCAM
+        from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
+        got = self.probe_maps("--method", "occlusion", "--window", "8", "--stride", "4", "--method", "score_cam",
+                              "--layer", "features.0", "--memory-mb", "1")
+        self.assertTrue(torch.equal(got["targets"], self.predicted))
+        want = Occlusion(self.wrapped).attribute(self.x, sliding_window_shapes=(1, 8, 8), strides=(1, 4, 4),
+                                                 baselines=0, target=self.predicted)
+        self.assertGreater(float(want.abs().max()), 0.0)
+        self.assertLessEqual(max_diff(got["occlusion"], want), 1e-5 * float(want.abs().max()))
+        module = dict(self.inner.named_modules())["features.0"]
+        seen = {}
+        hook = module.register_forward_hook(lambda m, inputs, output: seen.__setitem__("a", output.detach()))
+        with torch.no_grad():
+            self.wrapped(self.x)
+        hook.remove()
+        targets = [ClassifierOutputTarget(int(t)) for t in self.predicted]
+        raw = ScoreCAM(model=self.wrapped, target_layers=[module]).get_cam_image(
+            self.x, module, targets, seen["a"].numpy(), None, False)
+        want = torch.from_numpy(np.maximum(raw, 0)).unsqueeze(1)
+        self.assertGreater(float(want.max()), 0.0)
+        self.assertLessEqual(max_diff(got["score_cam"], want), 1e-5 * float(want.max()))
+
+    def test_deletion_of_the_probes_class_equals_rise(self):
+        maps = self.probe_maps("--method", "saliency")
+        out = pathlib.Path(self.tmp.name) / "probe_metrics.json"
+        result = cli("evaluate", FASHION, *inputs(self.IMAGES), "--threads", THREADS, "--probe", self.probe,
+                     "--method", "saliency", "--metric", "deletion", "--pixels-per-step", "16", "--attributions",
+                     pathlib.Path(self.tmp.name) / "probe_maps.npz", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        report = json.loads(out.read_text())
+        self.assertEqual([image["target"] for image in report["images"]], self.predicted.tolist())
+        got = report["methods"]["saliency"]["deletion"]["curves"]
+        for i in range(len(self.x)):
+            # A binary probe's probabilities are its own: sigmoid(z) for class 1 and 1 - sigmoid(z) =
+            # sigmoid(-z) for class 0 (what probe predict reports), not a softmax over [-z, z].
+            want = rise_causal_curve(self.wrapped, self.x[i:i + 1], maps["saliency"][i].sum(0), "del", 16,
+                                     torch.zeros_like, probability=torch.sigmoid)
+            self.assertLessEqual(max_diff(got[i], want), 1e-5)
 
     def test_a_layer_after_the_probes_is_refused(self):
         result = cli("attribute", FASHION, *inputs(self.IMAGES[:1]), "--probe", self.probe, "--method", "grad_cam",
@@ -2441,7 +2513,7 @@ class CliEigenCam(unittest.TestCase):
         self.assertEqual(tuple(got["eigen_cam:input"].shape), (1, 1, 224, 224))
 
 
-def rise_causal_curve(model, image, explanation, mode, step, substrate):
+def rise_causal_curve(model, image, explanation, mode, step, substrate, probability=lambda out: torch.softmax(out, 1)):
     """RISE's CausalMetric.single_run (Petsiuk et al. 2018, github.com/eclique/RISE, evaluation.py)
     transcribed for one image on the CPU, the model's softmax watched for class c. One change: the
     pixels are ranked by a stable sort (RISE's np.argsort is a quicksort, its tie order arbitrary)."""
@@ -2454,7 +2526,7 @@ def rise_causal_curve(model, image, explanation, mode, step, substrate):
     salient_order = np.argsort(-explanation.reshape(-1, hw).numpy(), axis=1, kind="stable")
     for i in range(n_steps + 1):
         with torch.no_grad():
-            scores[i] = float(torch.softmax(model(start), 1)[0, target])
+            scores[i] = float(probability(model(start))[0, target])
         if i < n_steps:
             coords = salient_order[:, step * i:step * (i + 1)]
             start.numpy().reshape(1, c, hw)[0, :, coords] = finish.numpy().reshape(1, c, hw)[0, :, coords]
