@@ -9,6 +9,7 @@ Rollout equals the NumPy rollout written here; LeGrad equals torchcam's LeGrad."
 import os
 import pathlib
 import subprocess
+import sys
 import tempfile
 import unittest
 import warnings
@@ -18,6 +19,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torchvision
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "fixtures"))
+from color_model import RegisterVit  # noqa: E402  (a non-square patch grid with register tokens)
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)  # TorchScript's, from PyTorch 2.9 on
 warnings.filterwarnings("ignore", category=FutureWarning)
@@ -211,53 +215,6 @@ class CrossSdpa(nn.Module):
         q, k, v = self.split(x[:, :6], x)
         return (F.scaled_dot_product_attention(q, k, v, is_causal=True)
                 + F.scaled_dot_product_attention(q, k, v)).sum(1)
-
-
-class Block(nn.Module):
-    """torchvision's EncoderBlock in small: pre-norm nn.MultiheadAttention (need_weights=False) and an MLP."""
-
-    def __init__(self, dim: int, heads: int):
-        super().__init__()
-        self.ln_1 = nn.LayerNorm(dim)
-        self.self_attention = nn.MultiheadAttention(dim, heads, batch_first=True)
-        self.ln_2 = nn.LayerNorm(dim)
-        self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
-
-    def forward(self, x):
-        y = self.ln_1(x)
-        x = x + self.self_attention(y, y, y, need_weights=False)[0]
-        return x + self.mlp(self.ln_2(x))
-
-
-class Encoder(nn.Module):
-    def __init__(self, dim: int, heads: int, depth: int):
-        super().__init__()
-        self.layers = nn.Sequential(*[Block(dim, heads) for _ in range(depth)])
-        self.ln = nn.LayerNorm(dim)
-
-    def forward(self, x):
-        return self.ln(self.layers(x))
-
-
-class RegisterVit(nn.Module):
-    """A vision transformer laid out as torchvision's (encoder.layers, encoder.ln, heads) on a
-    non-square patch grid (3 x 40 x 56 images in 8-pixel patches: 5 x 7), with a class token and two
-    register tokens before the patches."""
-
-    def __init__(self, dim: int = 32, heads: int = 4, depth: int = 3, registers: int = 2, classes: int = 5):
-        super().__init__()
-        self.conv_proj = nn.Conv2d(3, dim, 8, 8)
-        self.class_token = nn.Parameter(0.5 * torch.randn(1, 1, dim))
-        self.registers = nn.Parameter(0.5 * torch.randn(1, registers, dim))
-        self.position = nn.Parameter(0.5 * torch.randn(1, 35, dim))
-        self.encoder = Encoder(dim, heads, depth)
-        self.heads = nn.Linear(dim, classes)
-
-    def forward(self, x):
-        patches = self.conv_proj(x).flatten(2).transpose(1, 2) + self.position
-        n = x.shape[0]
-        tokens = torch.cat([self.class_token.expand(n, -1, -1), self.registers.expand(n, -1, -1), patches], 1)
-        return self.heads(self.encoder(tokens)[:, 0])
 
 
 class AttentionCase(unittest.TestCase):

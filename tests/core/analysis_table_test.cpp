@@ -9,6 +9,7 @@
 #include "attribution/faithfulness.h"
 #include "attribution/grad_cam_images.h"
 #include "attribution/input_attributions.h"
+#include "common/tensor_conversion.h"
 #include "compare/compare_folder.h"
 #include "compare/layer_pair_maps.h"
 #include "export/pt_export.h"
@@ -270,6 +271,43 @@ TEST(WindowAnalyses, AChannelsMapsOverTheTopImagesShareOneScale)
             EXPECT_NEAR(result.topMaps[i].values[static_cast<size_t>(k)], expected.data_ptr<float>()[k], 1e-6);
         EXPECT_EQ(result.topPictures[i].shape.back(), 3);
     }
+}
+
+// The Attention tab's operation on 3 x 40 x 56 colour images and a ViT of a 5 x 7 patch grid after a
+// class token and two register tokens (tests/fixtures/color_model.py): a head's map for any query
+// and the token under a point of the picture are read row by row, 7 patches wide and 5 high, from
+// the probabilities the operation kept (themselves held against the eager model in test_attention.py).
+TEST(WindowAnalyses, AttentionOnANonSquareGridReadsRowsOfItsWidth)
+{
+    const std::string vit = fixture("register_vit.pt");
+    LoadedModels models;
+    AnalysisContext context{models, ModelKey{vit}, {}, {}};
+    AttentionWorkbenchRequest request;
+    request.images = {fixture("color/disc.png"), fixture("color/stripes.png")};
+    request.setup = storedSetup(*Model::load(vit)).value();
+    const AttentionWorkbenchResult result = AttentionAnalysis::run(context, request);
+    ASSERT_TRUE(result.spatial);
+    EXPECT_EQ(result.prefix, 3);
+    EXPECT_EQ(result.gridHeight, 5);
+    EXPECT_EQ(result.gridWidth, 7);
+    EXPECT_EQ(result.patchSize, 8);
+    ASSERT_EQ(result.images.size(), 2u);
+    ASSERT_EQ(result.layers.size(), 3u);
+    const at::Tensor p = toTensor(result.layers[1].probabilities); // [2, 4, 38, 38]
+    ASSERT_EQ(p.sizes().vec(), (std::vector<int64_t>{2, 4, 38, 38}));
+    for (const int64_t query : {int64_t{-1}, int64_t{0}, int64_t{15}, int64_t{37}}) {
+        const FloatTensor map = attentionHeadMap(result, 1, 1, 2, query);
+        ASSERT_EQ(map.shape, (std::vector<int64_t>{5, 7})) << query;
+        const at::Tensor want = p[1][2][query < 0 ? 0 : query].narrow(0, 3, 35).reshape({5, 7});
+        EXPECT_TRUE(toTensor(map).equal(want)) << "query " << query;
+    }
+    // The token under a point: x across the 7 columns, y down the 5 rows.
+    EXPECT_EQ(patchToken(result, 0.99, 0.0), 3 + 6);
+    EXPECT_EQ(patchToken(result, 0.0, 0.99), 3 + 4 * 7);
+    EXPECT_EQ(patchToken(result, 0.5, 0.5), 3 + 2 * 7 + 3);
+    EXPECT_EQ(result.images[0].rollout.shape, (std::vector<int64_t>{5, 7}));
+    EXPECT_EQ(result.images[0].legrad.shape, (std::vector<int64_t>{5, 7}));
+    EXPECT_EQ(result.images[0].picture.shape, (std::vector<int64_t>{40, 56, 3}));
 }
 
 } // namespace

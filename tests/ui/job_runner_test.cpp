@@ -82,7 +82,7 @@ private Q_SLOTS:
         QSignalSpy finished(&runner, &JobRunner::finished);
         Gate gate;
         const JobId batch = runner.submit(job("held", JobLane::Batch, [&](JobContext&) { gate.opened.wait(); }));
-        const JobId interactive = runner.submit(job("quick", JobLane::Interactive, [](JobContext&) { }));
+        const JobId interactive = runner.submit(job("quick", JobLane::Interactive, [](JobContext&) {}));
         QVERIFY(waitFinished(runner, finished, interactive));
         QVERIFY(runner.isActive(batch)); // still held at its gate
         gate.open.set_value();
@@ -133,14 +133,17 @@ private Q_SLOTS:
             },
             "run"));
         started.opened.wait();
-        const JobId queued = runner.submit(job("queued", JobLane::Interactive, [&](JobContext&) { journal.note("queued"); }, "run"));
-        const JobId newest = runner.submit(job("newest", JobLane::Interactive, [&](JobContext&) { journal.note("newest"); }, "run"));
+        const JobId queued = runner.submit(job(
+            "queued", JobLane::Interactive, [&](JobContext&) { journal.note("queued"); }, "run"));
+        const JobId newest = runner.submit(job(
+            "newest", JobLane::Interactive, [&](JobContext&) { journal.note("newest"); }, "run"));
         QVERIFY(waitFinished(runner, finished, newest));
         QVERIFY(waitFinished(runner, finished, running));
         QVERIFY(waitFinished(runner, finished, queued));
         QCOMPARE(journal.entries(), QStringList({"running saw its cancel", "newest"}));
         // Another group is not superseded.
-        const JobId other = runner.submit(job("other", JobLane::Interactive, [&](JobContext&) { journal.note("other"); }, "another"));
+        const JobId other = runner.submit(job(
+            "other", JobLane::Interactive, [&](JobContext&) { journal.note("other"); }, "another"));
         QVERIFY(waitFinished(runner, finished, other));
         QCOMPARE(journal.entries().last(), QString("other"));
     }
@@ -158,7 +161,8 @@ private Q_SLOTS:
             journal.note("told");
         }));
         started.opened.wait();
-        const JobId queued = runner.submit(job("queued", JobLane::Batch, [&](JobContext&) { journal.note("queued ran"); }));
+        const JobId queued
+            = runner.submit(job("queued", JobLane::Batch, [&](JobContext&) { journal.note("queued ran"); }));
         runner.cancel(queued);
         runner.cancel(running);
         QVERIFY(waitFinished(runner, finished, running));
@@ -182,7 +186,7 @@ private Q_SLOTS:
         QVERIFY(failed.first().at(2).toString().contains("the disk is full"));
         QVERIFY(toldTheJob.contains("the disk is full"));
         // The lane goes on after a failure.
-        const JobId next = runner.submit(job("next", JobLane::Batch, [](JobContext&) { }));
+        const JobId next = runner.submit(job("next", JobLane::Batch, [](JobContext&) {}));
         QVERIFY(waitFinished(runner, finished, next));
         QCOMPARE(failed.count(), 1);
     }
