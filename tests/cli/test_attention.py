@@ -246,6 +246,16 @@ class AttentionCase(unittest.TestCase):
         self.run_cli("run", model_path, "--input", input_path, *args, *extra, "--out", out)
         return torch.load(out)
 
+    def recorded_and_grabbed(self, model, x, layer, batch):
+        """`record` of LAYER:attention over x in batches of `batch` (its statistics), and the
+        probabilities of the same samples grabbed by `run`, as NumPy: the oracle's input."""
+        model_path, x_path = self.script("recorded.pt", model), self.save("recorded_x.pt", x)
+        out = self.dir / "recorded_statistics.pt"
+        self.run_cli("record", model_path, "--input", x_path, "--grab", f"{layer}:attention", "--batch", str(batch),
+                     "--out", out)
+        grabbed = self.grab(model_path, x_path, f"{layer}:attention")[f"{layer}:attention"].numpy()
+        return torch.load(out), grabbed
+
     def assert_same_output_with_and_without(self, model_path, input_path, *grabs):
         plain = self.grab(model_path, input_path)["output"]
         grabbed = self.grab(model_path, input_path, *grabs)["output"]
@@ -581,14 +591,7 @@ class AttentionNonSquare(AttentionCase):
         torch.manual_seed(12)
         model = VisionTransformer(img_size=(40, 56), patch_size=8, embed_dim=32, depth=2, num_heads=4,
                                   num_classes=5, reg_tokens=2).eval()
-        model_path = self.script("timm.pt", model)
-        x = torch.randn(5, 3, 40, 56)
-        x_path = self.save("x5.pt", x)
-        out = self.dir / "recorded.pt"
-        self.run_cli("record", model_path, "--input", x_path, "--grab", "blocks.1.attn:attention", "--batch", "2",
-                     "--out", out)
-        got = torch.load(out)
-        p = self.grab(model_path, x_path, "blocks.1.attn:attention")["blocks.1.attn:attention"].numpy()
+        got, p = self.recorded_and_grabbed(model, torch.randn(5, 3, 40, 56), "blocks.1.attn", batch=2)
         self.assertEqual(p.shape, (5, 4, 38, 38))
         distance = numpy_distance(p, 3, 5, 7) * 8
         self.assertEqual(got["blocks.1.attn:distance:samples"].item(), 5)
@@ -613,14 +616,7 @@ class AttentionRecorders(AttentionCase):
         import timm
         torch.manual_seed(7)
         model = timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=64, depth=2).eval()
-        model_path = self.script("timm.pt", model)
-        x = torch.randn(20, 3, 64, 64)
-        x_path = self.save("x.pt", x)
-        out = self.dir / "recorded.pt"
-        self.run_cli("record", model_path, "--input", x_path, "--grab", "blocks.1.attn:attention", "--batch", "6",
-                     "--out", out)
-        got = torch.load(out)
-        p = self.grab(model_path, x_path, "blocks.1.attn:attention")["blocks.1.attn:attention"].numpy()
+        got, p = self.recorded_and_grabbed(model, torch.randn(20, 3, 64, 64), "blocks.1.attn", batch=6)
         entropy = -(p * np.log(np.where(p > 0, p, 1))).sum(-1).mean(-1)  # [N, H]
         self.assertEqual(got["blocks.1.attn:entropy:samples"].item(), 20)
         self.assertLessEqual(max_diff(got["blocks.1.attn:entropy:mean"], entropy.mean(0)), 1e-5)

@@ -1864,6 +1864,21 @@ def model_image(model, path, first):
         return torch.load(out)[f"{first}:in0"]
 
 
+def peer_score_cam(model, module, x, targets):
+    """pytorch-grad-cam's Score-CAM map of `module` (a layer inside `model`) for each image's target,
+    before it rescales and resizes: ReLU of get_cam_image, [N, 1, h, w]."""
+    from pytorch_grad_cam import ScoreCAM
+    from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
+    seen = {}
+    hook = module.register_forward_hook(lambda m, inputs, output: seen.__setitem__("a", output.detach()))
+    with torch.no_grad():
+        model(x)
+    hook.remove()
+    raw = ScoreCAM(model=model, target_layers=[module]).get_cam_image(
+        x, module, [ClassifierOutputTarget(int(t)) for t in targets], seen["a"].numpy(), None, False)
+    return torch.from_numpy(np.maximum(raw, 0)).unsqueeze(1)
+
+
 class FashionSubject:
     """The demo's shape: the Fashion-MNIST CNN on 1 x 28 x 28 grey images. MODEL, its IMAGES, a
     LAYER with maps for the layer methods, its FIRST layer and the eager model (eager())."""
@@ -2020,20 +2035,8 @@ class CliAttribute(ImagesCase, FashionSubject, unittest.TestCase):
         self.assertIn("need --layer", missing.stderr)
 
     def test_score_cam_equals_pytorch_grad_cam_at_the_layer(self):
-        from pytorch_grad_cam import ScoreCAM
-        from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
-        layer = self.LAYER
-        got = self.attribute("--method", "score_cam", "--layer", layer, "--memory-mb", "1")
-        module = dict(self.model.named_modules())[layer]
-        seen = {}
-        hook = module.register_forward_hook(lambda m, inputs, output: seen.__setitem__("a", output.detach()))
-        with torch.no_grad():
-            self.model(self.x)
-        hook.remove()
-        targets = [ClassifierOutputTarget(int(t)) for t in self.predicted]
-        raw = ScoreCAM(model=self.model, target_layers=[module]).get_cam_image(
-            self.x, module, targets, seen["a"].numpy(), None, False)
-        want = torch.from_numpy(np.maximum(raw, 0)).unsqueeze(1)
+        got = self.attribute("--method", "score_cam", "--layer", self.LAYER, "--memory-mb", "1")
+        want = peer_score_cam(self.model, dict(self.model.named_modules())[self.LAYER], self.x, self.predicted)
         self.assertGreater(float(want.abs().max()), 0.0)
         self.assertClose(got["score_cam"], want)
 
@@ -2331,8 +2334,6 @@ class CliAttributeProbe(unittest.TestCase):
 
     def test_occlusion_and_score_cam_of_the_probes_class(self):
         from captum.attr import Occlusion
-        from pytorch_grad_cam import ScoreCAM
-        from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
         got = self.probe_maps("--method", "occlusion", "--window", "8", "--stride", "4", "--method", "score_cam",
                               "--layer", "features.0", "--memory-mb", "1")
         self.assertTrue(torch.equal(got["targets"], self.predicted))
@@ -2340,16 +2341,7 @@ class CliAttributeProbe(unittest.TestCase):
                                                  baselines=0, target=self.predicted)
         self.assertGreater(float(want.abs().max()), 0.0)
         self.assertLessEqual(max_diff(got["occlusion"], want), 1e-5 * float(want.abs().max()))
-        module = dict(self.inner.named_modules())["features.0"]
-        seen = {}
-        hook = module.register_forward_hook(lambda m, inputs, output: seen.__setitem__("a", output.detach()))
-        with torch.no_grad():
-            self.wrapped(self.x)
-        hook.remove()
-        targets = [ClassifierOutputTarget(int(t)) for t in self.predicted]
-        raw = ScoreCAM(model=self.wrapped, target_layers=[module]).get_cam_image(
-            self.x, module, targets, seen["a"].numpy(), None, False)
-        want = torch.from_numpy(np.maximum(raw, 0)).unsqueeze(1)
+        want = peer_score_cam(self.wrapped, dict(self.inner.named_modules())["features.0"], self.x, self.predicted)
         self.assertGreater(float(want.max()), 0.0)
         self.assertLessEqual(max_diff(got["score_cam"], want), 1e-5 * float(want.max()))
 

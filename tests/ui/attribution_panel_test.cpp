@@ -52,6 +52,18 @@ AttributionWorkbenchResultPtr explain(AttributionPanel* panel)
     return finished.takeFirst().at(0).value<AttributionWorkbenchResultPtr>();
 }
 
+// The demo with the three probe images, its Attribution tab set to Integrated Gradients alone (no
+// metric): the job the cancel and model-change tests hold at its first image.
+AttributionPanel* integratedGradientsOfTheProbeImages(MainWindow& window)
+{
+    test::openDemo(window);
+    window.document()->addImages(probeImages());
+    AttributionPanel* panel = window.attributionPanel();
+    tick(panel->methodList(), {"integrated_gradients"});
+    tick(panel->metricList(), {});
+    return panel;
+}
+
 at::Tensor shown(const FloatTensor& map)
 {
     return at::from_blob(const_cast<float*>(map.values.data()), map.shape, at::kFloat);
@@ -153,11 +165,7 @@ print(m['grad_cam'].shape, m['targets'].tolist() == [e['target'] for e in j['ima
     void aCancelKeepsWhatFinishedAndANewModelResets()
     {
         MainWindow window;
-        test::openDemo(window);
-        window.document()->addImages(probeImages());
-        AttributionPanel* panel = window.attributionPanel();
-        tick(panel->methodList(), {"integrated_gradients"});
-        tick(panel->metricList(), {});
+        AttributionPanel* panel = integratedGradientsOfTheProbeImages(window);
         // Cancel once the first image is explained: the slot runs on the job's thread, in its progress
         // report, so the job stops at that very point.
         RunController* controller = window.controller();
@@ -188,11 +196,7 @@ print(m['grad_cam'].shape, m['targets'].tolist() == [e['target'] for e in j['ima
     void aJobOfTheModelBeforeIsNotShownForTheNextOne()
     {
         MainWindow window;
-        test::openDemo(window);
-        window.document()->addImages(probeImages());
-        AttributionPanel* panel = window.attributionPanel();
-        tick(panel->methodList(), {"integrated_gradients"});
-        tick(panel->metricList(), {});
+        AttributionPanel* panel = integratedGradientsOfTheProbeImages(window);
         // Once the first image is explained, another model is opened while the job waits in its
         // progress report (a blocking connection: this runs on the GUI thread, the job held).
         RunController* controller = window.controller();
