@@ -12,37 +12,14 @@
 namespace torchscope {
 namespace {
 
-struct ArrayType {
-    const char* numpy; // .npy descr
-    const char* safetensors; // safetensors dtype
-};
-
 // Tensors of types NumPy lacks (bfloat16, complex) are written as float32.
-std::pair<at::Tensor, ArrayType> portable(const at::Tensor& input)
+std::pair<at::Tensor, ArrayDtype> portable(const at::Tensor& input)
 {
     at::Tensor t = input.detach().cpu().contiguous();
-    switch (t.scalar_type()) {
-    case at::kFloat:
-        return {t, {"<f4", "F32"}};
-    case at::kDouble:
-        return {t, {"<f8", "F64"}};
-    case at::kHalf:
-        return {t, {"<f2", "F16"}};
-    case at::kLong:
-        return {t, {"<i8", "I64"}};
-    case at::kInt:
-        return {t, {"<i4", "I32"}};
-    case at::kShort:
-        return {t, {"<i2", "I16"}};
-    case at::kChar:
-        return {t, {"|i1", "I8"}};
-    case at::kByte:
-        return {t, {"|u1", "U8"}};
-    case at::kBool:
-        return {t, {"|b1", "BOOL"}};
-    default:
-        return {t.to(at::kFloat).contiguous(), {"<f4", "F32"}};
-    }
+    for (const ArrayDtype& dtype : arrayDtypes())
+        if (dtype.type == t.scalar_type() && dtype.numpy)
+            return {t, dtype};
+    return {t.to(at::kFloat).contiguous(), arrayDtypeOf(at::kFloat)};
 }
 
 std::string rawBytes(const at::Tensor& t)
@@ -51,6 +28,23 @@ std::string rawBytes(const at::Tensor& t)
 }
 
 } // namespace
+
+const std::vector<ArrayDtype>& arrayDtypes()
+{
+    static const std::vector<ArrayDtype> dtypes{{at::kBool, "|b1", "BOOL"}, {at::kByte, "|u1", "U8"},
+        {at::kChar, "|i1", "I8"}, {at::kShort, "<i2", "I16"}, {at::kInt, "<i4", "I32"}, {at::kLong, "<i8", "I64"},
+        {at::kHalf, "<f2", "F16"}, {at::kBFloat16, nullptr, "BF16"}, {at::kFloat, "<f4", "F32"},
+        {at::kDouble, "<f8", "F64"}};
+    return dtypes;
+}
+
+ArrayDtype arrayDtypeOf(at::ScalarType type)
+{
+    for (const ArrayDtype& dtype : arrayDtypes())
+        if (dtype.type == type)
+            return dtype;
+    throw Error(std::string("no .npy or safetensors dtype for ") + c10::toString(type));
+}
 
 std::string encodeNpy(const at::Tensor& input)
 {

@@ -12,6 +12,17 @@ namespace torchscope {
 
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 
+// The element types both formats name, one row each: the torch type, NumPy's .npy descr (little-
+// endian; null for bfloat16, which NumPy lacks) and the safetensors dtype. The writers and the
+// readers (export/read_tensors.h) take them from here.
+struct ArrayDtype {
+    at::ScalarType type;
+    const char* numpy;
+    const char* safetensors;
+};
+const std::vector<ArrayDtype>& arrayDtypes();
+ArrayDtype arrayDtypeOf(at::ScalarType type); // throws torchscope::Error for a type with no row
+
 // One .npy file's bytes (format version 1.0), little-endian, C order.
 std::string encodeNpy(const at::Tensor& tensor);
 

@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "common/zip_archive.h"
+#include "export/array_files.h"
 #include "export/pt_export.h"
 
 #include <ATen/ATen.h>
@@ -41,14 +42,11 @@ uint64_t declaredBytes(const std::vector<int64_t>& sizes, size_t elementSize)
 
 at::ScalarType numpyType(const std::string& descr, const std::string& name)
 {
-    static const std::map<std::string, at::ScalarType> types{{"|b1", at::kBool}, {"|u1", at::kByte}, {"|i1", at::kChar},
-        {"<i2", at::kShort}, {"<i4", at::kInt}, {"<i8", at::kLong}, {"<f2", at::kHalf}, {"<f4", at::kFloat},
-        {"<f8", at::kDouble}};
-    const auto found = types.find(descr);
-    if (found == types.end())
-        throw Error("array '" + name + "' has NumPy type " + descr
-            + "; TorchScope reads little-endian bool, integers and floats");
-    return found->second;
+    for (const ArrayDtype& dtype : arrayDtypes())
+        if (dtype.numpy && descr == dtype.numpy)
+            return dtype.type;
+    throw Error(
+        "array '" + name + "' has NumPy type " + descr + "; TorchScope reads little-endian bool, integers and floats");
 }
 
 std::map<std::string, at::Tensor> readNpz(const std::string& path)
@@ -66,16 +64,18 @@ std::map<std::string, at::Tensor> readNpz(const std::string& path)
     return tensors;
 }
 
-at::ScalarType safetensorsType(const std::string& dtype, const std::string& path, const std::string& key)
+at::ScalarType safetensorsType(const std::string& name, const std::string& path, const std::string& key)
 {
-    static const std::map<std::string, at::ScalarType> types{{"BOOL", at::kBool}, {"U8", at::kByte}, {"I8", at::kChar},
-        {"I16", at::kShort}, {"I32", at::kInt}, {"I64", at::kLong}, {"F16", at::kHalf}, {"BF16", at::kBFloat16},
-        {"F32", at::kFloat}, {"F64", at::kDouble}};
-    const auto found = types.find(dtype);
-    if (found == types.end())
-        throw Error("'" + path + "': tensor '" + key + "' has the safetensors dtype " + dtype
-            + "; TorchScope reads BOOL, U8, I8, I16, I32, I64, F16, BF16, F32 and F64");
-    return found->second;
+    std::vector<std::string> known;
+    for (const ArrayDtype& dtype : arrayDtypes()) {
+        if (name == dtype.safetensors)
+            return dtype.type;
+        known.emplace_back(dtype.safetensors);
+    }
+    const std::string last = known.back();
+    known.pop_back();
+    throw Error("'" + path + "': tensor '" + key + "' has the safetensors dtype " + name + "; TorchScope reads "
+        + join(known, ", ") + " and " + last);
 }
 
 // A .safetensors file (8-byte little-endian header length, the JSON header, the data): the header
