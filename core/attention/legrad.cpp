@@ -4,6 +4,7 @@
 #include "graph/engine.h"
 #include "graph/model_output.h"
 #include "model/model.h"
+#include "model/torch_names.h"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
@@ -54,12 +55,6 @@ ScoreProjection scoreProjection(const torch::jit::Module& root)
     }
     throw Error("LeGrad reads each block's class score through the model's final norm and classifier, and finds "
                 "neither torchvision's (encoder.ln, heads) nor timm's (norm, head) in this model");
-}
-
-std::string parentPath(const std::string& path)
-{
-    const auto dot = path.rfind('.');
-    return dot == std::string::npos ? "" : path.substr(0, dot);
 }
 
 } // namespace

@@ -83,10 +83,9 @@ CallGraph traceCalls(const torch::jit::Module& root)
 std::string notCalledReason(const std::string& path, const CallGraph& graph)
 {
     if (graph.emptyCalls.count(path)) {
-        const auto dot = path.rfind('.');
-        const std::string parent = dot == std::string::npos
+        const std::string parent = parentPath(path).empty()
             ? ""
-            : " (its parent '" + path.substr(0, dot) + "' when it is the parent's last step)";
+            : " (its parent '" + parentPath(path) + "' when it is the parent's last step)";
         return "the model calls it without an input and it gives nothing back: torch.jit.trace records a module that "
                "passes its input through (as nn.Identity) that way, so the traced model holds no value to grab here; "
                "grab the layer whose output it passes on"

@@ -203,9 +203,7 @@ std::shared_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
     }
     for (size_t i = 1; i < model->modules_.size(); ++i) {
         auto& info = model->modules_[i];
-        const auto dot = info.path.rfind('.');
-        const std::string parent = dot == std::string::npos ? "" : info.path.substr(0, dot);
-        info.parent = model->index_.at(parent);
+        info.parent = model->index_.at(parentPath(info.path));
         model->modules_[static_cast<size_t>(info.parent)].children.push_back(static_cast<int>(i));
         if (const auto it = calls.callSites.find(info.path); it != calls.callSites.end())
             info.callSites = it->second;

@@ -51,6 +51,12 @@ std::string joinPath(const std::string& base, const std::string& name)
     return base.empty() ? name : base + "." + name;
 }
 
+std::string parentPath(const std::string& path)
+{
+    const auto dot = path.rfind('.');
+    return dot == std::string::npos ? "" : path.substr(0, dot);
+}
+
 void forEachNode(torch::jit::Block* block, const std::function<void(torch::jit::Node*)>& visit)
 {
     for (auto* node : block->nodes()) {

@@ -25,6 +25,8 @@ bool isForwardMethodName(const std::string& name);
 
 // "a" + "b" -> "a.b"; "" + "b" -> "b"
 std::string joinPath(const std::string& base, const std::string& name);
+// "a.b.c" -> "a.b"; "a" -> "" (the root)
+std::string parentPath(const std::string& path);
 
 // Visits every node of a block and of the blocks nested in it, in program order.
 void forEachNode(torch::jit::Block* block, const std::function<void(torch::jit::Node*)>& visit);
