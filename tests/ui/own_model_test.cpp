@@ -248,6 +248,15 @@ private Q_SLOTS:
                     .contains("[1, 3]"));
         QVERIFY(!window.treePanel()->note()->isHidden()); // shown with the tree, not only filled in
         QVERIFY(window.treePanel()->note()->text().contains("3 module(s)"));
+        // Asked for by path (--select, as a researcher's script does), a module that never runs is
+        // not grabbed: it would fail every run after, with no box to untick. The note says why.
+        const QStringList grabsBefore = window.document()->grabs();
+        window.treePanel()->selectPath("unused");
+        QCOMPARE(window.document()->grabs(), grabsBefore);
+        QVERIFY(window.treePanel()->note()->text().contains("'unused' is not grabbed: it never runs"));
+        QVERIFY(window.treePanel()->note()->text().contains("never uses it"));
+        QVERIFY(!window.document()->setGrabbed("unused:in0", true));
+        QCOMPARE(window.document()->grabs(), grabsBefore);
     }
 
     void segmentationShowsAClassMap()

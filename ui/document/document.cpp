@@ -58,10 +58,12 @@ const ModuleInfo* Document::module(const QString& path) const
     return nullptr;
 }
 
-void Document::setGrabbed(const QString& spec, bool grabbed)
+bool Document::setGrabbed(const QString& spec, bool grabbed)
 {
     if (grabbed == grabs_.contains(spec))
-        return;
+        return true;
+    if (const ModuleInfo* m = module(spec.section(':', 0, 0)); grabbed && m && !m->called)
+        return false;
     if (grabbed) {
         // Show the new grab unless the selection still shows one of the others.
         const bool selectionGrabbed = grabs_.contains(grabOf(selectedKey_));
@@ -75,6 +77,7 @@ void Document::setGrabbed(const QString& spec, bool grabbed)
     }
     Q_EMIT requestChanged();
     Q_EMIT selectionChanged();
+    return true;
 }
 
 void Document::setTruncation(const QString& path)

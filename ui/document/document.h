@@ -33,7 +33,9 @@ public:
     // Grabs as CLI specs: "layer1" (output), "layer1:in0", "layer1:grad".
     QStringList grabs() const { return grabs_; }
     bool isGrabbed(const QString& spec) const { return grabs_.contains(spec); }
-    void setGrabbed(const QString& spec, bool grabbed);
+    // False, and nothing changes, for a grab of a module that never runs in this model (the tree
+    // greys it with the reason): it has no value, whoever asks (the tree, --select, a session).
+    bool setGrabbed(const QString& spec, bool grabbed);
 
     QString truncation() const { return truncation_; }
     void setTruncation(const QString& path); // empty: none

@@ -185,8 +185,8 @@ QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const
                 + tr("Computes attention: grab %1:attention for its probabilities, or open the Attention tab")
                       .arg(path.toHtmlEscaped());
         if (!module->called)
-            tip += "<br><i>"
-                + tr("Never called: %1").arg(QString::fromStdString(module->notCalledReason).toHtmlEscaped()) + "</i>";
+            tip += "<br><i>" + tr("Never runs: %1").arg(QString::fromStdString(module->notCalledReason).toHtmlEscaped())
+                + "</i>";
         for (const auto& site : module->callSites)
             tip += QString("<br>called from %1%2%3")
                        .arg(QString::fromStdString(site.method))

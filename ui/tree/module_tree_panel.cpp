@@ -76,7 +76,8 @@ void ModuleTreePanel::showNote()
         text = QString::fromStdString(model.frozenNote);
     else if (never > 0)
         text = tr("%n module(s) in grey never run: the forward never calls them (unused, a ModuleList that is "
-                  "iterated, or weights used directly). Hover one to see why.",
+                  "iterated, or weights used directly) or, in a traced model, passes its input through them "
+                  "(nn.Identity). Hover one to see why.",
             nullptr, never);
     // A .pt2 says what it is and which input sizes it takes (its dynamic dimensions) first.
     if (!model.exportedNote.empty())
@@ -87,8 +88,14 @@ void ModuleTreePanel::showNote()
 
 void ModuleTreePanel::selectPath(const QString& path)
 {
-    document_->setGrabbed(path, true);
-    document_->setSelectedKey(path);
+    // A module that never runs is shown with the reason, not grabbed or selected: it has no value.
+    if (document_->setGrabbed(path, true)) {
+        document_->setSelectedKey(path);
+    } else {
+        note_->setText(tr("'%1' is not grabbed: it never runs in this model: %2")
+                           .arg(path, QString::fromStdString(document_->module(path)->notCalledReason)));
+        note_->setVisible(true);
+    }
     const QModelIndex index = proxy_->mapFromSource(model_->indexOfPath(path));
     view_->setCurrentIndex(index);
     view_->scrollTo(index);
@@ -102,7 +109,7 @@ void ModuleTreePanel::showContextMenu(const QPoint& position)
     QMenu menu(this);
     const ModuleInfo* module = document_->module(path);
     if (module && !module->called) {
-        QAction* why = menu.addAction(tr("Never called: %1").arg(QString::fromStdString(module->notCalledReason)));
+        QAction* why = menu.addAction(tr("Never runs: %1").arg(QString::fromStdString(module->notCalledReason)));
         why->setEnabled(false);
         menu.addSeparator();
         connect(menu.addAction(tr("Copy Path")), &QAction::triggered, this,
