@@ -25,6 +25,9 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <atomic>
+#include <future>
+
 using namespace torchscope;
 
 namespace {
@@ -63,6 +66,24 @@ AttributionPanel* integratedGradientsOfTheProbeImages(MainWindow& window)
     tick(panel->metricList(), {});
     return panel;
 }
+
+// Holds a job in its progress report until release() (or the end of the test, whatever fails first:
+// the window's end waits for its jobs).
+class HeldJob {
+public:
+    ~HeldJob() { release(); }
+    std::shared_future<void> released() const { return released_; }
+    void release()
+    {
+        if (!done_.exchange(true))
+            promise_.set_value();
+    }
+
+private:
+    std::promise<void> promise_;
+    std::shared_future<void> released_ = promise_.get_future().share();
+    std::atomic_bool done_{false};
+};
 
 at::Tensor shown(const FloatTensor& map)
 {
@@ -197,28 +218,31 @@ print(m['grad_cam'].shape, m['targets'].tolist() == [e['target'] for e in j['ima
     {
         MainWindow window;
         AttributionPanel* panel = integratedGradientsOfTheProbeImages(window);
-        // Once the first image is explained, another model is opened while the job waits in its
-        // progress report (a blocking connection: this runs on the GUI thread, the job held).
+        // Once the first image is explained, the job waits in its progress report, on its own thread,
+        // until another model has opened: the GUI thread meanwhile runs its own loop as it would for a
+        // user (a nested loop in a blocking slot missed events posted before it began, and hung).
         RunController* controller = window.controller();
+        std::atomic<JobId> held{0};
+        HeldJob hold;
         QObject receiver;
-        JobId held = 0;
-        bool opened = false;
         connect(
             controller->jobs(), &JobRunner::progress, &receiver,
-            [&](JobId id, qint64 done, qint64, const QString& stage) {
+            [&held, released = hold.released()](JobId id, qint64 done, qint64, const QString& stage) {
+                JobId none = 0;
                 // The workbench's first stage (the window's own run of the images reports too).
-                if (done == 0 || held != 0 || stage != "attributions")
-                    return;
-                held = id;
-                QSignalSpy open(controller, &RunController::modelOpened);
-                controller->openModel(test::fixture("fashion_plain.pt"));
-                opened = open.wait(Timeout);
+                if (done > 0 && stage == "attributions" && held.compare_exchange_strong(none, id))
+                    released.wait();
             },
-            Qt::BlockingQueuedConnection);
+            Qt::DirectConnection);
         QSignalSpy finished(panel, &AttributionPanel::finished);
         panel->start();
-        QTRY_VERIFY_WITH_TIMEOUT(held != 0 && !controller->jobs()->isActive(held), Timeout);
-        QVERIFY(opened);
+        QTRY_VERIFY_WITH_TIMEOUT(held != 0, Timeout);
+        QSignalSpy opened(controller, &RunController::modelOpened);
+        controller->openModel(test::fixture("fashion_plain.pt"));
+        QVERIFY(opened.wait(Timeout));
+        QVERIFY(controller->jobs()->isActive(held)); // still waiting: the model changed under it
+        hold.release();
+        QTRY_VERIFY_WITH_TIMEOUT(!controller->jobs()->isActive(held), Timeout);
         QCoreApplication::processEvents(); // whatever the job handed over is delivered by now
         // Its partial result belongs to the model before: dropped, not shown as this model's.
         QCOMPARE(finished.count(), 0);
