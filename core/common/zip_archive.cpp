@@ -35,6 +35,23 @@ ZipArchive::ZipArchive(const std::string& path, std::string kind, Check check)
         zip_error_fini(&details);
         throw ZipOpenError("'" + path + "' cannot be opened as a " + kind_ + " (" + why + ")", why);
     }
+    // Each record's stored bytes lie in the file once: records that claim more together than the
+    // file holds share bytes, as in an archive whose directory names one record many times over
+    // (each read alone fits the file; together they unpack many copies of it).
+    uint64_t claimed = 0;
+    const zip_int64_t count = zip_get_num_entries(zip_->zip, 0);
+    for (zip_int64_t i = 0; i < count; ++i) {
+        zip_stat_t stat;
+        zip_stat_init(&stat);
+        if (zip_stat_index(zip_->zip, static_cast<zip_uint64_t>(i), 0, &stat) == 0 && (stat.valid & ZIP_STAT_COMP_SIZE)
+            && __builtin_add_overflow(claimed, stat.comp_size, &claimed))
+            claimed = std::numeric_limits<uint64_t>::max();
+    }
+    if (claimed > fileSize_) {
+        const std::string why = "its " + std::to_string(count) + " records claim " + std::to_string(claimed)
+            + " stored bytes together, more than the file's " + std::to_string(fileSize_) + ": they overlap";
+        throw ZipOpenError("'" + path + "' cannot be opened as a " + kind_ + " (" + why + ")", why);
+    }
 }
 
 ZipArchive::~ZipArchive() = default;

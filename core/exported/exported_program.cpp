@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "common/strings.h"
+#include "exported/graph_rewrites.h"
 
 #include <ATen/ATen.h>
 #include <torch/version.h>
@@ -246,7 +247,7 @@ ExportedArchive readExportedArchive(const Pt2Archive& archive, const c10::Device
         throw Error("the .pt2 archive was written on a big-endian machine; TorchScope reads little-endian archives");
     result.modelName = chooseModel(archive);
     const std::string record = "models/" + result.modelName + ".json";
-    const auto json = parseJson(archive.read(record), record);
+    auto json = parseJson(archive.read(record), record);
     if (!json.is_object() || !json.contains("schema_version") || !json.contains("graph_module"))
         throw Error("the .pt2 record '" + record
             + "' is JSON but not an exported program (no schema_version and graph_module)");
@@ -273,6 +274,8 @@ ExportedArchive readExportedArchive(const Pt2Archive& archive, const c10::Device
         if (!graph.is_object() || !graph.contains(key) || !graph.at(key).is_array())
             throw Error("the .pt2 record '" + record + "' does not follow the export schema: its graph has no '" + key
                 + "' list");
+    inlineWrappedRegions(json.at("graph_module").at("graph"));
+    readThroughEvalDropouts(json.at("graph_module").at("graph"));
     try {
         result.program = json.get<ex::ExportedProgram>();
     } catch (const nlohmann::json::exception& e) {

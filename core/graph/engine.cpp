@@ -239,6 +239,10 @@ RunResult Engine::execute(const Request& request, const std::vector<c10::IValue>
             }
             const auto grads = torch::autograd::grad({target.score}, gradientTaps, {}, false, false, true);
             for (size_t i = 0; i < grads.size(); ++i) {
+                if (!grads[i].defined())
+                    result.warnings.push_back("'" + gradientKeys[i]
+                        + "' is zero: the target's score depends on it through nothing differentiable (a value "
+                          "the score does not use, or one computed under torch.no_grad())");
                 at::Tensor grad = grads[i].defined() ? grads[i] : at::zeros_like(gradientTaps[i]);
                 if (listInput && gradientKeys[i] == "input:grad")
                     grad = grad.unsqueeze(0); // [1, C, H, W] like a batch's

@@ -86,11 +86,14 @@ class EagerHooks:
 
 
 def paths_in_program(program):
-    """The module paths the program's nodes ran in (export drops modules that compute nothing)."""
+    """The module paths the program's nodes ran in, those of its regions' subgraphs included (export
+    drops modules that compute nothing)."""
     paths = set()
-    for node in program.graph.nodes:
-        for _, (path, _) in (node.meta.get("nn_module_stack") or {}).items():
-            paths.add(path)
+    for module in program.graph_module.modules():
+        if isinstance(module, torch.fx.GraphModule):
+            for node in module.graph.nodes:
+                for _, (path, _) in (node.meta.get("nn_module_stack") or {}).items():
+                    paths.add(path)
     return paths
 
 
@@ -130,6 +133,60 @@ class TupleOut(nn.Module):
         return z, {"features": y}
 
 
+class AutocastOffBlock(nn.Module):
+    """Run as timm's EfficientViT runs its attention: under torch.autocast(enabled=False), which export
+    writes as torch.ops.higher_order.wrap_with_autocast over subgraphs (one per stretch between
+    module calls)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(8, 8, 3, padding=1)
+        self.act = nn.ReLU()
+        self.mix = nn.Conv2d(8, 8, 1)
+
+    def forward(self, x):
+        with torch.autocast(device_type=x.device.type, enabled=False):
+            y = self.act(self.conv(x.float()))
+            return y + self.mix(y), y.mean((2, 3))
+
+
+class WrappedRegions(nn.Module):
+    """A block under autocast off, and a module run under torch.no_grad(), which export writes as
+    torch.ops.higher_order.wrap_with_set_grad_enabled: its result is used, its gradient is not."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.block = AutocastOffBlock()
+        self.frozen = nn.Conv2d(8, 8, 1)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        y, m = self.block(self.stem(x))
+        with torch.no_grad():
+            f = self.frozen(y)
+        return self.fc(torch.cat([self.pool(y + f).flatten(1), m], 1))
+
+
+class DropoutFirst(nn.Module):
+    """A block that begins with a Dropout, as timm's ConvNormAct does: in eval mode the dropout returns
+    its input itself, and export credits the residual's read of that input to the dropout. A head
+    that is a dropout alone returns the dropout's result."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.block = nn.Sequential(nn.Dropout(0.0), nn.Conv2d(8, 8, 3, padding=1))
+        self.head = nn.Sequential(nn.Dropout(0.1))
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        y = self.stem(x)
+        y = y + self.block(y)
+        return self.fc(self.head(y).mean((2, 3)))
+
+
 class ExportedCase(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -162,15 +219,20 @@ class ExportedCase(unittest.TestCase):
 class ExportedModels(ExportedCase):
     """Every grab, input and gradient of five torchvision models and a tuple-output model."""
 
-    def check(self, name, model, size=64, gradients=True, batch=3):
+    def check(self, name, model, size=64, gradients=True, batch=3, without_gradients=(), operators=()):
+        """without_gradients: modules run under torch.no_grad(), whose outputs have no gradient to
+        compare; operators: targets the program must hold (what the model is there to exercise)."""
         model.eval()
         program, path = self.export(name, model, size)
         in_program = paths_in_program(program)
+        targets = {str(node.target) for node in program.graph.nodes}
+        for operator in operators:
+            self.assertIn(operator, targets, f"{name}: export wrote no {operator}")
         torch.manual_seed(1)
         x = torch.randn(batch, 3, size, size)  # not the exported batch size: the batch is dynamic
 
         modules = dict(model.named_modules())
-        grads = [p for p in in_program if p in modules] if gradients else []
+        grads = [p for p in in_program if p in modules and p not in without_gradients] if gradients else []
         target = target_of(model, x)
         hooks = EagerHooks(model, set(grads))
         output = model(x)
@@ -236,6 +298,27 @@ class ExportedModels(ExportedCase):
     def test_deeplabv3_dict_output(self):
         self.check("deeplabv3", torchvision.models.segmentation.deeplabv3_mobilenet_v3_large(
             weights=None, weights_backbone=None, aux_loss=True))
+
+    def test_regions_under_autocast_off_and_without_gradients(self):
+        # Each region's nodes run in its place: the modules inside are grabbed, their gradients are
+        # eager PyTorch's, and no gradient flows back through what torch.no_grad() computed.
+        got = self.check("wrapped_regions", WrappedRegions(), size=16, without_gradients={"frozen"},
+                         operators=("wrap_with_autocast", "wrap_with_set_grad_enabled"))
+        for key in ("block.conv", "block.act", "block.mix", "frozen", "block.mix:grad", "stem:grad"):
+            self.assertIn(key, got)
+        # Eager PyTorch has no gradient at what torch.no_grad() computed: TorchScope's is zero, and says why.
+        x, out = self.dir / "x.pt", self.dir / "frozen.pt"
+        torch.save(torch.randn(2, 3, 16, 16), x)
+        result = self.run_cli("run", self.dir / "wrapped_regions.pt2", "--input", x, "--preprocess", "none",
+                              "--grab", "frozen:grad", "--target", TARGET, "--out", out)
+        self.assertEqual(torch.count_nonzero(torch.load(out)["frozen:grad"]).item(), 0)
+        self.assertIn("'frozen:grad' is zero", result.stderr)
+        self.assertIn("torch.no_grad()", result.stderr)
+
+    def test_a_block_that_begins_with_a_dropout_returns_one_tensor(self):
+        got = self.check("dropout_first", DropoutFirst(), size=16, operators=("aten.dropout.default",))
+        self.assertIsInstance(got["block"], torch.Tensor)  # not (its result, the dropout's)
+        self.assertIsInstance(got["head"], torch.Tensor)
 
     def test_tuple_output_and_a_module_called_twice(self):
         got = self.check("tuple_out", TupleOut(), size=16, gradients=False)
@@ -436,6 +519,18 @@ class BadExportedPrograms(ExportedCase):
 
     def test_other_schema_version(self):
         self.refused(self.model_json(lambda t: re.sub(r'"major": \d+', '"major": 99', t)), "schema version 99.")
+
+    def test_a_region_under_autocast_on(self):
+        class LowerPrecision(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(16, 4)
+
+            def forward(self, x):
+                with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+                    return self.lin(x.mean((1, 2)))
+        _, path = self.export("autocast_on", LowerPrecision(), size=16)
+        self.refused(path, "runs its region under torch.autocast on 'cpu', in a lower precision")
 
     def test_unknown_operator(self):
         def renamed(operator):

@@ -53,6 +53,37 @@ std::string declareSize(std::string zip, const std::string& name, uint32_t size)
     return zip;
 }
 
+// An archive whose central directory names the one record of `zip` `copies` times, each entry under
+// its own name and all at the record's offset: each read alone fits the file, together they are
+// `copies` times its data.
+std::string nameOneRecordManyTimes(const std::string& zip, int copies)
+{
+    const size_t central = zip.find(std::string("PK\x01\x02", 4));
+    const size_t end = zip.rfind(std::string("PK\x05\x06", 4));
+    const auto byte
+        = [](const std::string& s, size_t at) { return static_cast<uint32_t>(static_cast<unsigned char>(s[at])); };
+    const auto put = [](std::string& s, size_t at, uint32_t value, int bytes) {
+        for (int k = 0; k < bytes; ++k)
+            s[at + k] = static_cast<char>((value >> (8 * k)) & 0xff);
+    };
+    const size_t nameLength = byte(zip, central + 28) | byte(zip, central + 29) << 8;
+    const std::string fixed = zip.substr(central, 46);
+    const std::string extraAndComment = zip.substr(central + 46 + nameLength, end - (central + 46 + nameLength));
+    std::string directory;
+    for (int i = 0; i < copies; ++i) {
+        const std::string name = "m" + std::to_string(1000 + i) + ".npy";
+        std::string entry = fixed;
+        put(entry, 28, static_cast<uint32_t>(name.size()), 2);
+        directory += entry + name + extraAndComment;
+    }
+    std::string out = zip.substr(0, central) + directory + zip.substr(end);
+    const size_t record = central + directory.size();
+    put(out, record + 8, static_cast<uint32_t>(copies), 2); // entries on this disk
+    put(out, record + 10, static_cast<uint32_t>(copies), 2); // entries in all
+    put(out, record + 12, static_cast<uint32_t>(directory.size()), 4);
+    return out;
+}
+
 long peakKiB()
 {
     rusage usage{};
@@ -90,6 +121,21 @@ TEST(ZipArchive, ANpzRecordDeclaringGigabytesIsRefusedBeforeAllocating)
     EXPECT_NE(why.find("declares 4294967280 bytes"), std::string::npos) << why;
     EXPECT_NE(why.find(claims.string()), std::string::npos) << "the message names the file: " << why;
     // Nothing near the declared 4 GiB was allocated (the peak of the whole process moved < 100 MB).
+    EXPECT_LT(peakKiB() - before, 100 * 1024);
+}
+
+TEST(ZipArchive, ADirectoryNamingOneRecordManyTimesIsRefused)
+{
+    const fs::path dir = freshFolder("overlap");
+    // 1 MiB of data named 200 times: 200 MiB for a reader that trusts each entry on its own.
+    writeNpz((dir / "good.npz").string(), {{"maps", at::zeros({256 * 1024}, at::kFloat)}});
+    const fs::path overlap = dir / "overlap.npz";
+    writeAll(overlap, nameOneRecordManyTimes(readAll(dir / "good.npz"), 200));
+    const long before = peakKiB();
+    const std::string why = errorOf([&] { readNamedTensors(overlap.string()); });
+    EXPECT_NE(why.find("its 200 records claim"), std::string::npos) << why;
+    EXPECT_NE(why.find("they overlap"), std::string::npos) << why;
+    EXPECT_NE(why.find(overlap.string()), std::string::npos) << "the message names the file: " << why;
     EXPECT_LT(peakKiB() - before, 100 * 1024);
 }
 
