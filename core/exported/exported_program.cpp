@@ -274,9 +274,9 @@ ExportedArchive readExportedArchive(const Pt2Archive& archive, const c10::Device
         if (!graph.is_object() || !graph.contains(key) || !graph.at(key).is_array())
             throw Error("the .pt2 record '" + record + "' does not follow the export schema: its graph has no '" + key
                 + "' list");
-    inlineWrappedRegions(json.at("graph_module").at("graph"));
-    readThroughEvalDropouts(json.at("graph_module").at("graph"));
     try {
+        inlineWrappedRegions(json.at("graph_module").at("graph"));
+        readThroughEvalDropouts(json.at("graph_module").at("graph"));
         result.program = json.get<ex::ExportedProgram>();
     } catch (const nlohmann::json::exception& e) {
         throw Error("the .pt2 record '" + record + "' (schema " + std::to_string(major) + "." + std::to_string(minor)

@@ -24,12 +24,25 @@ std::string describe(const json& node)
     return "node '" + name + "' (" + node.value("target", std::string("?")) + ")";
 }
 
-// The names an argument refers to, renamed; a subgraph inside has names of its own.
-void renameArgument(json& argument, const Renames& renames)
+// An argument of the export schema nests a few levels (a list of optional tensors); a file that
+// nests deeper is refused before its depth can exhaust the stack.
+constexpr int DeepestArgument = 32;
+constexpr int DeepestRegion = 16; // regions inside regions (export writes them side by side)
+
+void checkDepth(int depth)
 {
+    if (depth > DeepestArgument)
+        throw Error("an argument nests deeper than the export schema's arguments do (" + std::to_string(DeepestArgument)
+            + " levels)");
+}
+
+// The names an argument refers to, renamed; a subgraph inside has names of its own.
+void renameArgument(json& argument, const Renames& renames, int depth = 0)
+{
+    checkDepth(depth);
     if (argument.is_array()) {
         for (auto& item : argument)
-            renameArgument(item, renames);
+            renameArgument(item, renames, depth + 1);
         return;
     }
     if (!argument.is_object())
@@ -41,17 +54,18 @@ void renameArgument(json& argument, const Renames& renames)
             if (const auto found = renames.find(it.value().get<std::string>()); found != renames.end())
                 it.value() = found->second;
         } else {
-            renameArgument(it.value(), renames);
+            renameArgument(it.value(), renames, depth + 1);
         }
     }
 }
 
 // Visits the names an argument refers to (not those of a subgraph inside).
-void forEachName(const json& argument, const std::function<void(const std::string&)>& visit)
+void forEachName(const json& argument, const std::function<void(const std::string&)>& visit, int depth = 0)
 {
+    checkDepth(depth);
     if (argument.is_array()) {
         for (const auto& item : argument)
-            forEachName(item, visit);
+            forEachName(item, visit, depth + 1);
         return;
     }
     if (!argument.is_object())
@@ -62,7 +76,7 @@ void forEachName(const json& argument, const std::function<void(const std::strin
         if ((it.key() == "name" || it.key() == "as_name") && it.value().is_string())
             visit(it.value().get<std::string>());
         else
-            forEachName(it.value(), visit);
+            forEachName(it.value(), visit, depth + 1);
     }
 }
 
@@ -103,9 +117,12 @@ bool isTensor(const json& values, const std::string& name)
 
 class Inliner {
 public:
-    explicit Inliner(json& graph)
+    Inliner(json& graph, int depth)
         : graph_(graph)
+        , depth_(depth)
     {
+        if (depth_ > DeepestRegion)
+            throw Error("the program nests regions more than " + std::to_string(DeepestRegion) + " deep");
         for (const char* table :
             {"tensor_values", "sym_int_values", "sym_bool_values", "sym_float_values", "custom_obj_values"})
             if (graph_.contains(table) && graph_.at(table).is_object())
@@ -168,7 +185,7 @@ private:
         json sub = wrapped.at("graph");
         if (!sub.is_object() || !sub.contains("nodes") || !sub.at("nodes").is_array())
             throw Error(describe(node) + ": its region's graph has no list of nodes");
-        inlineWrappedRegions(sub); // regions inside the region first
+        Inliner(sub, depth_ + 1).run(); // regions inside the region first
         const std::string prefix = wrapped.value("name", std::string("region"));
 
         Renames renames;
@@ -252,6 +269,7 @@ private:
     }
 
     json& graph_;
+    int depth_ = 0;
     std::set<std::string> taken_;
 };
 
@@ -311,7 +329,7 @@ void inlineWrappedRegions(nlohmann::json& graph)
 {
     if (!graph.is_object() || !graph.contains("nodes") || !graph.at("nodes").is_array())
         return;
-    Inliner(graph).run();
+    Inliner(graph, 0).run();
 }
 
 void readThroughEvalDropouts(nlohmann::json& graph)

@@ -163,6 +163,29 @@ class Cnn(torch.nn.Module):
         return self.fc(self.features(x).mean((2, 3)))
 
 
+class Regions(torch.nn.Module):
+    """What export writes as higher-order operators (a region under autocast off, one under no_grad)
+    and a block that begins with a Dropout (tests/cli/test_exported.py has the full-size ones)."""
+
+    def __init__(self):
+        super().__init__()
+        self.block = torch.nn.Sequential(torch.nn.Dropout(0.0), torch.nn.Linear(2, 2))
+        self.lin = torch.nn.Linear(2, 2)
+
+    def forward(self, x):
+        with torch.autocast(device_type="cpu", enabled=False):
+            y = self.lin(x) + self.block(x)
+        with torch.no_grad():
+            z = y * 2
+        return y + z
+
+
+def regions_pt2():
+    pt2 = io.BytesIO()
+    torch.export.save(torch.export.export(Regions().eval(), (torch.rand(1, 2),)), pt2)
+    return pt2.getvalue()
+
+
 def model_load_seeds(fixtures):
     """Everything a user hands to Model::load, readLabelledSamples, loadProbeExtension and setup."""
     torch.manual_seed(0)
@@ -197,6 +220,7 @@ def model_load_seeds(fixtures):
     pt2 = io.BytesIO()
     torch.export.save(program, pt2)
     write(target, "twice_dynamic.pt2", pt2.getvalue())
+    write(target, "regions.pt2", regions_pt2())
     write(target, "unknown_op.pt2", rewritten(pt2.getvalue(), lambda name, data: data.replace(
         b"torch.ops.aten.relu.default", b"torch.ops.aten.relux.default") if name.endswith(".json") else data))
     write(target, "empty_weight.pt2", rewritten(pt2.getvalue(), lambda name, data: b""
