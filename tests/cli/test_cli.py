@@ -1761,14 +1761,14 @@ class CliManifest(unittest.TestCase):
     def manifest(self, name):
         return json.loads((self.dir / name).read_text())
 
-    def check_common(self, m, command):
+    def check_common(self, m, command, model=FASHION):
         self.assertEqual(m["format"], "torchscope-manifest/1")
         self.assertEqual(m["command"], command)
         version = re.match(r"torchscope-cli (\S+) \(LibTorch (\S+)\)", cli("--version").stdout)
         self.assertEqual((m["torchscope"], m["libtorch"]), version.groups())
         self.assertEqual(m["libtorch"], torch.__version__.split("+")[0])
-        self.assertEqual(m["model"]["sha256"], self.sha(FASHION))
-        self.assertEqual(m["model"]["bytes"], FASHION.stat().st_size)
+        self.assertEqual(m["model"]["sha256"], self.sha(model))
+        self.assertEqual(m["model"]["bytes"], model.stat().st_size)
         self.assertEqual(m["device"], "cpu")
         self.assertRegex(m["created"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
         for image in m["images"]:
@@ -1837,6 +1837,37 @@ class CliManifest(unittest.TestCase):
         self.assertEqual(keys["features.1:samples"]["statistic"], "samples")
         self.assertEqual((keys["features.2:grad"]["kind"], keys["features.2:grad"]["module"]), ("gradient", "features.2"))
         self.assertEqual(m["settings"]["reduce"], "mean")
+
+    def test_the_colour_shape_keeps_its_channels_and_height_before_width(self):
+        # The second shape (3 x 40 x 56, a mean and std per channel): a channel's statistics dropped
+        # or a height and a width swapped show here, as they cannot in the grey 28 x 28 demo.
+        from PIL import Image
+        from color_model import SETUP
+        out = self.dir / "maps.npz"
+        result = cli("attribute", ColorSubject.MODEL, *inputs(ColorSubject.IMAGES), "--layer", ColorSubject.LAYER,
+                     "--method", "grad_cam", "--target", "-1", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        m = self.manifest("maps.manifest.json")
+        self.check_common(m, "torchscope-cli attribute", ColorSubject.MODEL)
+        self.assertEqual([i["path"] for i in m["images"]], [str(p) for p in ColorSubject.IMAGES])
+        stored = SETUP["preprocess"]
+        self.assertEqual(m["preprocessing"]["resize"], stored["resize"])  # [height, width]: [40, 56]
+        self.assertFalse(m["preprocessing"]["grayscale"])
+        for key in ("mean", "std"):
+            self.assertEqual(len(m["preprocessing"][key]), 3, key)
+            for got, want in zip(m["preprocessing"][key], stored[key]):
+                self.assertAlmostEqual(got, want, places=6, msg=key)
+        self.assertEqual(len(m["targets"]), len(ColorSubject.IMAGES))
+        self.assertEqual(np.load(out)["grad_cam:input"].shape[-2:], tuple(stored["resize"]))
+
+        out = self.dir / "each.pt"
+        result = cli("run", ColorSubject.MODEL, "--each-image", *inputs(ColorSubject.IMAGES), "--grab",
+                     ColorSubject.LAYER, "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        m = self.manifest("each.manifest.json")
+        self.check_common(m, "torchscope-cli run", ColorSubject.MODEL)
+        self.assertEqual([i["size"] for i in m["images"]], [list(Image.open(p).size) for p in ColorSubject.IMAGES])
+        self.assertEqual(m["images"][0]["size"], [56, 40])  # [width, height], as the file has it
 
     def test_gradcam_and_compare_write_theirs(self):
         out = self.dir / "cam.npz"
