@@ -1306,6 +1306,42 @@ class CliOwnModel(unittest.TestCase):
         self.assertIn("file format version 99", result.stderr)
         self.assertIn("CMAKE_PREFIX_PATH", result.stderr)
 
+    def test_damaged_debug_records_are_left_out_never_fatal(self):
+        # LibTorch reads a model's code/*.debug_pkl (where its code came from in Python) only when a
+        # message quotes the code, inside a what() that may not throw: a damaged one ended the
+        # process (found by fuzz_model_load in CI). The model opens without them and says so; a
+        # model whose code does not compile as well is refused with its message.
+        import zipfile
+        source = FIXTURES / "fashion_plain.pt"
+
+        def damaged(name, code=lambda data: data):
+            path = self.dir / name
+            with zipfile.ZipFile(source) as original, zipfile.ZipFile(path, "w") as copy:
+                for info in original.infolist():
+                    data = original.read(info.filename)
+                    if info.filename.endswith(".debug_pkl"):
+                        data = data[:2] + b"not a pickle"
+                    elif info.filename.endswith("activation.py"):
+                        data = code(data)
+                    copy.writestr(info, data)
+            return path
+
+        model = damaged("debug.pt")
+        result = self.run_ok("inspect", model)
+        self.assertIn("debug records (code/*.debug_pkl", result.stdout)
+        x = torch.randn(2, 1, 28, 28, generator=torch.Generator().manual_seed(4))
+        torch.save(x, self.dir / "x.pt")
+        self.run_ok("run", model, "--input", self.dir / "x.pt", "--out", self.out, "--threads", THREADS)
+        with torch.no_grad():
+            want = torch.jit.load(str(source))(x)
+        self.assertTrue(torch.equal(torch.load(self.out)["output"], want))
+
+        model = damaged("debug_and_code.pt", lambda data: data.replace(b"functional.relu(", b"functional.relux("))
+        result = cli("inspect", model)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("relux", result.stderr)
+        self.assertNotIn("terminate", result.stderr)
+
     def test_models_saved_by_pytorch_1_13_still_open(self):
         # The committed demo models were saved by PyTorch 1.13 (archive format 3 and 4; 2.x writes
         # 10 and a .data/serialization_id): run by the CLI they equal the environment's torch.jit.load.
