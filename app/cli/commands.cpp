@@ -146,8 +146,6 @@ static int runInspect(const CliOptions& options)
     std::cout << model->path() << ": " << model->forwardSignature() << "\n\n";
     if (!model->frozenNote().empty())
         std::cout << "note: " << model->frozenNote() << "\n\n";
-    if (!model->debugNote().empty())
-        std::cout << "note: " << model->debugNote() << "\n\n";
     if (const auto& exported = model->exportedProgram())
         std::cout << describeExportedProgram(*exported) << "\n\n";
     std::cout << std::left << std::setw(44) << "path" << std::setw(28) << "type" << std::right << std::setw(12)

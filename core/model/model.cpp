@@ -9,6 +9,7 @@
 #include "model/file_diagnosis.h"
 #include "model/operator_libraries.h"
 #include "model/torch_names.h"
+#include "model/torchscript_load.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/cuda.h>
@@ -17,7 +18,6 @@
 
 #include <functional>
 #include <map>
-#include <set>
 
 namespace torchscope {
 namespace {
@@ -102,53 +102,12 @@ std::string loadFailure(const std::string& path, const std::string& message)
     return "cannot load TorchScript model '" + path + "': " + (advice.empty() ? first : advice);
 }
 
-// Reads each code file's debug record (code/*.debug_pkl: the Python lines its code came from) once,
-// in a try: LibTorch unpickles it only when a message first quotes that code, inside
-// torch::jit::ErrorReport::what(), which may not throw, so a damaged record there ends the process
-// (found by fuzz_model_load). False when one cannot be read.
-bool debugRecordsReadable(const torch::jit::Module& module)
-{
-    std::set<const torch::jit::Source*> read;
-    const auto readAll = [&](const torch::jit::Block* block, const auto& self) -> void {
-        for (const torch::jit::Node* node : block->nodes()) {
-            const auto& range = node->sourceRange();
-            if (const auto source = range.source(); source && read.insert(source.get()).second)
-                (void)range.findSourceRangeThatGenerated();
-            for (const torch::jit::Block* inner : node->blocks())
-                self(inner, self);
-        }
-    };
-    try {
-        for (const auto& function : module._ivalue()->compilation_unit()->get_functions())
-            if (auto* graphFunction = torch::jit::tryToGraphFunction(*function))
-                readAll(graphFunction->graph()->block(), readAll);
-        return true;
-    } catch (const std::exception&) {
-        return false;
-    }
-}
+} // namespace
 
-// torch::jit::load, with a model whose debug records cannot be read loaded without them (its code and
-// weights are whole; messages quote its TorchScript, not its Python). A load that fails is read
-// again without them before its message is asked for.
-torch::jit::Module loadScript(
-    const std::string& path, const c10::Device& device, torch::jit::ExtraFilesMap& extra, std::string& note)
+torch::jit::Module loadTorchScript(const std::string& path, const c10::Device& device, torch::jit::ExtraFilesMap& extra)
 {
-    const torch::jit::ExtraFilesMap asked = extra;
-    try {
-        auto module = torch::jit::load(path, device, extra, /*load_debug_files=*/true);
-        if (debugRecordsReadable(module))
-            return module;
-        note = "its debug records (code/*.debug_pkl, where its code came from in Python) are damaged and were "
-               "left out: messages quote its TorchScript code only";
-    } catch (const torch::jit::ErrorReport&) {
-        // Its message may quote the damaged records: the load without them says the same safely.
-    }
-    extra = asked;
     return torch::jit::load(path, device, extra, /*load_debug_files=*/false);
 }
-
-} // namespace
 
 std::string resolveDevice(const std::string& requested)
 {
@@ -209,8 +168,8 @@ std::shared_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
         extra.clear();
     } else {
         try {
-            model->module_ = std::make_unique<torch::jit::Module>(
-                loadScript(path, c10::Device(model->device_), extra, model->debugNote_));
+            model->module_
+                = std::make_unique<torch::jit::Module>(loadTorchScript(path, c10::Device(model->device_), extra));
         } catch (const c10::Error& e) {
             throw Error(loadFailure(path, e.what_without_backtrace()));
         } catch (const std::exception& e) {

@@ -44,8 +44,6 @@ public:
 
     // Not empty when torch.jit.freeze folded the modules away: what that means and what to do.
     const std::string& frozenNote() const { return frozenNote_; }
-    // Not empty when the file's debug records were damaged and left out (the model itself is whole).
-    const std::string& debugNote() const { return debugNote_; }
 
     // Set when the file is a torch.export program (.pt2) rather than TorchScript.
     const std::optional<ExportedProgramInfo>& exportedProgram() const { return exported_; }
@@ -70,7 +68,6 @@ private:
     std::vector<ForwardArgument> arguments_;
     std::map<std::string, std::string> extraFiles_;
     std::string frozenNote_;
-    std::string debugNote_;
     std::optional<ExportedProgramInfo> exported_;
 };
 

@@ -5,6 +5,7 @@
 #include "common/strings.h"
 #include "export/pt_export.h"
 #include "model/file_diagnosis.h"
+#include "model/torchscript_load.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/script.h>
@@ -129,9 +130,12 @@ ProbeExtension loadProbeExtension(const std::string& path)
     torch::jit::ExtraFilesMap extra{{kMetadataFile, ""}};
     ProbeExtension extension;
     try {
-        extension.module = std::make_shared<torch::jit::Module>(torch::jit::load(path, c10::kCPU, extra));
+        extension.module = std::make_shared<torch::jit::Module>(loadTorchScript(path, c10::kCPU, extra));
     } catch (const c10::Error& e) {
         throw Error("cannot load the probe '" + path + "': " + e.what_without_backtrace());
+    } catch (const std::exception& e) {
+        // Code that does not compile (torch::jit::ErrorReport) or a damaged archive LibTorch reports otherwise.
+        throw Error("cannot load the probe '" + path + "': " + e.what());
     }
     extension.module->eval();
     if (!extra[kMetadataFile].empty()) {

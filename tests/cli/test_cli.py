@@ -1309,8 +1309,9 @@ class CliOwnModel(unittest.TestCase):
     def test_damaged_debug_records_are_left_out_never_fatal(self):
         # LibTorch reads a model's code/*.debug_pkl (where its code came from in Python) only when a
         # message quotes the code, inside a what() that may not throw: a damaged one ended the
-        # process (found by fuzz_model_load in CI). The model opens without them and says so; a
-        # model whose code does not compile as well is refused with its message.
+        # process (found by fuzz_model_load in CI). TorchScope loads without them: the model opens
+        # and runs as before, and a model whose code does not compile as well is refused with its
+        # message.
         import zipfile
         source = FIXTURES / "fashion_plain.pt"
 
@@ -1327,8 +1328,7 @@ class CliOwnModel(unittest.TestCase):
             return path
 
         model = damaged("debug.pt")
-        result = self.run_ok("inspect", model)
-        self.assertIn("debug records (code/*.debug_pkl", result.stdout)
+        self.run_ok("inspect", model)
         x = torch.randn(2, 1, 28, 28, generator=torch.Generator().manual_seed(4))
         torch.save(x, self.dir / "x.pt")
         self.run_ok("run", model, "--input", self.dir / "x.pt", "--out", self.out, "--threads", THREADS)
