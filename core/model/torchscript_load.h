@@ -14,6 +14,7 @@ namespace torchscope {
 // torch::jit::ErrorReport::what(), which may not throw: a damaged record ended the process, and one
 // that declares gigabytes made it allocate them (both found by fuzz_model_load). The code and the
 // weights are all a model needs; messages quote its TorchScript code rather than its Python.
-torch::jit::Module loadTorchScript(const std::string& path, const c10::Device& device, torch::jit::ExtraFilesMap& extra);
+torch::jit::Module loadTorchScript(
+    const std::string& path, const c10::Device& device, torch::jit::ExtraFilesMap& extra);
 
 } // namespace torchscope
