@@ -36,35 +36,13 @@ void checkDepth(int depth)
             + " levels)");
 }
 
-// The names an argument refers to, renamed; a subgraph inside has names of its own.
-void renameArgument(json& argument, const Renames& renames, int depth = 0)
+// Visits each name an argument refers to (a tensor's "name", a symbolic value's "as_name"), as the
+// JSON string that holds it, so that it can be read or renamed; a subgraph inside has names of its own.
+void forEachName(json& argument, const std::function<void(json& name)>& visit, int depth = 0)
 {
     checkDepth(depth);
     if (argument.is_array()) {
         for (auto& item : argument)
-            renameArgument(item, renames, depth + 1);
-        return;
-    }
-    if (!argument.is_object())
-        return;
-    for (auto it = argument.begin(); it != argument.end(); ++it) {
-        if (it.key() == "as_graph")
-            continue;
-        if ((it.key() == "name" || it.key() == "as_name") && it.value().is_string()) {
-            if (const auto found = renames.find(it.value().get<std::string>()); found != renames.end())
-                it.value() = found->second;
-        } else {
-            renameArgument(it.value(), renames, depth + 1);
-        }
-    }
-}
-
-// Visits the names an argument refers to (not those of a subgraph inside).
-void forEachName(const json& argument, const std::function<void(const std::string&)>& visit, int depth = 0)
-{
-    checkDepth(depth);
-    if (argument.is_array()) {
-        for (const auto& item : argument)
             forEachName(item, visit, depth + 1);
         return;
     }
@@ -74,10 +52,18 @@ void forEachName(const json& argument, const std::function<void(const std::strin
         if (it.key() == "as_graph")
             continue;
         if ((it.key() == "name" || it.key() == "as_name") && it.value().is_string())
-            visit(it.value().get<std::string>());
+            visit(it.value());
         else
             forEachName(it.value(), visit, depth + 1);
     }
+}
+
+void renameArgument(json& argument, const Renames& renames)
+{
+    forEachName(argument, [&](json& name) {
+        if (const auto found = renames.find(name.get<std::string>()); found != renames.end())
+            name = found->second;
+    });
 }
 
 // The value an argument names: a tensor, or a symbolic int, bool or float; "" for a constant or None.
@@ -382,9 +368,9 @@ void readThroughEvalDropouts(nlohmann::json& graph)
     };
     for (size_t i = 0; i < nodes.size(); ++i)
         if (nodes[i].contains("inputs"))
-            for (const auto& argument : nodes[i].at("inputs"))
+            for (auto& argument : nodes[i].at("inputs"))
                 if (argument.contains("arg"))
-                    forEachName(argument.at("arg"), [&](const std::string& name) { readAt(name, paths[i]); });
+                    forEachName(argument.at("arg"), [&](json& name) { readAt(name.get<std::string>(), paths[i]); });
     for (const auto& name : flatNames(graph.value("outputs", json::array())))
         readAt(name, {});
     for (size_t i = 0; i < nodes.size(); ++i) {
@@ -393,17 +379,14 @@ void readThroughEvalDropouts(nlohmann::json& graph)
         for (auto& argument : nodes[i].at("inputs")) {
             if (!argument.contains("arg"))
                 continue;
-            Renames renames;
-            forEachName(argument.at("arg"), [&](const std::string& name) {
-                std::string source = name;
+            forEachName(argument.at("arg"), [&](json& name) {
+                std::string source = name.get<std::string>();
                 for (auto it = aliases.find(source);
                      it != aliases.end() && returnsOther.count(it->second.scope) && !within(paths[i], it->second.scope);
                      it = aliases.find(source))
                     source = it->second.input;
-                if (source != name)
-                    renames[name] = source;
+                name = source;
             });
-            renameArgument(argument.at("arg"), renames);
         }
     }
 }
