@@ -3,6 +3,7 @@
 #include "common/strings.h"
 #include "exported/node_emitter.h"
 
+#include <algorithm>
 #include <climits>
 #include <map>
 
@@ -90,7 +91,8 @@ void summarise(ModuleCall& call, const Analysis& analysis,
 } // namespace
 
 CallTree buildCallTree(const ex::Graph& graph, const std::vector<std::string>& programOutputs,
-    const std::set<std::string>& modules, const std::function<bool(const std::string&, const std::string&)>& reachable)
+    const std::set<std::string>& modules, const std::function<bool(const std::string&, const std::string&)>& reachable,
+    const std::vector<std::string>* given)
 {
     const auto& nodes = graph.get_nodes();
     const int count = static_cast<int>(nodes.size());
@@ -101,6 +103,11 @@ CallTree buildCallTree(const ex::Graph& graph, const std::vector<std::string>& p
     std::vector<std::vector<StackEntry>> stacks(nodes.size());
     std::vector<bool> known(nodes.size(), false);
     for (int i = 0; i < count; ++i) {
+        if (given) {
+            stacks[i] = moduleStack(given->at(static_cast<size_t>(i)), modules, rootType);
+            known[i] = true;
+            continue;
+        }
         const auto& metadata = nodes[i].get_metadata();
         const auto it = metadata.find("nn_module_stack");
         if (it != metadata.end()) {
@@ -210,6 +217,41 @@ CallTree buildCallTree(const ex::Graph& graph, const std::vector<std::string>& p
     std::vector<std::string> used, defined;
     summarise(*tree.root, analysis, reachable, used, defined);
     return tree;
+}
+
+std::vector<std::string> regionModuleStacks(const ex::Graph& region,
+    const std::function<std::string(const std::string&)>& stateOf,
+    const std::function<std::set<std::string>(const std::string&)>& parametersOf)
+{
+    static const std::set<std::string> wholeLayer{"conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+        "conv_transpose3d", "linear", "batch_norm", "_native_batch_norm_legit_no_training", "layer_norm", "group_norm",
+        "instance_norm", "rms_norm", "embedding", "prelu"};
+    const auto& nodes = region.get_nodes();
+    std::vector<std::string> stacks(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        const auto parts = split(nodes[i].get_target(), '.');
+        if (parts.size() != 5 || parts[0] != "torch" || parts[2] != "aten" || !wholeLayer.count(parts[3]))
+            continue;
+        std::set<std::string> read, owners;
+        for (const auto& input : nodes[i].get_inputs())
+            forEachValueName(input.get_arg(), [&](const std::string& name) {
+                const auto fqn = stateOf(name);
+                if (fqn.empty())
+                    return;
+                read.insert(fqn);
+                const auto dot = fqn.rfind('.');
+                owners.insert(dot == std::string::npos ? std::string{} : fqn.substr(0, dot));
+            });
+        if (owners.size() != 1 || owners.begin()->empty())
+            continue;
+        const auto& path = *owners.begin();
+        const auto parameters = parametersOf(path);
+        if (parameters.empty() || !std::includes(read.begin(), read.end(), parameters.begin(), parameters.end()))
+            continue;
+        // A key of its own per node: a layer applied twice in a row is two calls, as its hooks see.
+        stacks[i] = path + "#region" + std::to_string(i) + "," + path + ",";
+    }
+    return stacks;
 }
 
 } // namespace torchscope

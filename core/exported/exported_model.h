@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,14 @@ struct ExportedProgramInfo {
     std::vector<std::string> inputs; // "x: float32[s77, 3, 224, 224]"
     std::vector<std::string> dynamicDimensions; // "s77 in [2, 64]"
     size_t nodeCount = 0;
+    // A torch.cond, while_loop or map region: export records no module inside one, so a module that
+    // runs there is found only by its weights (see regionModuleStacks in exported/call_tree.h).
+    struct Region {
+        std::string node; // "node 'cond' (torch.ops.higher_order.cond)"
+        std::string caller; // the module path that runs it ("" for the program)
+        std::set<std::string> modules; // those whose weights it is given, with their ancestors below caller
+    };
+    std::vector<Region> regions;
 };
 
 // "torch.export program (.pt2) by PyTorch 2.14.1, schema 8.20, 180 nodes; inputs x: float32[s77, 3,

@@ -325,9 +325,8 @@ void emitExportedNode(Graph& graph, const ex::Node& node, const ValueScope& scop
     const std::string& ns = parts[0];
     if (ns == "higher_order")
         throw Error(describe(node)
-            + " is a higher-order operator (control flow such as torch.cond, while_loop or map); "
-              "TorchScope runs straight-line programs, with regions under autocast off or "
-              "torch.no_grad() inlined: export the model without it");
+            + " is a higher-order operator, which runs as the control flow around its "
+              "subgraphs (torch.cond, while_loop, map), never as one node");
     std::string qualified = ns + "::" + parts[1];
     std::string overload = parts[2] == "default" ? "" : parts[2];
     const std::string shown = qualified + (overload.empty() ? "" : "." + overload);

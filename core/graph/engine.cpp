@@ -237,7 +237,11 @@ RunResult Engine::execute(const Request& request, const std::vector<c10::IValue>
                 gradientTaps.push_back(gradientInput);
                 gradientKeys.push_back("input:grad");
             }
-            const auto grads = torch::autograd::grad({target.score}, gradientTaps, {}, false, false, true);
+            // A gradient grab whose module ran in a branch not taken has nothing to differentiate by
+            // (its warning says so above); autograd refuses an empty list.
+            const auto grads = gradientTaps.empty()
+                ? std::vector<at::Tensor>{}
+                : torch::autograd::grad({target.score}, gradientTaps, {}, false, false, true);
             for (size_t i = 0; i < grads.size(); ++i) {
                 if (!grads[i].defined())
                     result.warnings.push_back("'" + gradientKeys[i]

@@ -82,13 +82,29 @@ std::string describeFreezing(const torch::jit::Module& module, size_t moduleCoun
 
 // A module of a .pt2 that no node ran in: export keeps no trace of a module whose forward computes
 // nothing (nn.Identity, a Flatten of an already flat tensor) or whose result nothing uses.
-std::string notInProgramReason(const std::string& path, const CallGraph& calls)
+std::string notInProgramReason(const std::string& path, const CallGraph& calls, const ExportedProgramInfo& info)
 {
+    const std::string recognised
+        = "export records no module inside a region, so TorchScope recognises a layer there by "
+          "its weights, when one operation reads them all (a convolution, linear, "
+          "normalisation, embedding or PReLU layer)";
+    for (const auto& region : info.regions)
+        if (region.modules.count(path))
+            return "it runs inside the exported program's control-flow region " + region.node + " in "
+                + (region.caller.empty() ? std::string("the program itself") : "'" + region.caller + "'") + ": "
+                + recognised + "; grab such a layer inside it, or the module that runs the region";
     const std::string reason = notCalledReason(path, calls);
     if (!startsWith(reason, "the model's forward never uses it"))
         return reason;
-    return "no node of the exported program ran in it: its forward computes nothing export keeps (as nn.Identity), "
-           "its result is never used, or the forward never calls it";
+    std::string text = "no node of the exported program ran in it: its forward computes nothing export keeps (as "
+                       "nn.Identity), its result is never used, or the forward never calls it";
+    for (const auto& region : info.regions)
+        if (region.caller.empty() || startsWith(path, region.caller + ".")) {
+            text += "; or it runs inside the control-flow region " + region.node
+                + ", where it cannot be recognised: " + recognised;
+            break;
+        }
+    return text;
 }
 
 std::string loadFailure(const std::string& path, const std::string& message)
@@ -215,8 +231,8 @@ std::shared_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
             info.callSites = it->second;
         info.called = !info.callSites.empty();
         if (!info.called)
-            info.notCalledReason
-                = model->exported_ ? notInProgramReason(info.path, calls) : notCalledReason(info.path, calls);
+            info.notCalledReason = model->exported_ ? notInProgramReason(info.path, calls, *model->exported_)
+                                                    : notCalledReason(info.path, calls);
     }
     model->frozenNote_ = describeFreezing(*model->module_, model->modules_.size(), model->modules_[0].totalParameters);
 

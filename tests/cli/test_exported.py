@@ -23,6 +23,7 @@ import zipfile
 import torch
 import torch.nn as nn
 import torchvision
+from torch._higher_order_ops import map as control_map, while_loop
 from torch.export import Dim
 
 from comparisons import max_diff
@@ -187,6 +188,69 @@ class DropoutFirst(nn.Module):
         return self.fc(self.head(y).mean((2, 3)))
 
 
+class Branches(nn.Module):
+    """torch.cond whose branches call layers (plain: the same as a Python if)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU())
+        self.b = nn.Conv2d(3, 8, 1)
+        self.plain = False
+
+    def forward(self, x):
+        if self.plain:
+            return self.a(x) if x.mean() > 0 else self.b(x).sigmoid()
+        return torch.cond(x.mean() > 0, lambda t: self.a(t), lambda t: self.b(t).sigmoid(), (x,))
+
+
+class Affine(nn.Module):
+    """A layer of its own whose weight and bias are read by two operations: inside a region nothing
+    says which module they ran in, and neither is the whole layer."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(n, n) / n ** 0.5)
+        self.bias = nn.Parameter(torch.randn(n))
+
+    def forward(self, x):
+        return nn.functional.linear(x, self.weight) + self.bias
+
+
+class ControlFlow(nn.Module):
+    """torch.cond, while_loop and map calling layers, as torch.export writes them; with plain=True
+    the same computation in Python control flow, on which eager hooks see every call (torch.cond
+    itself runs through Dynamo even in eager mode, where a hook with side effects is refused)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 3, 1)
+        self.gate = Branches()
+        self.step = nn.Linear(8, 8)
+        self.rows = nn.Linear(8, 8)
+        self.shift = Affine(8)
+        self.head = nn.Linear(8, 10)
+        bn = self.gate.a[1]
+        bn.running_mean.uniform_(-0.5, 0.5)
+        bn.running_var.uniform_(0.5, 2.0)
+        self.plain = False
+
+    def set_plain(self, plain):
+        self.plain = self.gate.plain = plain
+        return self
+
+    def forward(self, x):
+        y = self.gate(self.stem(x)).mean((2, 3))
+        if self.plain:
+            for _ in range(3):
+                y = self.step(y).tanh()
+            z = torch.stack([self.shift(self.rows(r).relu()) for r in y.unsqueeze(1).expand(-1, 2, -1).contiguous()])
+        else:
+            _, y = while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, self.step(h).tanh()),
+                              (torch.zeros((), dtype=torch.int64), y))
+            z = control_map(lambda r: self.shift(self.rows(r).relu()), y.unsqueeze(1).expand(-1, 2, -1).contiguous())
+        return self.head(z.mean(1))
+
+
 class ExportedCase(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -324,6 +388,86 @@ class ExportedModels(ExportedCase):
         got = self.check("tuple_out", TupleOut(), size=16, gradients=False)
         self.assertIn("fc#1", got)
         self.assertIn("act#1", got)
+
+
+class ExportedControlFlow(ExportedCase):
+    """torch.cond, while_loop and map: the program runs the branch its predicate picks and each
+    iteration, and the layers called inside are grabbed at every call, against eager hooks on the
+    same model written in Python control flow."""
+
+    # What TorchScope cannot see inside a region (export keeps no module there): the Sequential
+    # around the branch's layers, the ReLU, which has no weights to recognise it by, and a layer of
+    # two operations (either alone would be a wrong value).
+    UNSEEN = {"gate.a", "gate.a.2", "shift"}
+
+    def test_layers_inside_regions_equal_eager_hooks(self):
+        torch.manual_seed(0)
+        model = ControlFlow().eval()
+        program = torch.export.export(model, (torch.randn(2, 3, 10, 7),),
+                                      dynamic_shapes=({0: Dim("batch", min=1, max=64)},))
+        path = self.dir / "control_flow.pt2"
+        torch.export.save(program, path)
+        targets = {str(node.target) for node in program.graph.nodes}
+        for operator in ("cond", "while_loop", "map_impl"):
+            self.assertIn(operator, targets)
+        # Inputs 10 x 7 (a dynamic batch of 3): one takes the cond's true branch, one the false.
+        inputs, sign = {}, lambda x: bool(model.stem(x).mean() > 0)
+        generator = torch.Generator().manual_seed(1)
+        while len(inputs) < 2:
+            with torch.no_grad():
+                x = torch.randn(3, 3, 10, 7, generator=generator) + torch.randn((), generator=generator)
+                inputs.setdefault(sign(x), x)
+        model.set_plain(True)
+        modules = [p for p, _ in model.named_modules() if p and p not in self.UNSEEN]
+        for branch, x in sorted(inputs.items()):
+            with self.subTest(branch=branch):
+                taken, skipped = ("gate.a.0", "gate.b") if branch else ("gate.b", "gate.a.0")
+                grads = ["stem", "gate", taken, "step", "rows", "head"]
+                hooks = EagerHooks(model, set(grads))
+                output = model(x)
+                values = torch.autograd.grad(output[:, TARGET].sum(), [hooks.kept[p] for p in grads])
+                hooks.close()
+                expected = {k: v for k, v in {**hooks.outputs, **hooks.inputs}.items()
+                            if k.split("#")[0].split(":")[0] in modules}
+                expected.update({f"{p}:grad": g for p, g in zip(grads, values)})
+                self.assertIn("step#2", expected)  # three iterations
+                self.assertIn("rows#2", expected)  # one call per sample of the batch
+                self.assertNotIn(skipped, expected)
+                # The branch not taken is grabbed too, its gradient included: it was not reached, so
+                # nothing comes back for it (a warning says so).
+                got = self.grab(path, x, "*", "*:in0", *[f"{p}:grad" for p in grads + [skipped]],
+                                extra=("--target", TARGET))
+                self.assertEqual(sorted(set(expected) - set(got)), [])
+                self.assertEqual([k for k in got if k.split("#")[0].split(":")[0] in self.UNSEEN], [])
+                self.assertFalse(any(k.split("#")[0].split(":")[0] == skipped for k in got), sorted(got))
+                unequal = [k for k in sorted(expected) if not torch.equal(got[k], expected[k])]
+                worst = max((max_diff(got[k], expected[k]) for k in unequal), default=0.0)
+                print(f"control flow, {'true' if branch else 'false'} branch: {len(expected)} grabs "
+                      f"({len(grads)} gradients) equal eager hooks; {len(unequal)} differ, worst {worst:.3g}")
+                self.assertFalse(unequal, f"differ from eager hooks: {unequal[:10]} (worst {worst:.3g})")
+                with torch.no_grad():
+                    self.assertTrue(torch.equal(got["output"], program.module()(x)))
+                    self.assertTrue(torch.equal(got["output"], model(x)))
+
+    def test_what_a_region_hides_is_refused_with_the_reason(self):
+        torch.manual_seed(0)
+        _, path = self.export("control_flow", ControlFlow().eval(), size=8)
+        x = torch.randn(2, 3, 8, 8)
+        for module, reason in (("gate.a", "inside the exported program's control-flow region node 'cond'"),
+                               ("gate.a.2", "or it runs inside the control-flow region node 'cond'"),
+                               ("shift", "inside the exported program's control-flow region node 'map_impl'")):
+            with self.subTest(module=module):
+                torch.save(x, self.dir / "x.pt")
+                result = cli("run", path, "--input", self.dir / "x.pt", "--preprocess", "none", "--grab", module,
+                             "--out", self.dir / "out.pt")
+                self.assertEqual(result.returncode, 1, result.stderr)
+                self.assertIn(reason, result.stderr)
+                self.assertIn("by its weights", result.stderr)
+        rows = {line.split()[0]: line for line in self.run_cli("inspect", path).stdout.splitlines()
+                if line and not line.startswith(" ")}
+        self.assertIn("inside an if-branch", rows["gate.b"])
+        self.assertIn("inside a loop", rows["step"])
+        self.assertIn("inside a loop", rows["rows"])
 
 
 class Small(nn.Module):
