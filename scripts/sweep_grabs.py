@@ -247,7 +247,11 @@ def main():
     print("\n".join(lines), flush=True)
     failed = 0
     for source, name in models:
-        for row in sweep_one(source, name, forms, args.cli, work, args.threads):
+        rows = sweep_one(source, name, forms, args.cli, work, args.threads)
+        if temporary:  # a model's files go once it is done: the whole sweep would fill a disk
+            for file in work.glob(f"{name}_*"):
+                file.unlink(missing_ok=True)
+        for row in rows:
             line = "| " + " | ".join(str(v).replace("|", "/") for v in row[:5]) + " |"
             print(line, flush=True)
             lines.append(line)

@@ -10,6 +10,7 @@
 #include "model/operator_libraries.h"
 #include "model/torch_names.h"
 #include "model/torchscript_load.h"
+#include "model/traced_rewrites.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/cuda.h>
@@ -186,6 +187,7 @@ std::shared_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
         try {
             model->module_
                 = std::make_unique<torch::jit::Module>(loadTorchScript(path, c10::Device(model->device_), extra));
+            returnWhatTracedBlocksReturn(*model->module_);
         } catch (const c10::Error& e) {
             throw Error(loadFailure(path, e.what_without_backtrace()));
         } catch (const std::exception& e) {

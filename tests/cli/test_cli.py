@@ -1224,6 +1224,32 @@ class CliProbe(unittest.TestCase):
         self.assertIn("is not a probe: this is a text file", result.stderr)
 
 
+class TracedResidual(torch.nn.Module):
+    """A residual stage whose block begins with a Dropout two levels down."""
+
+    class Stage(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = torch.nn.Sequential(
+                torch.nn.Sequential(torch.nn.Dropout(0.1), torch.nn.Conv2d(4, 4, 3, padding=1)),
+                torch.nn.BatchNorm2d(4))
+            self.block[1].running_var.uniform_(0.5, 2.0)
+
+        def forward(self, x):
+            return x + self.block(x)
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 4, 3)
+        self.stage = TracedResidual.Stage()
+        self.proj = torch.nn.Conv2d(4, 4, 1)
+        self.head = torch.nn.Linear(4, 5)
+
+    def forward(self, x):
+        y = self.stage(self.stem(x))
+        return self.head((y + self.proj(y)).mean((2, 3)))
+
+
 class CliOwnModel(unittest.TestCase):
     """A researcher's own model: its setup, modules that never run, every output kind."""
 
@@ -1295,6 +1321,36 @@ class CliOwnModel(unittest.TestCase):
         tree = json.loads(self.run_ok("inspect", self.dir / "traced.pt", "--json").stdout)
         act = next(m for m in tree["modules"] if m["path"] == "1.act")
         self.assertFalse(act["called"])
+
+    def test_a_traced_block_that_begins_with_a_dropout_returns_its_result(self):
+        # An eval-mode Dropout returns its input itself, so a trace credits the residual's read of a
+        # block's input to the dropout inside it and records the block (and the block around it)
+        # returning a tuple of its result and that input (timm's ConvNormAct; EfficientViT's qkv).
+        # Eager hooks see the result alone, and so does TorchScope, its gradient included.
+        torch.manual_seed(14)
+        model = TracedResidual().eval()
+        x = torch.randn(2, 3, 9, 7)
+        torch.save(x, self.dir / "x.pt")
+        hooks = {}
+        handles = [m.register_forward_hook(lambda m, i, o, n=n: hooks.__setitem__(n, o))
+                   for n, m in model.named_modules() if n]
+        output = model(x)
+        for name in ("stage.block", "stage.block.0"):
+            hooks[name].retain_grad()
+        output[:, 1].sum().backward()
+        for handle in handles:
+            handle.remove()
+        torch.jit.save(torch.jit.trace(model, x), self.dir / "traced.pt")
+        self.run_ok("run", self.dir / "traced.pt", "--input", self.dir / "x.pt", "--preprocess", "none",
+                    "--grab", "*", "--grab", "stage.block:grad", "--grab", "stage.block.0:grad", "--target", "1",
+                    "--out", self.out)
+        got = torch.load(self.out)
+        for name, want in hooks.items():
+            with self.subTest(module=name):
+                self.assertIsInstance(got[name], torch.Tensor)
+                self.assertLessEqual(max_diff(got[name], want.detach()), 1e-6)
+        for name in ("stage.block", "stage.block.0"):
+            self.assertLessEqual(max_diff(got[f"{name}:grad"], hooks[name].grad), 1e-6, name)
 
     def test_frozen_and_newer_models_are_named(self):
         result = self.run_ok("inspect", FIXTURES / "frozen_relu_twice.pt")
