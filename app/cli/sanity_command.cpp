@@ -7,6 +7,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/finite_summary.h"
+#include "common/strings.h"
 #include "export/write_tensors.h"
 #include "graph/engine.h"
 #include "model/model.h"
@@ -72,6 +73,10 @@ static int runSanity(const CliOptions& options)
                       << "  " << summariseFinite(layer.spearman).mean << "  " << summariseFinite(layer.ssim).mean
                       << '\n';
     }
+    if (!report.afterProbe.empty())
+        std::cerr << "torchscope-cli: not randomised (they run after the layer the probe reads, so they cannot change "
+                     "its score): "
+                  << join(report.afterProbe, ", ") << '\n';
     for (const auto& skipped : report.skipped)
         std::cerr << "torchscope-cli: not randomised (its initialiser is not known): " << skipped << '\n';
     if (report.cancelled)

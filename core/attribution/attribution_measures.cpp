@@ -46,6 +46,7 @@ void addSanity(AttributionMeasures& measures, const SanityResult& result, const 
 {
     measures.sanityMode = mode;
     measures.notRandomised = result.skipped;
+    measures.afterProbe = result.afterProbe;
     for (const auto& method : result.methods) {
         auto& layers = measures.sanity[method.method];
         layers.clear();
@@ -94,8 +95,8 @@ std::string attributionMeasuresJson(const AttributionMeasures& measures)
                             {"ssim", numbers(layer.ssim)}}}});
             methods[method]["layers"] = list;
         }
-        out["sanity"]
-            = {{"mode", measures.sanityMode}, {"not_randomised", measures.notRandomised}, {"methods", methods}};
+        out["sanity"] = {{"mode", measures.sanityMode}, {"not_randomised", measures.notRandomised},
+            {"after_probe", measures.afterProbe}, {"methods", methods}};
     }
     return out.dump(2) + "\n";
 }

@@ -47,6 +47,7 @@ struct AttributionMeasures {
     // Sanity check (sanity, the window's check)
     std::string sanityMode; // empty: none ran
     std::vector<std::string> notRandomised;
+    std::vector<std::string> afterProbe; // SanityResult::afterProbe
     std::map<std::string, std::vector<SanityLayerValues>> sanity; // method -> layers in the order randomised
 };
 

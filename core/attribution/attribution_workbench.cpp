@@ -172,6 +172,7 @@ AttributionWorkbenchResult runAttributionWorkbench(Engine& engine, const std::sh
         = checkSanity(engine, scratch, batch, sanity, stageProgress(progress, stage, stages, "sanity check"));
     result.cancelled = report.cancelled;
     result.notRandomised = report.skipped;
+    result.afterProbe = report.afterProbe;
     addSanity(result.measures, report, request.sanityMode);
     for (const auto& method : report.methods)
         for (const auto& layer : method.layers) {

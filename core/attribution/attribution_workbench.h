@@ -81,6 +81,7 @@ struct AttributionWorkbenchResult {
     std::map<std::string, std::vector<WorkbenchSanityLayer>> sanity; // method -> layers in the order randomised
     std::string sanityMode;
     std::vector<std::string> notRandomised; // modules whose initialiser is not known
+    std::vector<std::string> afterProbe; // layers after the probe's, left as they are (SanityResult)
     std::vector<std::pair<std::string, std::string>> failures; // image, why
     int64_t pixelsPerStep = 0;
     bool cancelled = false; // what finished is kept

@@ -7,10 +7,12 @@
 #include "common/strings.h"
 #include "graph/engine.h"
 #include "model/model.h"
+#include "probe/linear_probe.h"
 
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <set>
 
 namespace torchscope {
 namespace {
@@ -69,6 +71,29 @@ SanityResult checkSanity(Engine& original, const std::shared_ptr<Model>& scratch
     std::vector<std::string> layers = randomisableLayers(copy, &report.skipped);
     if (layers.empty())
         throw Error("the model has no layer TorchScope can randomise (Linear, convolutions, normalisation)");
+    if (const auto& probe = request.attribution.probe; probe && images.size(0) > 0) {
+        // The probe's score depends on what runs before the layer it reads, found by running to
+        // that layer and seeing which modules were reached. The probe itself stays as trained: it
+        // is the question put to the model whose parameters are checked.
+        Request cut;
+        cut.grabs.push_back(GrabSpec::parse("*"));
+        cut.truncateAt = probe->layer;
+        const RunResult reached = original.run(cut, forwardInputsFromBatch(original.model(), images.slice(0, 0, 1)));
+        std::set<std::string> before;
+        for (const auto& [key, value] : reached.values)
+            before.insert(key.substr(0, key.find('#')));
+        std::vector<std::string> kept;
+        for (const auto& layer : layers) {
+            if (before.count(layer))
+                kept.push_back(layer);
+            else
+                report.afterProbe.push_back(layer + " (" + copy.find(layer)->shortType + ")");
+        }
+        layers = kept;
+        if (layers.empty())
+            throw Error(
+                "no layer TorchScope can randomise runs before '" + probe->layer + "', the layer the probe reads");
+    }
     if (request.mode == RandomisationMode::Cascading)
         std::reverse(layers.begin(), layers.end());
     const auto total = static_cast<int64_t>(layers.size());

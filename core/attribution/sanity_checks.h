@@ -54,6 +54,9 @@ struct SanityResult {
     std::vector<int64_t> targets;
     std::vector<std::string> targetDescriptions; // "class 3 (Dress)"
     std::vector<std::string> skipped; // modules with parameters whose initialiser TorchScope does not know
+    // With a probe: the layers that run after the probe's layer, as "PATH (TYPE)". They cannot change
+    // the probe's score (the forward stops at its layer), so randomising them would only add rows of 1.
+    std::vector<std::string> afterProbe;
     bool cancelled = false; // the layers finished are in the report
 };
 

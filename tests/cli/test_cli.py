@@ -2489,6 +2489,60 @@ class CliAttributeProbe(unittest.TestCase):
                                      torch.zeros_like, probability=torch.sigmoid)
             self.assertLessEqual(max_diff(got[i], want), 1e-5)
 
+    def test_sanity_of_the_probes_class_equals_quantus_mprt(self):
+        # The model's layers that run before the probe's are randomised from the top, each image's
+        # Spearman equal to Quantus's MPRT on the eager model with the probe on its layer; the probe
+        # stays as trained (Quantus resets modules with reset_parameters, which the probe's TorchScript
+        # module has not). The layers after the probe's are left out and named: Quantus's rows for
+        # them are all 1, since they cannot change the probe's score.
+        import quantus
+        from captum.attr import Saliency
+        out = pathlib.Path(self.tmp.name) / "probe_sanity.json"
+        result = cli("sanity", FASHION, *inputs(self.IMAGES), "--threads", THREADS, "--probe", self.probe,
+                     "--method", "saliency", "--seed", "42", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        report = json.loads(out.read_text())
+        self.assertEqual([image["target"] for image in report["images"]], self.predicted.tolist())
+        got = report["sanity"]["methods"]["saliency"]["layers"]
+        layer, probe = self.LAYER, torch.jit.load(str(self.probe))
+
+        class ProbeOnOwnLayer(torch.nn.Module):
+            """The probe on its layer of this module's own copy of the model (Quantus randomises a deep copy)."""
+
+            def __init__(self):
+                super().__init__()
+                self.model, self.probe = demo_model(), probe
+
+            def forward(self, x):
+                seen = {}
+                hook = dict(self.model.named_modules())[layer].register_forward_hook(
+                    lambda m, i, output: seen.__setitem__("a", output))
+                self.model(x)
+                hook.remove()
+                z = self.probe(seen["a"])
+                return torch.cat([-z, z], 1)
+
+        def saliency(model, inputs, targets, **kwargs):
+            x = torch.as_tensor(inputs).float().requires_grad_()
+            return Saliency(model).attribute(x, target=torch.as_tensor(targets), abs=True).detach().numpy()
+
+        mprt = quantus.MPRT(layer_order="top_down", seed=42, abs=False, normalise=False, disable_warnings=True)
+        scores = mprt(model=ProbeOnOwnLayer().eval(), x_batch=self.x.numpy(), y_batch=self.predicted.numpy(),
+                      a_batch=None, explain_func=saliency, device="cpu", batch_size=1)
+        scores = {name.removeprefix("model."): values for name, values in scores.items() if name != "original"}
+        ours = [entry["layer"] for entry in got]
+        after = [name for name in scores if name not in ours]
+        self.assertEqual(ours, [name for name in scores if name in ours])  # the same order
+        self.assertEqual(after, ["classifier.2", "features.2.bn", "features.2.conv"])
+        self.assertEqual(sorted(report["sanity"]["after_probe"]),
+                         sorted(f"{name} ({kind})" for name, kind in zip(after, ("Linear", "BatchNorm2d", "Conv2d"))))
+        for name in after:
+            self.assertLessEqual(max_diff(scores[name], np.ones(len(self.x))), 1e-6, name)
+        self.assertEqual(ours, ["features.1.bn", "features.1.conv", "features.0.bn", "features.0.conv"])
+        for entry in got:
+            self.assertLessEqual(max_diff(entry["per_image"]["spearman"], scores[entry["layer"]]), 1e-6, entry["layer"])
+        self.assertLess(got[-1]["spearman"], 0.5)  # the randomised model explains the class differently
+
     def test_a_layer_after_the_probes_is_refused(self):
         result = cli("attribute", FASHION, *inputs(self.IMAGES[:1]), "--probe", self.probe, "--method", "grad_cam",
                      "--layer", "features.2", "--out", pathlib.Path(self.tmp.name) / "x.npz")

@@ -192,6 +192,9 @@ void AttributionPlots::drawSanity()
                     .arg(QString::fromStdString(result_->notRandomised.front())
                         + (result_->notRandomised.size() > 1 ? tr(" and %1 more").arg(result_->notRandomised.size() - 1)
                                                              : QString()));
+    if (!result_->afterProbe.empty())
+        note += tr(" %n layer(s) after the probe's left as they are: they cannot change its score.", "",
+            static_cast<int>(result_->afterProbe.size()));
     sanityNote_->setText(note);
 }
 
