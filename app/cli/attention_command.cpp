@@ -168,7 +168,9 @@ Command attentionCommand()
             attention
                 ->add_option("--patch-size", o.patchSize, "pixels per patch; default: the patch embedding's kernel")
                 ->check(CLI::Range(int64_t{1}, int64_t{4096}));
-            attention->add_option("--memory-mb", o.memoryMb, "the memory one batch of images may take")
+            attention
+                ->add_option("--memory-mb", o.memoryMb,
+                    "the memory one batch of images may take (default: a quarter of the memory available)")
                 ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
             attention->add_option("--out,-o", o.out, "FILE.pt, FILE.npz or FILE.safetensors")->required();
             return attention;

@@ -2,6 +2,7 @@
 
 #include "attribution/attribution_workbench.h"
 #include "common/error.h"
+#include "common/memory_budget.h"
 #include "common/strings.h"
 #include "model/model.h"
 #include "open_model.h"
@@ -16,14 +17,6 @@
 
 namespace torchscope::cli {
 namespace {
-
-// A quarter of the memory the machine has free, at least 256 MiB.
-int64_t defaultMemoryBytes()
-{
-    const long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-    const int64_t free = pages > 0 && size > 0 ? int64_t{pages} * size : int64_t{4} << 30;
-    return std::max<int64_t>(int64_t{256} << 20, free / 4);
-}
 
 Baseline baselineFromOptions(const CliOptions& options, const Model& model, const ModelSetup& setup)
 {
@@ -80,7 +73,7 @@ AttributionWorkbenchRequest settingsOf(const CliOptions& options, const ModelSet
     settings.pixelsPerStep = options.pixelsPerStep;
     settings.fill = options.fill;
     settings.sanityMode = options.mode;
-    settings.memoryBytes = options.memoryMb > 0 ? options.memoryMb << 20 : defaultMemoryBytes();
+    settings.memoryBytes = options.memoryMb > 0 ? options.memoryMb << 20 : defaultMemoryBudget();
     return settings;
 }
 

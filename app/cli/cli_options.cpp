@@ -2,6 +2,7 @@
 
 #include "attribution/attribution_names.h"
 #include "common/strings.h"
+#include "model/file_diagnosis.h"
 
 #include <CLI/CLI.hpp>
 #include <torch/version.h>
@@ -120,11 +121,16 @@ const CLI::Validator OpenFraction(
     },
     "(0 - 1)");
 
-// One value per occurrence: "--input a --input b", never "--input a b" (which would swallow MODEL).
+// One value per occurrence ("--grab a --grab b"; "--grab a b" would take MODEL for a grab), except
+// --input, which takes every path up to the next option as well, as a shell expands "--input *.png".
+// A model file among the inputs (MODEL written after them) is refused after parsing.
 CLI::Option* repeatable(
     CLI::App* command, const std::string& name, std::vector<std::string>& values, const std::string& description)
 {
-    return command->add_option(name, values, description)->allow_extra_args(false);
+    const bool paths = name == "--input";
+    return command
+        ->add_option(name, values, description + (paths ? " (several after one --input, as *.png gives)" : ""))
+        ->allow_extra_args(paths);
 }
 
 // What every command that opens a model takes.
@@ -209,7 +215,9 @@ void addAttributionOptions(CLI::App* command, CliOptions& o)
     command->add_option("--stride", o.stride, "occlusion: how far the square moves, at most --window")
         ->check(CLI::Range(1, 1 << 16))
         ->capture_default_str();
-    command->add_option("--memory-mb", o.memoryMb, "the memory one batch of evaluated inputs may take")
+    command
+        ->add_option("--memory-mb", o.memoryMb,
+            "the memory one batch of evaluated inputs may take (default: a quarter of the memory available)")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
 }
 
@@ -318,6 +326,14 @@ CliOptions parseCommandLine(int argc, char** argv, const std::vector<Command>& c
         const auto parts = splitAt(o.rangeText, ':');
         o.range = std::pair<double, double>{*finiteNumber(parts[0]), *finiteNumber(parts[1])};
     }
+    // --input takes the paths after it up to the next option: a model written after them is among
+    // them, and no model file is an input.
+    for (const auto& input : o.inputs)
+        if (std::filesystem::is_regular_file(input) && !diagnoseModelFile(input))
+            throw UsageError(o.command + ": '" + input
+                + "' is a model file, but it comes among the inputs: --input takes every path after it up to "
+                  "the next option. Put the model first: torchscope-cli "
+                + o.command + " MODEL --input IMAGES...");
     if (o.model.empty())
         o.model = bundledDemoModel();
     return o;

@@ -97,7 +97,7 @@ struct CliOptions {
     int attributionSteps = 50;
     std::string rule = "gausslegendre";
     std::string baseline = "black";
-    int64_t memoryMb = 0; // 0: a quarter of the machine's free memory
+    int64_t memoryMb = 0; // 0: defaultMemoryBudget(), a quarter of the memory available
     std::string camLayer; // attribute --layer
     int window = 8; // occlusion
     int stride = 4;

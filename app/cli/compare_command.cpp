@@ -246,7 +246,7 @@ Command compareCommand()
                 "               with a GPU, cuda float32/float16/bfloat16): per layer max absolute and relative\n"
                 "               error, and the first layer whose relative L2 error exceeds --threshold (default 1e-3)\n"
                 "Both models get MODEL's input setup. Writes FILE.pt (torch.load), FILE.json or FILE.csv.\n");
-            compare->add_option("model_b", o.modelB, "the second TorchScript file (cka, checkpoints)");
+            compare->add_option("model_b", o.modelB, "the second model file, .pt or .pt2 (cka, checkpoints)");
             compare
                 ->add_option(
                     "--mode", o.mode, "cka, checkpoints or precision (default: cka with MODEL_B, else precision)")

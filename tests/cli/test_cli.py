@@ -1224,6 +1224,84 @@ class CliProbe(unittest.TestCase):
         self.assertIn("is not a probe: this is a text file", result.stderr)
 
 
+@unittest.skipIf(HEADLESS, "reads image files")
+class CliSeveralInputs(unittest.TestCase):
+    """--input a b c d, as a shell expands --input *.png, in every command that takes inputs: the same
+    result as --input a --input b ... (the files compared whole, times left out); a model written
+    after the inputs is refused, saying to put it first, never taken for an input or left out."""
+
+    IMAGES = [ROOT / "resources" / "demo" / "images" / f"{n}.png" for n in ("bag", "coat", "dress", "sneaker")]
+    COMMANDS = {  # command: (arguments after MODEL, output file)
+        "run": (["--grab", "features.0", "--grab", "features.1:grad", "--target", "2"], "out.pt"),
+        "inspect": (["--json"], None),
+        "attribute": (["--method", "saliency", "--method", "grad_cam", "--layer", "features.1"], "maps.npz"),
+        "evaluate": (["--method", "saliency", "--metric", "deletion"], "metrics.json"),
+        "sanity": (["--method", "saliency"], "sanity.json"),
+        "gradcam": (["--layer", "features.1"], "cams.npz"),
+        "record": (["--grab", "features.1"], "recorded.npz"),
+        "compare": (["--mode", "cka", "--layer", "features.1"], "cka.json"),
+    }
+    SECOND_MODEL = {"compare": [FASHION]}  # positional, before --input
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = pathlib.Path(self.tmp.name)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    @staticmethod
+    def content(path):
+        if path.suffix == ".npz":
+            with np.load(path) as data:
+                return {key: data[key].tolist() for key in data.files}
+        if path.suffix == ".pt":
+            return {key: value.tolist() for key, value in torch.load(path).items()}
+        report = json.loads(path.read_text())
+        report.pop("seconds", None)
+        return report
+
+    def test_every_command_takes_several_paths_after_one_input(self):
+        for command, (args, out) in self.COMMANDS.items():
+            with self.subTest(command=command):
+                got = []
+                for name, given in (("one", ["--input", *self.IMAGES]), ("each", inputs(self.IMAGES))):
+                    extra = ["--out", self.dir / f"{name}_{out}"] if out else []
+                    result = cli(command, FASHION, *self.SECOND_MODEL.get(command, []), *given, *args, *extra,
+                                 "--threads", THREADS)
+                    self.assertEqual(result.returncode, 0, f"{name}: {result.stderr}")
+                    got.append(self.content(self.dir / f"{name}_{out}") if out else result.stdout)
+                self.assertEqual(got[0], got[1])
+                self.assertTrue(got[0])
+        # attention, on a small vision transformer (torchvision's, 28 x 28 in 7-pixel patches)
+        import torchvision
+        torch.manual_seed(0)
+        vit = torchvision.models.VisionTransformer(image_size=28, patch_size=7, num_layers=1, num_heads=2,
+                                                   hidden_dim=16, mlp_dim=32, num_classes=10).eval()
+        torch.jit.save(torch.jit.script(vit), self.dir / "vit.pt")
+        (self.dir / "setup.json").write_text(json.dumps({"preprocess": {"resize": 28, "crop": 28}}))
+        got = []
+        for name, given in (("one", ["--input", *self.IMAGES]), ("each", inputs(self.IMAGES))):
+            result = cli("attention", self.dir / "vit.pt", "--preprocess", self.dir / "setup.json", *given,
+                         "--out", self.dir / f"{name}_attention.npz", "--threads", THREADS)
+            self.assertEqual(result.returncode, 0, f"{name}: {result.stderr}")
+            got.append(self.content(self.dir / f"{name}_attention.npz"))
+        self.assertEqual(got[0], got[1])
+        self.assertIn("several after one --input", cli("run", "--help").stdout)
+
+    def test_a_model_after_the_inputs_is_refused(self):
+        result = cli("run", "--input", *self.IMAGES, FASHION, "--grab", "features.0", "--out", self.dir / "out.pt")
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn(f"'{FASHION}' is a model file", result.stderr)
+        self.assertIn("Put the model first: torchscope-cli run MODEL --input IMAGES", result.stderr)
+        self.assertFalse((self.dir / "out.pt").exists())
+        # compare's second model too, where it would have been taken for an image
+        result = cli("compare", FASHION, "--input", *self.IMAGES, FASHION, "--mode", "cka", "--layer", "features.1",
+                     "--out", self.dir / "cka.json")
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn("Put the model first: torchscope-cli compare MODEL", result.stderr)
+
+
 class TracedResidual(torch.nn.Module):
     """A residual stage whose block begins with a Dropout two levels down."""
 

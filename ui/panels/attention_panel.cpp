@@ -1,6 +1,7 @@
 #include "panels/attention_panel.h"
 
 #include "attention/attention_names.h"
+#include "common/memory_budget.h"
 #include "dialogs/save_dialog.h"
 #include "document/document.h"
 #include "export/manifest.h"
@@ -243,6 +244,7 @@ void AttentionPanel::start()
         return;
     }
     AttentionWorkbenchRequest request;
+    request.memoryBytes = defaultMemoryBudget(); // as the CLI's default --memory-mb
     for (const auto& image : document_->images())
         request.images.push_back(image.toStdString());
     request.setup = document_->setup();

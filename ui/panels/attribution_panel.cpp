@@ -2,6 +2,7 @@
 
 #include "attribution/attribution_names.h"
 #include "common/atomic_file.h"
+#include "common/memory_budget.h"
 #include "dialogs/save_dialog.h"
 #include "document/document.h"
 #include "export/manifest.h"
@@ -260,6 +261,7 @@ void AttributionPanel::start()
         return;
     }
     AttributionWorkbenchRequest request;
+    request.memoryBytes = defaultMemoryBudget(); // as the CLI's default --memory-mb
     for (const auto& image : document_->images())
         request.images.push_back(image.toStdString());
     request.setup = document_->setup();
