@@ -9,8 +9,8 @@ GuiOptions parseGuiOptions(const QStringList& arguments)
 {
     QCommandLineParser parser;
     parser.setApplicationDescription(
-        "TorchScope: a workbench for looking inside TorchScript models. With no files it opens the bundled "
-        "face-expression network on its photos.");
+        "TorchScope: a workbench for looking inside TorchScript models and torch.export programs. With no files it "
+        "opens the bundled face-expression network on its photos, features.dense2 ticked and its Grad-CAM shown.");
     const QCommandLineOption help({"h", "help"}, "Show this help and exit.");
     const QCommandLineOption version({"v", "version"}, "Show the version and exit.");
     const QCommandLineOption select("select", "Tick PATH in the module tree once the model is open.", "PATH");
@@ -44,8 +44,8 @@ GuiOptions parseGuiOptions(const QStringList& arguments)
         "LAYER:CHANNEL");
     parser.addOptions({help, version, select, screenshot, probeData, sweep, sweepPlot, gradCam, setup, labels,
         compareData, compareWith, compareMode, compareLayers, record, channelPage});
-    parser.addPositionalArgument("files", "A model (.pt), images, image folders or a session (.torchscope.json).",
-        "[MODEL] [IMAGES|FOLDERS...]");
+    parser.addPositionalArgument("files",
+        "A model (.pt or .pt2), images, image folders or a session (.torchscope.json).", "[MODEL] [IMAGES|FOLDERS...]");
 
     GuiOptions options;
     if (!parser.parse(arguments)) {
@@ -92,6 +92,13 @@ GuiOptions parseGuiOptions(const QStringList& arguments)
     }
     if (!options.sweep.isEmpty() && options.probeData.isEmpty())
         options.error = "--sweep needs --probe-data DIR (one subfolder per class)";
+    if (options.files.isEmpty()) {
+        // The bundled demo as scripts/demo.sh opens it: its second dense block ticked and its
+        // Grad-CAM shown, unless the command line picks a layer itself.
+        options.files = bundledDemoFiles();
+        if (options.select.isEmpty() && options.gradCam.isEmpty())
+            options.select = options.gradCam = "features.dense2";
+    }
     return options;
 }
 

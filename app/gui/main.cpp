@@ -60,7 +60,7 @@ int main(int argc, char** argv)
     script.labels = options.labels;
     script.sweep = options.sweep;
     torchscope::applyToNextModel(window, script);
-    window.openFiles(options.files.isEmpty() ? bundledDemoFiles() : options.files);
+    window.openFiles(options.files);
 
     torchscope::ProbesPanel* probes = window.probesPanel();
     if (!options.probeData.isEmpty())
