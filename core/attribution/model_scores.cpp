@@ -9,7 +9,6 @@
 #include "probe/linear_probe.h"
 
 #include <ATen/ATen.h>
-#include <c10/core/InferenceMode.h>
 #include <limits>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/script.h>
@@ -118,7 +117,10 @@ at::Tensor classScores(Engine& engine, const at::Tensor& batch, const ScoreSourc
                 + std::to_string(scores.size(1)) + " classes");
         return (probabilities ? at::softmax(scores, 1) : scores).select(1, target).cpu();
     }
-    const c10::InferenceMode inference; // no autograd bookkeeping: these inputs are many
+    // No autograd bookkeeping: these inputs are many. Not InferenceMode: the engine's graph functions
+    // are shared with gradient runs, and what a function's first run makes and keeps (the executor's
+    // folded constants: a ViT's) would be an inference tensor that a later backward cannot save.
+    const at::NoGradGuard noGrad;
     Request run;
     run.scores = source.scores;
     const RunResult result = engine.run(run, forwardInputsFromBatch(engine.model(), batch));

@@ -1224,6 +1224,47 @@ class CliProbe(unittest.TestCase):
         self.assertIn("is not a probe: this is a text file", result.stderr)
 
 
+def tiny_vit(folder):
+    """A small vision transformer (torchvision's, random weights, 28 x 28 in 7-pixel patches, one block)
+    scripted as FOLDER/vit.pt, with FOLDER/setup.json to bring the demo's photos to its size."""
+    import torchvision
+    torch.manual_seed(0)
+    vit = torchvision.models.VisionTransformer(image_size=28, patch_size=7, num_layers=1, num_heads=2,
+                                               hidden_dim=16, mlp_dim=32, num_classes=10).eval()
+    torch.jit.save(torch.jit.script(vit), folder / "vit.pt")
+    (folder / "setup.json").write_text(json.dumps({"preprocess": {"resize": 28, "crop": 28}}))
+
+
+@unittest.skipIf(HEADLESS, "reads image files")
+class CliMetricsOnATransformer(unittest.TestCase):
+    """evaluate on a vision transformer: a method's maps computed after another method's metrics (runs
+    without gradients) are the maps a fresh process computes, and so are their metrics. (The scoring
+    runs used InferenceMode, and the engine's function kept what its first run folded as inference
+    tensors: the next gradient through a ViT failed with "Inference tensors cannot be saved for
+    backward", in the window after the maps already made.)"""
+
+    IMAGES = [ROOT / "resources" / "demo" / "images" / f"{n}.png" for n in ("bag", "coat")]
+
+    def test_maps_after_metrics_equal_a_fresh_run(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = pathlib.Path(tmp)
+            tiny_vit(tmp)
+            common = [tmp / "vit.pt", "--preprocess", tmp / "setup.json", *inputs(self.IMAGES), "--metric",
+                      "deletion", "--metric", "insertion", "--threads", THREADS]
+            layer = ["--layer", "encoder.layers.encoder_layer_0"]
+            result = cli("evaluate", *common, "--method", "saliency", "--method", "grad_cam", *layer,
+                         "--out", tmp / "both.json")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            result = cli("evaluate", *common, "--method", "grad_cam", *layer, "--out", tmp / "alone.json")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            both = json.loads((tmp / "both.json").read_text())["methods"]
+            alone = json.loads((tmp / "alone.json").read_text())["methods"]
+            self.assertEqual(sorted(both), ["grad_cam", "saliency"])
+            for metric in ("deletion", "insertion"):
+                self.assertEqual(both["grad_cam"][metric]["curves"], alone["grad_cam"][metric]["curves"], metric)
+                self.assertEqual(len(both["grad_cam"][metric]["curves"]), 2)
+
+
 @unittest.skipIf(HEADLESS, "reads image files")
 class CliSeveralInputs(unittest.TestCase):
     """--input a b c d, as a shell expands --input *.png, in every command that takes inputs: the same
@@ -1273,13 +1314,8 @@ class CliSeveralInputs(unittest.TestCase):
                     got.append(self.content(self.dir / f"{name}_{out}") if out else result.stdout)
                 self.assertEqual(got[0], got[1])
                 self.assertTrue(got[0])
-        # attention, on a small vision transformer (torchvision's, 28 x 28 in 7-pixel patches)
-        import torchvision
-        torch.manual_seed(0)
-        vit = torchvision.models.VisionTransformer(image_size=28, patch_size=7, num_layers=1, num_heads=2,
-                                                   hidden_dim=16, mlp_dim=32, num_classes=10).eval()
-        torch.jit.save(torch.jit.script(vit), self.dir / "vit.pt")
-        (self.dir / "setup.json").write_text(json.dumps({"preprocess": {"resize": 28, "crop": 28}}))
+        # attention, on a small vision transformer
+        tiny_vit(self.dir)
         got = []
         for name, given in (("one", ["--input", *self.IMAGES]), ("each", inputs(self.IMAGES))):
             result = cli("attention", self.dir / "vit.pt", "--preprocess", self.dir / "setup.json", *given,
