@@ -7,28 +7,61 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace torchscope {
 namespace {
 
-// [N, C, h, w] maps of a layer's output: as they are, or a transformer's patch tokens.
-at::Tensor spatialMaps(const at::Tensor& value, const std::string& layer)
+// [N, C, h, w] maps of a layer's output: as they are, or a transformer's patch tokens on an image of
+// height x width.
+at::Tensor spatialMaps(const at::Tensor& value, const std::string& layer, int64_t height, int64_t width)
 {
     if (value.dim() == 4)
         return value;
     if (value.dim() == 3)
-        if (at::Tensor maps = tokensAsMaps(value); maps.defined())
+        if (at::Tensor maps = tokensAsMaps(value, height, width); maps.defined())
             return maps;
-    throw Error("Grad-CAM needs a layer with [batch, channels, height, width] output or vision transformer tokens "
-                "[batch, tokens, features] on a square patch grid; '"
-        + layer + "' gives " + shapeToString(value.sizes().vec()));
+    throw Error(describeNoGrid(value, layer, height, width, "Grad-CAM"));
 }
 
 } // namespace
 
-at::Tensor tokensAsMaps(const at::Tensor& tokens)
+std::string describeNoGrid(
+    const at::Tensor& value, const std::string& layer, int64_t height, int64_t width, const std::string& what)
+{
+    const std::string shape = shapeToString(value.sizes().vec());
+    if (value.dim() != 3)
+        return what
+            + " needs a layer with [batch, channels, height, width] output or vision transformer tokens "
+              "[batch, tokens, features]; '"
+            + layer + "' gives " + shape;
+    return what + " reads '" + layer + "' " + shape + " as vision transformer tokens, but no grid of patches in the "
+        + (height > 0 && width > 0 ? std::to_string(height) + " x " + std::to_string(width) + " image's proportions"
+                                   : std::string("square"))
+        + " fits its " + std::to_string(value.size(1))
+        + " tokens (after up to 16 class and register tokens): take a layer whose output is [batch, channels, "
+          "height, width] or a transformer block's tokens";
+}
+
+at::Tensor tokensAsMaps(const at::Tensor& tokens, int64_t height, int64_t width)
 {
     if (tokens.dim() != 3)
         return {};
+    if (height > 0 && width > 0 && height != width) {
+        const int64_t count = tokens.size(1);
+        for (int64_t before = 0; before <= std::min<int64_t>(count - 1, 16); ++before) {
+            const int64_t patches = count - before;
+            const auto rows = static_cast<int64_t>(
+                std::llround(std::sqrt(static_cast<double>(patches) * static_cast<double>(height) / width)));
+            if (rows <= 0 || patches % rows != 0 || rows * width != patches / rows * height)
+                continue;
+            return tokens.narrow(1, before, patches)
+                .transpose(1, 2)
+                .reshape({tokens.size(0), tokens.size(2), rows, patches / rows});
+        }
+        return {};
+    }
     const TokenLayout layout = tokenLayout({tokens.size(1), tokens.size(2)});
     if (layout.side == 0)
         return {};
@@ -57,8 +90,9 @@ Attribution computeAttribution(Engine& engine, const at::Tensor& images, const s
     for (int64_t i = 0; i < images.size(0); ++i) {
         const at::Tensor image = images.narrow(0, i, 1);
         const RunResult result = engine.run(request, forwardInputsFromBatch(engine.model(), image));
-        const at::Tensor activation = spatialMaps(result.tensor(layer).detach().to(at::kFloat), layer);
-        const at::Tensor gradient = spatialMaps(result.tensor(layer + ":grad").to(at::kFloat), layer);
+        const int64_t height = images.size(2), width = images.size(3);
+        const at::Tensor activation = spatialMaps(result.tensor(layer).detach().to(at::kFloat), layer, height, width);
+        const at::Tensor gradient = spatialMaps(result.tensor(layer + ":grad").to(at::kFloat), layer, height, width);
         out.targets.push_back(result.targetIndex);
         out.descriptions.push_back(result.target);
         std::string note;

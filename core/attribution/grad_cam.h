@@ -30,15 +30,21 @@ struct Attribution {
 // layer's output, averaged over positions as channel weights, the weighted sum of the channels,
 // ReLU. Plus the plain input gradient (saliency). A negative target index explains each image's
 // own prediction. The layer gives [batch, C, h, w] maps, or vision transformer tokens
-// [batch, T, D] whose patches form a square grid (the class token is left out). Throws
+// [batch, T, D] whose patches form the image's grid (tokensAsMaps). Throws
 // torchscope::Error.
 Attribution computeAttribution(Engine& engine, const at::Tensor& images, const std::string& layer,
     const GradientTarget& target = {}, const std::string& scoresElement = "",
     const std::vector<std::string>& labels = {});
 
-// [N, T, D] tokens of a vision transformer as [N, D, side, side] maps of their patches (after the
-// class token); an undefined tensor when T is not a square grid (plus one).
-at::Tensor tokensAsMaps(const at::Tensor& tokens);
+// [N, T, D] tokens of a vision transformer as [N, D, h, w] maps of their patches (after the class and
+// register tokens); an undefined tensor when no grid fits. On an image of `height` x `width` (the
+// model's input; 0 when not known: a square image) the grid has the image's proportions: h x w = T - k
+// with h : w = height : width, k the fewest tokens before the patches that make it fit.
+at::Tensor tokensAsMaps(const at::Tensor& tokens, int64_t height = 0, int64_t width = 0);
+
+// Why a layer's output is no map for `what` (a CAM): not [N, C, h, w], or tokens no grid fits.
+std::string describeNoGrid(
+    const at::Tensor& value, const std::string& layer, int64_t height, int64_t width, const std::string& what);
 
 // Scales a map to [0, 1] (a constant map becomes 0).
 at::Tensor normalizeMap(const at::Tensor& map);

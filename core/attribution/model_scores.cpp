@@ -163,15 +163,29 @@ std::string describeClass(int64_t target, const ScoreSource& source)
     return text;
 }
 
-at::Tensor asLayerMaps(const at::Tensor& value, const std::string& layer)
+namespace {
+
+int64_t imageHeight(const at::Tensor& batch)
+{
+    return batch.dim() == 4 ? batch.size(2) : 0;
+}
+
+int64_t imageWidth(const at::Tensor& batch)
+{
+    return batch.dim() == 4 ? batch.size(3) : 0;
+}
+
+} // namespace
+
+at::Tensor asLayerMaps(const at::Tensor& value, const std::string& layer, int64_t height, int64_t width)
 {
     if (value.dim() == 4)
         return value.detach().to(at::kFloat);
-    if (at::Tensor tokens = value.dim() == 3 ? tokensAsMaps(value.detach().to(at::kFloat)) : at::Tensor();
+    if (at::Tensor tokens
+        = value.dim() == 3 ? tokensAsMaps(value.detach().to(at::kFloat), height, width) : at::Tensor();
         tokens.defined())
         return tokens;
-    throw Error("a CAM needs a layer with [batch, channels, height, width] output or vision transformer tokens; '"
-        + layer + "' gives " + shapeToString(value.sizes().vec()));
+    throw Error(describeNoGrid(value, layer, height, width, "a CAM"));
 }
 
 LayerGradients layerGradients(
@@ -189,14 +203,16 @@ LayerGradients layerGradients(
         if (!gradients.defined())
             throw Error("the probe's score does not depend on '" + layer + "': take a layer before the probe's, '"
                 + source.probe->layer + "'");
-        return {asLayerMaps(activations, layer), asLayerMaps(gradients.detach(), layer), resolved,
+        return {asLayerMaps(activations, layer, imageHeight(batch), imageWidth(batch)),
+            asLayerMaps(gradients.detach(), layer, imageHeight(batch), imageWidth(batch)), resolved,
             probeClassName(*source.probe, resolved)};
     }
     Request run = scoring(source, target);
     run.grabs = {GrabSpec{layer, CaptureKind::Output, 0}, GrabSpec{layer, CaptureKind::Gradient, 0}};
     const RunResult result = engine.run(run, forwardInputsFromBatch(engine.model(), batch));
-    return {asLayerMaps(result.tensor(layer), layer), asLayerMaps(result.tensor(layer + ":grad"), layer),
-        result.targetIndex, result.target};
+    return {asLayerMaps(result.tensor(layer), layer, imageHeight(batch), imageWidth(batch)),
+        asLayerMaps(result.tensor(layer + ":grad"), layer, imageHeight(batch), imageWidth(batch)), result.targetIndex,
+        result.target};
 }
 
 at::Tensor layerActivations(Engine& engine, const at::Tensor& batch, const std::string& layer)
@@ -205,7 +221,7 @@ at::Tensor layerActivations(Engine& engine, const at::Tensor& batch, const std::
     Request run;
     run.grabs = {GrabSpec{layer, CaptureKind::Output, 0}};
     const RunResult result = engine.run(run, forwardInputsFromBatch(engine.model(), batch));
-    return asLayerMaps(result.tensor(layer), layer);
+    return asLayerMaps(result.tensor(layer), layer, imageHeight(batch), imageWidth(batch));
 }
 
 } // namespace torchscope

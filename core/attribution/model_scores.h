@@ -48,8 +48,9 @@ at::Tensor predictedClasses(Engine& engine, const at::Tensor& batch, const Score
 std::string describeClass(int64_t target, const ScoreSource& source);
 
 // A layer's value as [N, C, h, w] maps: convolutional outputs as they are, vision transformer
-// tokens [N, T, D] as their square patch grid. Throws torchscope::Error for other shapes.
-at::Tensor asLayerMaps(const at::Tensor& value, const std::string& layer);
+// tokens [N, T, D] as their patch grid on an image of height x width (tokensAsMaps; 0 x 0: square).
+// Throws torchscope::Error for other shapes.
+at::Tensor asLayerMaps(const at::Tensor& value, const std::string& layer, int64_t height = 0, int64_t width = 0);
 
 struct LayerGradients {
     at::Tensor activations; // [N, C, h, w] float32

@@ -586,6 +586,54 @@ class AttentionNonSquare(AttentionCase):
             self.assertEqual(tuple(got["legrad"][i].shape), (1, 5, 7))
             self.assertLessEqual(max_diff(got["legrad"][i], cam), 1e-4)
 
+    def test_grad_cam_of_a_block_on_the_grid_equals_pytorch_grad_cam(self):
+        # A block's tokens as their 5 x 7 patch grid (three tokens before the patches), not refused for
+        # not being square: Grad-CAM by attribute (per image, its predicted class) and by gradcam,
+        # against pytorch-grad-cam's get_cam_image on the same tokens reshaped as its
+        # reshape_transform would (row-major 5 x 7: a height/width swap gives another picture).
+        from pytorch_grad_cam import GradCAM
+        from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
+        block = "encoder.layers.1"
+        out = self.dir / "cams.npz"
+        self.run_cli("attribute", self.model_path, "--input", self.x_path, "--method", "grad_cam", "--layer", block,
+                     "--out", out)
+        got = np.load(out)
+        module = dict(self.model.named_modules())[block]
+        grid = lambda t: t[:, 3:, :].reshape(t.shape[0], 5, 7, t.shape[2]).permute(0, 3, 1, 2)
+        with torch.no_grad():
+            predicted = self.model(self.x).argmax(1)
+        self.assertEqual(got["targets"].tolist(), predicted.tolist())
+        for i in range(2):
+            seen = {}
+            hook = module.register_forward_hook(lambda m, inputs, output: seen.__setitem__("a", output))
+            score = self.model(self.x[i:i + 1])[0, int(predicted[i])]
+            hook.remove()
+            gradient, = torch.autograd.grad(score, seen["a"])
+            raw = GradCAM(model=self.model, target_layers=[module]).get_cam_image(
+                self.x[i:i + 1], module, [ClassifierOutputTarget(int(predicted[i]))],
+                grid(seen["a"].detach()).numpy(), grid(gradient).numpy(), False)
+            want = torch.from_numpy(np.maximum(raw, 0))
+            self.assertEqual(tuple(got["grad_cam"][i].shape), (1, 5, 7))
+            self.assertGreater(float(want.max()), 0.0)
+            self.assertLessEqual(max_diff(got["grad_cam"][i, 0], want[0]), 1e-5 * float(want.max()))
+
+    def test_the_gradcam_command_reads_the_same_grid(self):
+        # gradcam (the window's Grad-CAM tab) on two 56 x 40 colour photos: its layer maps are
+        # attribute's Grad-CAM (checked against pytorch-grad-cam above) of the same images.
+        photos = [FIXTURES / "color" / f"astronaut_{n}.png" for n in ("a", "b")]
+        setup = self.dir / "setup.json"
+        setup.write_text('{"preprocess": {"resize": [40, 56], "scale": 255, "mean": [0.5, 0.5, 0.5], '
+                         '"std": [0.25, 0.25, 0.25]}}')
+        block, common = "encoder.layers.1", ["--preprocess", setup, "--input", *photos]
+        self.run_cli("gradcam", self.model_path, *common, "--layer", block, "--out", self.dir / "tab.pt")
+        self.run_cli("attribute", self.model_path, *common, "--method", "grad_cam", "--layer", block,
+                     "--out", self.dir / "maps.pt")
+        tab, maps = torch.load(self.dir / "tab.pt"), torch.load(self.dir / "maps.pt")
+        self.assertEqual(tuple(tab["gradcam_layer"].shape), (2, 5, 7))
+        self.assertEqual(tab["target"].tolist(), maps["targets"].tolist())
+        self.assertGreater(float(maps["grad_cam"].max()), 0.0)
+        self.assertLessEqual(max_diff(tab["gradcam_layer"], maps["grad_cam"][:, 0]), 1e-6)
+
     def test_timm_registers_on_a_non_square_grid_recorded(self):
         from timm.models.vision_transformer import VisionTransformer
         torch.manual_seed(12)
