@@ -1408,8 +1408,9 @@ class CliIntegratedGradientsReLU6(unittest.TestCase):
             self.assertLessEqual(abs(float(got[i].sum() - want[i].sum())), 1e-5 * float(want[i].abs().sum()))
 
 
-class TracedResidual(torch.nn.Module):
-    """A residual stage whose block begins with a Dropout two levels down."""
+def traced_residual():
+    """A residual stage whose block begins with a Dropout two levels down (a function, not a class at
+    the top of this file: CMake makes a ctest entry of every such class)."""
 
     class Stage(torch.nn.Module):
         def __init__(self):
@@ -1422,16 +1423,19 @@ class TracedResidual(torch.nn.Module):
         def forward(self, x):
             return x + self.block(x)
 
-    def __init__(self):
-        super().__init__()
-        self.stem = torch.nn.Conv2d(3, 4, 3)
-        self.stage = TracedResidual.Stage()
-        self.proj = torch.nn.Conv2d(4, 4, 1)
-        self.head = torch.nn.Linear(4, 5)
+    class TracedResidual(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = torch.nn.Conv2d(3, 4, 3)
+            self.stage = Stage()
+            self.proj = torch.nn.Conv2d(4, 4, 1)
+            self.head = torch.nn.Linear(4, 5)
 
-    def forward(self, x):
-        y = self.stage(self.stem(x))
-        return self.head((y + self.proj(y)).mean((2, 3)))
+        def forward(self, x):
+            y = self.stage(self.stem(x))
+            return self.head((y + self.proj(y)).mean((2, 3)))
+
+    return TracedResidual()
 
 
 class CliOwnModel(unittest.TestCase):
@@ -1512,7 +1516,7 @@ class CliOwnModel(unittest.TestCase):
         # returning a tuple of its result and that input (timm's ConvNormAct; EfficientViT's qkv).
         # Eager hooks see the result alone, and so does TorchScope, its gradient included.
         torch.manual_seed(14)
-        model = TracedResidual().eval()
+        model = traced_residual().eval()
         x = torch.randn(2, 3, 9, 7)
         torch.save(x, self.dir / "x.pt")
         hooks = {}
