@@ -18,6 +18,7 @@ Run it with TorchScope's Python environment (scripts/python_env.sh prints it).
 import argparse
 import json
 import pathlib
+import re
 import subprocess
 import sys
 import tempfile
@@ -28,7 +29,25 @@ import torch
 
 warnings.filterwarnings("ignore")
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SMALL = ("pico", "nano", "femto", "atto", "tiny", "xxs", "xs", "small", "_s", "b0", "050", "18", "t_", "mini", "lite")
+# A small model's name has one of these as a part ("vit_tiny_patch16", "cpubone_s0", "resnet18"):
+# parts, not substrings, since "t_" inside "cait_m36_384" chose a 384-pixel M36.
+SMALL = {"pico", "nano", "femto", "atto", "tiny", "xxs", "xs", "small", "s", "t", "s0", "mini", "lite", "b0", "050"}
+
+
+def small(name):
+    parts = re.split(r"[_.]", name)
+    return any(p in SMALL or p.endswith("18") for p in parts)
+
+
+def input_pixels(name):
+    """The model's default input size from its pretrained config, without building it."""
+    import timm
+    try:
+        cfg = timm.models.get_pretrained_cfg(name)
+        size = getattr(cfg, "input_size", None) or (3, 224, 224)
+    except Exception:  # noqa: BLE001 (no config: treated as 224 x 224)
+        size = (3, 224, 224)
+    return size[-1] * size[-2]
 TOLERANCE = 1e-4  # relative to the eager tensor's largest magnitude: scripted/exported kernels may fuse
 FORMS = ("scripted", "traced", "pt2")
 
@@ -42,7 +61,7 @@ def timm_models(which):
         names = timm.list_models(module=module)
         if not names:
             continue
-        names.sort(key=lambda n: (not any(s in n for s in SMALL), len(n), n))
+        names.sort(key=lambda n: (not small(n), input_pixels(n), len(n), n))
         chosen.append(("timm", names[0]))
     return chosen
 
@@ -76,27 +95,61 @@ def first_tensor(value):
     return None
 
 
-def choose_grabs(model, x):
-    """What eager hooks see: every module's first output, and at a block half-way through the run its
-    input and the gradient of class 0's score (summed over the batch) at its output."""
-    order, seen, calls = [], {}, {}
-    handles = []
-    for path, module in model.named_modules():
-        if not path:
-            continue
+def path_aware_hooks(model, on_call):
+    """Forward hooks that name each call by the path it was made through, as TorchScope's grabs do.
+    A module held under several paths (CoaT's cpe2 is also serial_blocks2.0.cpe and .1.cpe) is one
+    object to a hook: hooks name its calls by the object, TorchScope by the call site. So a stack of
+    the modules running says who called: the call's path is the alias of the object under the
+    caller's path (the shortest, when the caller holds it deeper), else its first name. Calls
+    on_call(path, inputs, output) after each call; returns the handles."""
+    aliases = {}
+    for path, module in model.named_modules(remove_duplicate=False):
+        aliases.setdefault(id(module), []).append(path)
+    stack, handles = [], []
 
-        def hook(m, inputs, output, path=path):
-            calls[path] = calls.get(path, 0) + 1
-            if path not in seen:  # a copy: a later in-place op (ReLU(inplace=True)) must not change it
-                order.append(path)
-                copy = lambda v: v.detach().clone() if isinstance(v, torch.Tensor) else v
-                seen[path] = (tuple(copy(i) for i in inputs), copy(output))
-        handles.append(module.register_forward_hook(hook))
+    def path_of(module):
+        names = aliases[id(module)]
+        if stack:
+            caller = stack[-1]
+            under = sorted((p for p in names if caller == "" or p.startswith(caller + ".")), key=len)
+            if under:
+                return under[0]
+        return names[0]
+
+    def before(module, inputs):
+        stack.append(path_of(module))
+
+    def after(module, inputs, output):
+        path = stack.pop()
+        if path:
+            on_call(path, inputs, output)
+    seen_objects = set()
+    for _, module in model.named_modules(remove_duplicate=False):
+        if id(module) in seen_objects:
+            continue
+        seen_objects.add(id(module))
+        handles += [module.register_forward_pre_hook(before), module.register_forward_hook(after)]
+    return handles
+
+
+def choose_grabs(model, x):
+    """What eager hooks see: every module path's first call (by the path it was made through:
+    path_aware_hooks), and at a block half-way through the run its input and the gradient of class 0's
+    score (summed over the batch) at its output."""
+    order, seen, calls = [], {}, {}
+
+    def on_call(path, inputs, output):
+        calls[path] = calls.get(path, 0) + 1
+        if path not in seen:  # a copy: a later in-place op (ReLU(inplace=True)) must not change it
+            order.append(path)
+            copy = lambda v: v.detach().clone() if isinstance(v, torch.Tensor) else v
+            seen[path] = (tuple(copy(i) for i in inputs), copy(output))
+    handles = path_aware_hooks(model, on_call)
     with torch.no_grad():
         model(x)
     for h in handles:
         h.remove()
-    modules = dict(model.named_modules())
+    modules = dict(model.named_modules(remove_duplicate=False))
 
     def usable(path):
         inputs, output = seen[path]

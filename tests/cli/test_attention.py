@@ -657,6 +657,86 @@ def numpy_distance(p, prefix, height, width=None):
     return (patches * d).sum(-1).mean(-1)
 
 
+def timm_legrad(model, x, blocks, prefix, grid):
+    """LeGrad as torchcam 0.5 defines it (ReLU of the gradient of the class score at each block's
+    attention probabilities, the mean over heads and queries, the prefix keys dropped, the layers
+    averaged, each image scaled to [0, 1]), written for timm: the probabilities from the eager model
+    with its attention unfused, each block's score read by the model's own forward_head(norm(.))."""
+    import copy
+    model = copy.deepcopy(model)
+    probabilities, tokens = {}, {}
+    modules = dict(model.named_modules())
+    for block in blocks:
+        modules[block].attn.fused_attn = False
+        modules[block].attn.attn_drop.register_forward_hook(
+            lambda mod, a, o, n=block: probabilities.__setitem__(n, o))
+        modules[block].register_forward_hook(lambda mod, a, o, n=block: tokens.__setitem__(n, o))
+    target = model(x).argmax(1)
+    maps = []
+    for block in blocks:
+        score = model.forward_head(model.norm(tokens[block])).gather(1, target[:, None]).sum()
+        gradient, = torch.autograd.grad(score, probabilities[block], retain_graph=True)
+        maps.append(gradient.relu().mean((1, 2))[:, prefix:].reshape(x.shape[0], *grid))
+    cam = torch.stack(maps).mean(0)
+    cam = cam - cam.amin((1, 2), keepdim=True)
+    return (cam / (cam.amax((1, 2), keepdim=True) + 1e-8)).detach(), target
+
+
+class LeGradTimm(AttentionCase):
+    """LeGrad on timm's VisionTransformer, scripted and as a .pt2 with a dynamic batch (where the
+    read-out's nn.Identity modules leave no operation and the pooling is no attribute), on 3 x 40 x 56
+    images (a 5 x 7 grid), a batch of 2: the class token with two registers, and no class token with
+    average pooling and fc_norm. Oracle: timm_legrad on the eager model."""
+
+    def test_scripted_and_exported_equal_the_eager_definition(self):
+        from timm.models.vision_transformer import VisionTransformer
+        torch.manual_seed(13)
+        x = torch.randn(2, 3, 40, 56)
+        x_path = self.save("x.pt", x)
+        blocks = ["blocks.1", "blocks.2"]
+        for name, options, prefix in (("registers", dict(reg_tokens=2), 3),
+                                      ("pooled", dict(class_token=False, global_pool="avg", fc_norm=True), 0)):
+            model = VisionTransformer(img_size=(40, 56), patch_size=8, embed_dim=32, depth=3, num_heads=4,
+                                      num_classes=7, **options).eval()
+            want, target = timm_legrad(model, x, blocks, prefix, (5, 7))
+            exported = self.dir / f"{name}.pt2"
+            batch = torch.export.Dim("batch", min=1, max=16)
+            torch.export.save(torch.export.export(model, (x,), dynamic_shapes=({0: batch},)), exported)
+            for form, path in (("scripted", self.script(f"{name}.pt", model)), ("pt2", exported)):
+                with self.subTest(name=name, form=form):
+                    out = self.dir / f"{name}_{form}_legrad.pt"
+                    self.run_cli("attention", path, "--input", x_path, "--method", "legrad",
+                                 *[a for b in blocks for a in ("--layer", f"{b}.attn")], "--out", out)
+                    got = torch.load(out)
+                    self.assertEqual(got["targets"].tolist(), target.tolist())
+                    self.assertEqual(tuple(got["legrad"].shape), (2, 1, 5, 7))
+                    self.assertLessEqual(max_diff(got["legrad"][:, 0], want), 1e-4)
+
+    def test_a_read_out_that_reproduces_nothing_is_refused(self):
+        # Two heads averaged (DeiT's distillation head's way): no pooling of norm's tokens through
+        # `head` alone gives the output, so LeGrad says so instead of explaining another score.
+        from timm.models.vision_transformer import VisionTransformer
+
+        class TwoHeads(VisionTransformer):
+            def __init__(self):
+                super().__init__(img_size=(40, 56), patch_size=8, embed_dim=32, depth=2, num_heads=4, num_classes=7)
+                self.head_dist = nn.Linear(32, 7)
+
+            def forward(self, x):
+                x = self.forward_features(x)  # the blocks, then norm
+                return 0.5 * (self.head(x[:, 0]) + self.head_dist(x[:, 1]))
+
+        torch.manual_seed(14)
+        model = TwoHeads().eval()
+        exported = self.dir / "two_heads.pt2"
+        x = torch.randn(2, 3, 40, 56)
+        torch.export.save(torch.export.export(model, (x,)), exported)
+        result = cli("attention", exported, "--input", self.save("x.pt", x), "--method", "legrad",
+                     "--out", self.dir / "refused.pt")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("no pooling (token, avg, max, avgmax) gives the model's own output", result.stderr)
+
+
 class AttentionRecorders(AttentionCase):
     """record folds each head's entropy and mean attention distance over many samples."""
 

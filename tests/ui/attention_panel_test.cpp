@@ -137,6 +137,7 @@ print(a.shape, m['rollout'].shape, m['legrad'].shape, m['encoder.layers.encoder_
         QVERIFY(panel->column()->summary()->text().contains("no attention"));
         QVERIFY(!panel->result());
         QVERIFY(!panel->column()->exportButton()->isEnabled());
+        QVERIFY(!panel->startButton()->isEnabled()); // nothing to show: the hint says why
     }
 };
 

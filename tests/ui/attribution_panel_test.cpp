@@ -19,6 +19,7 @@
 #include <ATen/ATen.h>
 
 #include <QComboBox>
+#include <QLabel>
 #include <QListWidget>
 #include <QPushButton>
 #include <QTableWidget>
@@ -212,6 +213,46 @@ print(m['grad_cam'].shape, m['targets'].tolist() == [e['target'] for e in j['ima
         QCOMPARE(panel->grid()->cellCount(), 0);
         QCOMPARE(panel->summaryTable()->rowCount(), 0);
         QVERIFY(!panel->column()->exportButton()->isEnabled());
+    }
+
+    // The maps stay after the images or the setup change, marked out of date with what changed; Run
+    // Again explains the images as they are now.
+    void aResultSaysWhenItIsOutOfDateAndRunsAgain()
+    {
+        MainWindow window;
+        test::openDemo(window);
+        window.document()->addImages(probeImages().mid(0, 2));
+        AttributionPanel* panel = window.attributionPanel();
+        tick(panel->methodList(), {"saliency"});
+        tick(panel->metricList(), {});
+        QVERIFY(explain(panel));
+        JobSetupColumn* column = panel->column();
+        QVERIFY(!column->isOutdated());
+        window.document()->setSelectedImage(1); // what is shown is no input
+        QVERIFY(!column->isOutdated());
+
+        window.document()->addImages({probeImages().at(2)});
+        QVERIFY(column->isOutdated());
+        QVERIFY2(
+            column->outdatedText()->text().contains("the images changed"), qPrintable(column->outdatedText()->text()));
+        QCOMPARE(panel->result()->images.size(), size_t{2}); // still shown, marked
+        ModelSetup setup = window.document()->setup();
+        setup.preprocessing.scale = 2.0; // pixel values over 0..2
+        window.document()->setSetup(setup, "set by the test");
+        QVERIFY2(column->outdatedText()->text().contains("the images and the input setup changed"),
+            qPrintable(column->outdatedText()->text()));
+
+        QSignalSpy finished(panel, &AttributionPanel::finished);
+        column->runAgainButton()->click();
+        QVERIFY(!column->isOutdated()); // a new job: nothing to be out of date yet
+        QVERIFY(finished.wait(Timeout));
+        QCOMPARE(panel->result()->images.size(), size_t{3});
+        QVERIFY(!column->isOutdated());
+        // Back to what was run: up to date again, without running.
+        window.document()->removeImages({probeImages().at(2)});
+        QVERIFY(column->isOutdated());
+        window.document()->addImages({probeImages().at(2)});
+        QVERIFY(!column->isOutdated());
     }
 
     void aJobOfTheModelBeforeIsNotShownForTheNextOne()

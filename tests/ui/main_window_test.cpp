@@ -33,11 +33,14 @@
 
 #include <QComboBox>
 #include <QFile>
+#include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
 #include <QMimeData>
+#include <QPlainTextEdit>
 #include <QPointer>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QStandardPaths>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -223,12 +226,74 @@ private Q_SLOTS:
         QCOMPARE(compare->driftPlot()->graphCount(), 0);
         QVERIFY(compare->driftPlot()->plot()->yAxis->label().isEmpty()); // no axes of A's result
         QVERIFY(!compare->setupColumn()->exportButton()->isEnabled());
+        QVERIFY(!compare->driftPlot()->plot()->yAxis->tickLabels()); // no "8·10^-1" on an empty plot
+        QVERIFY(compare->layersField()->text().isEmpty()); // A's layer names are not B's
         QVERIFY(!window.recordersPanel()->snapshot());
         QVERIFY(!window.probesPanel()->lastResult());
         QTRY_VERIFY(page.isNull()); // A's channel page closed
         QVERIFY(ran.count() > 0 || ran.wait(Timeout)); // the images run through B
         QCOMPARE(errors.count(), 0);
         QCOMPARE(window.document()->snapshot()->images.size(), size_t{2});
+    }
+
+    // At a laptop's 1280 x 800 and at 1600 x 1000, every analysis tab's setup column is wide enough
+    // for its form and keeps its start, Cancel and Export buttons in view (its form scrolls instead):
+    // they sat off-screen behind a thin scroll bar in a 150-pixel column.
+    void everyAnalysisTabKeepsItsButtonsInView()
+    {
+        MainWindow window;
+        test::openDemo(window);
+        using Tab = MainWindow::CentralTab;
+        for (const QSize size : {QSize(1280, 800), QSize(1600, 1000)}) {
+            window.resize(size);
+            window.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&window));
+            QTRY_COMPARE(window.size(), size);
+            for (const Tab tab : {Tab::Workbench, Tab::Attention, Tab::Recorders, Tab::Probes, Tab::Compare}) {
+                window.showCentralTab(tab);
+                QCoreApplication::processEvents();
+                JobSetupColumn* column = nullptr;
+                for (auto* candidate : window.findChildren<JobSetupColumn*>())
+                    if (candidate->isVisible())
+                        column = candidate;
+                QVERIFY2(column, qPrintable(QString("tab %1").arg(int(tab))));
+                const QString where = QString("%1 x %2, tab %3").arg(size.width()).arg(size.height()).arg(int(tab));
+                QVERIFY2(column->width() >= std::min(column->preferredWidth(), 400), qPrintable(where));
+                QList<QPushButton*> buttons{column->cancelButton()};
+                if (column->exportButton())
+                    buttons << column->exportButton();
+                for (auto* button : column->findChildren<QPushButton*>())
+                    if (button->parentWidget() == column && !buttons.contains(button)
+                        && button != column->runAgainButton())
+                        buttons << button; // the start buttons
+                QVERIFY2(buttons.size() >= 2, qPrintable(where));
+                const QRect inside = window.rect();
+                for (auto* button : buttons) {
+                    const QRect shown(button->mapTo(&window, QPoint(0, 0)), button->size());
+                    QVERIFY2(button->isVisible() && inside.contains(shown)
+                            && button->visibleRegion().boundingRect().size() == button->size(),
+                        qPrintable(where + ": " + button->text()));
+                }
+            }
+        }
+    }
+
+    // Opened after lines were added while it was closed, the log shows the newest line.
+    void theLogOpensAtItsNewestLine()
+    {
+        MainWindow window;
+        window.resize(1280, 800);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        auto* log = window.findChild<LogDock*>();
+        QVERIFY(log);
+        log->hide();
+        for (int i = 0; i < 300; ++i)
+            log->append(QString("line %1").arg(i));
+        log->show();
+        QScrollBar* bar = log->view()->verticalScrollBar();
+        QTRY_VERIFY(bar->maximum() > 0);
+        QTRY_COMPARE(bar->value(), bar->maximum());
     }
 
     void resultsAppearAsEachImageRuns()
@@ -381,6 +446,31 @@ private Q_SLOTS:
         QCOMPARE(s.channelMin[2], 0.0);
         QCOMPARE(s.channelMax[2], 0.0);
         QVERIFY(s.channelMax[0] > 0.0 || s.channelMin[0] < 0.0);
+
+        // Another edit: the recording shown is marked out of date (it did not apply it), the next
+        // one will, and a long channel list is cut short in the column; Run Again records with it.
+        JobSetupColumn* column = panel->findChild<JobSetupColumn*>();
+        QVERIFY(!column->isOutdated());
+        const int channels = static_cast<int>(s.channelMean.size());
+        QVERIFY(channels > 8);
+        QStringList all;
+        for (int c = 0; c < channels; ++c)
+            all << QString::number(c);
+        const QString edit = "features.0:scale:" + all.join(',') + ":0.5";
+        window.document()->addEdit(EditSpec::parse(edit.toStdString()));
+        QVERIFY(column->isOutdated());
+        QVERIFY2(
+            column->outdatedText()->text().contains("the edits changed"), qPrintable(column->outdatedText()->text()));
+        const auto* edits = panel->findChild<QLabel*>("nextRecordingEdits");
+        QVERIFY(edits);
+        QVERIFY2(edits->text().contains(QString("(%1 channels)").arg(channels)), qPrintable(edits->text()));
+        QVERIFY(!edits->text().contains(all.last() + ":0.5"));
+        QSignalSpy finished(panel, &RecordersPanel::finished);
+        column->runAgainButton()->click();
+        QVERIFY(finished.wait(Timeout));
+        QVERIFY(!column->isOutdated());
+        const auto& applied = panel->snapshot()->edits;
+        QVERIFY(std::find(applied.begin(), applied.end(), edit.toStdString()) != applied.end());
     }
 
     void removingAnImageRemovesItsResults()

@@ -201,6 +201,7 @@ void AttentionPanel::connectJobs()
     connect(classToken_, &QPushButton::clicked, this, [this] { setQuery(-1); });
     connect(image_, &QComboBox::currentIndexChanged, this, [this] { redraw(); });
     connect(document_, &Document::modelChanged, this, &AttentionPanel::resetForModel);
+    column_->watchInputs(document_, ImagesInput | SetupInput);
 }
 
 void AttentionPanel::resetForModel()
@@ -230,6 +231,10 @@ void AttentionPanel::resetForModel()
             static_cast<int>(attending));
     grid_->clear(text);
     column_->reset(text);
+    // A model with nothing to show (a CNN) cannot start the job: the hint above says why.
+    start_->setEnabled(attending > 0);
+    start_->setToolTip(
+        attending > 0 ? tr("Runs the strip's images and shows every head of every attention module") : text);
 }
 
 void AttentionPanel::start()

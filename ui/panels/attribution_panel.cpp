@@ -13,6 +13,7 @@
 #include "views/attribution_grid.h"
 #include "views/attribution_plots.h"
 #include "views/color_bar.h"
+#include "views/layer_combo.h"
 #include "views/plot_file.h"
 
 #include <QCheckBox>
@@ -126,7 +127,7 @@ void AttributionPanel::buildForm()
         addCheckItem(metrics_, QString::fromStdString(m.name), tr(m.about.c_str()), m.byDefault);
     fitRows(methods_, 9);
     fitRows(metrics_, metrics_->count());
-    layer_->setEditable(true);
+    makeLayerCombo(layer_);
     layer_->setMinimumContentsLength(14);
     layer_->setToolTip(tr("The layer of the CAMs (Grad-CAM … EigenCAM): a convolutional output or ViT tokens"));
     target_->setRange(-1, 1000000);
@@ -187,6 +188,7 @@ void AttributionPanel::connectJobs()
     connect(sharedScale_, &QCheckBox::toggled, grid_, &AttributionGrid::setSharedScale);
     connect(document_, &Document::modelChanged, this, &AttributionPanel::resetForModel);
     connect(document_, &Document::modulesChanged, this, &AttributionPanel::fillLayers);
+    column_->watchInputs(document_, ImagesInput | SetupInput); // the target is the tab's own
 }
 
 void AttributionPanel::fillLayers()
@@ -199,7 +201,7 @@ void AttributionPanel::fillLayers()
     // last convolutional block, where CAMs are usually taken (ResNet's layer4.1, DenseNet's norm5).
     QString last, deepest;
     for (const auto& m : document_->model().modules) {
-        if (m.path.empty())
+        if (m.path.empty() || !m.called)
             continue;
         const auto& shape = m.outputShapes.empty() ? std::vector<int64_t>{} : m.outputShapes.front();
         if (shape.size() == 4 || shape.size() == 3 || m.outputShapes.empty()) {

@@ -72,6 +72,7 @@ ComparePanel::ComparePanel(Document* document, RunController* controller, QWidge
     layOutSetupAndResults(this, column_, plots);
     connectJobs();
     connect(document_, &Document::modelChanged, this, &ComparePanel::resetForModel);
+    column_->watchInputs(document_, SetupInput); // model B, the layers and the folder are the tab's own
     resetForModel();
     updateMode();
 }
@@ -164,9 +165,16 @@ void ComparePanel::connectJobs()
 }
 
 // A new model is a new model A: the last model's comparison, its plots and its layer maps go (a
-// running comparison is cancelled); the form keeps what the researcher typed.
+// running comparison is cancelled), and so do the layer specs typed for the last model (its paths
+// or globs name another model's modules); the folder, model B and the settings stay. The same model
+// opened again (on another device) keeps its specs.
 void ComparePanel::resetForModel()
 {
+    if (document_->modelPath() != modelPath_) {
+        layers_->clear();
+        layersB_->clear();
+        modelPath_ = document_->modelPath();
+    }
     column_->cancelJob();
     if (mapsJob_)
         mapsJob_->abandon();

@@ -93,6 +93,7 @@ private:
     CompareResultPtr result_;
     CompareRequest lastRequest_; // the run started last
     CompareRequest shownRequest_; // the run whose result is on screen (a clicked cell's models)
+    QString modelPath_; // model A's path: its layer specs belong to it
 };
 
 } // namespace torchscope

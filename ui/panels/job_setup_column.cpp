@@ -1,6 +1,7 @@
 #include "panels/job_setup_column.h"
 
 #include "dialogs/save_dialog.h"
+#include "document/document.h"
 #include "jobs/job_handle.h"
 
 #include <QFileDialog>
@@ -11,19 +12,42 @@
 #include <QMenu>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace torchscope {
 
 JobSetupColumn::JobSetupColumn(QWidget* parent)
     : QWidget(parent)
-    , layout_(new QVBoxLayout(this))
+    , content_(new QWidget)
+    , scroll_(new QScrollArea)
     , form_(new QFormLayout)
     , buttons_(new QHBoxLayout)
     , cancel_(new QPushButton(tr("Cancel")))
     , progress_(new QProgressBar)
     , summary_(new QLabel)
+    , outdated_(new QWidget)
+    , outdatedText_(new QLabel)
+    , runAgain_(new QPushButton(tr("Run Again")))
 {
+    // The out-of-date bar: first in the column, where it is seen before the settings.
+    outdated_->setObjectName("outdatedBar");
+    outdated_->setAttribute(Qt::WA_StyledBackground);
+    outdated_->setStyleSheet("#outdatedBar { background: #fff3cd; border: 1px solid #d8b44a; border-radius: 3px; }");
+    outdatedText_->setWordWrap(true);
+    auto* bar = new QHBoxLayout(outdated_);
+    bar->setContentsMargins(6, 4, 6, 4);
+    bar->addWidget(outdatedText_, 1);
+    bar->addWidget(runAgain_);
+    outdated_->hide();
+    connect(runAgain_, &QPushButton::clicked, this, [this] {
+        QPushButton* start = lastStart_ ? lastStart_ : (starts_.isEmpty() ? nullptr : starts_.first());
+        if (start && start->isEnabled())
+            start->click();
+    });
     cancel_->setEnabled(false);
     connect(cancel_, &QPushButton::clicked, this, [this] {
         if (job_)
@@ -33,11 +57,29 @@ JobSetupColumn::JobSetupColumn(QWidget* parent)
     summary_->setWordWrap(true);
     summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     buttons_->addWidget(cancel_);
+    // The form scrolls when the window is short; the bar, the buttons, the progress and the summary
+    // do not, so Run, Cancel and Export are always in view.
+    layout_ = new QVBoxLayout(content_);
+    layout_->setContentsMargins(0, 0, 0, 0);
     layout_->addLayout(form_);
-    layout_->addLayout(buttons_);
-    layout_->addWidget(progress_);
-    layout_->addWidget(summary_);
     layout_->addStretch(1);
+    scroll_->setWidget(content_);
+    scroll_->setWidgetResizable(true);
+    scroll_->setFrameShape(QFrame::NoFrame);
+    auto* column = new QVBoxLayout(this);
+    column->addWidget(outdated_);
+    column->addWidget(scroll_, 1);
+    column->addLayout(buttons_);
+    column->addWidget(progress_);
+    column->addWidget(summary_);
+}
+
+int JobSetupColumn::preferredWidth() const
+{
+    const int margins = layout()->contentsMargins().left() + layout()->contentsMargins().right();
+    return std::max(content_->sizeHint().width() + scroll_->verticalScrollBar()->sizeHint().width(),
+               buttons_->sizeHint().width())
+        + margins;
 }
 
 void JobSetupColumn::addFolderRow(const QString& label, QLineEdit* field, const QString& caption)
@@ -58,6 +100,7 @@ void JobSetupColumn::addStartButton(QPushButton* button)
 {
     buttons_->insertWidget(buttons_->indexOf(cancel_), button);
     starts_ << button;
+    connect(button, &QPushButton::clicked, this, [this, button] { lastStart_ = button; });
 }
 
 QPushButton* JobSetupColumn::addExportButton()
@@ -135,6 +178,8 @@ void JobSetupColumn::follow(JobHandle* job, const QString& runningText)
 {
     cancelJob();
     job_ = job;
+    inputs_ = document_ ? ResultInputs(*document_, reads_) : ResultInputs();
+    showWhetherOutdated();
     setRunning(true);
     showProgress(0, 1);
     summary_->setText(runningText);
@@ -147,6 +192,8 @@ void JobSetupColumn::follow(JobHandle* job, const QString& runningText)
             return;
         setRunning(false);
         summary_->setText(message);
+        inputs_ = ResultInputs(); // no result to be out of date
+        outdated_->hide();
     });
     connect(job, &JobHandle::finished, this, [this, job] {
         if (job != job_)
@@ -164,8 +211,39 @@ void JobSetupColumn::cancelJob()
     job_ = nullptr;
 }
 
+void JobSetupColumn::watchInputs(Document* document, int reads)
+{
+    document_ = document;
+    reads_ = reads;
+    // Every change to the images, the setup, the edits or the target emits requestChanged().
+    connect(document, &Document::requestChanged, this, &JobSetupColumn::showWhetherOutdated);
+    connect(document, &Document::setupChanged, this, &JobSetupColumn::showWhetherOutdated);
+}
+
+bool JobSetupColumn::isOutdated() const
+{
+    return !outdated_->isHidden();
+}
+
+void JobSetupColumn::showWhetherOutdated()
+{
+    const QStringList changed = document_ && inputs_.taken() ? inputs_.changedIn(*document_) : QStringList();
+    if (changed.isEmpty()) {
+        outdated_->hide();
+        return;
+    }
+    QString what = changed.first();
+    if (changed.size() > 1)
+        what = tr("%1 and %2").arg(changed.mid(0, changed.size() - 1).join(tr(", ")), changed.last());
+    outdatedText_->setText(job_ ? tr("<b>Out of date</b>: %1 changed after this job started.").arg(what)
+                                : tr("<b>Out of date</b>: %1 changed since this result was computed.").arg(what));
+    outdated_->show();
+}
+
 void JobSetupColumn::reset(const QString& text)
 {
+    inputs_ = ResultInputs();
+    outdated_->hide();
     setRunning(false);
     progress_->reset();
     progress_->setFormat(QStringLiteral("%p%"));

@@ -1,8 +1,12 @@
 #pragma once
 
-// The left column of every analysis tab (Compare, Recorders, Probes): the tab's form, the buttons
-// that start its jobs with Cancel (and Export where the tab has one), a progress bar and a
-// summary; what else a tab shows there goes below. One widget, so the tabs look and behave alike.
+// The left column of every analysis tab (Attribution, Attention, Compare, Recorders, Probes): the
+// tab's form and what else it shows there (below the form) scroll; the buttons that start its jobs
+// with Cancel (and Export where the tab has one), a progress bar and a summary stay in view under
+// them, and a bar above says when the result shown is out of date. One widget, so the tabs look and
+// behave alike at any window size.
+
+#include "document/result_inputs.h"
 
 #include <QList>
 #include <QPointer>
@@ -17,10 +21,12 @@ class QLayout;
 class QLineEdit;
 class QProgressBar;
 class QPushButton;
+class QScrollArea;
 class QVBoxLayout;
 
 namespace torchscope {
 
+class Document;
 class JobHandle;
 
 class JobSetupColumn : public QWidget {
@@ -51,6 +57,9 @@ public:
     void addBelow(QWidget* widget, int stretch = 0);
     void addBelow(QLayout* layout);
 
+    // The width the column wants: its form and buttons whole, with the scroll bar beside the form.
+    int preferredWidth() const;
+
     QPushButton* cancelButton() const { return cancel_; }
     QPushButton* exportButton() const { return export_; }
     QProgressBar* progressBar() const { return progress_; }
@@ -70,6 +79,15 @@ public:
     // cancelled before it started finishes as cancelled. A newer job replaces the one followed.
     void follow(JobHandle* job, const QString& runningText);
     JobHandle* job() const { return job_; } // the job followed while it runs, else nullptr
+
+    // The tab's result reads these parts of the Document (ResultInput flags): each job followed
+    // takes them as they are when it starts, and once the Document changes one of them a bar at
+    // the top of the column says the result shown is out of date, what changed, with Run Again
+    // (the start button used last). A new job or reset() takes the bar away.
+    void watchInputs(Document* document, int reads);
+    bool isOutdated() const;
+    QLabel* outdatedText() const { return outdatedText_; }
+    QPushButton* runAgainButton() const { return runAgain_; }
     // Abandons the job followed, if any (a new model, newer settings): it stops, and what it has
     // done is dropped, not shown. The Cancel button cancels instead: what finished is shown.
     void cancelJob();
@@ -78,7 +96,9 @@ Q_SIGNALS:
     void exportFailed(const QString& title, const QString& message);
 
 private:
-    QVBoxLayout* layout_;
+    QVBoxLayout* layout_; // what scrolls: the form and what goes below it
+    QWidget* content_;
+    QScrollArea* scroll_;
     QFormLayout* form_;
     QHBoxLayout* buttons_;
     QList<QPushButton*> starts_;
@@ -88,6 +108,15 @@ private:
     QLabel* summary_;
     bool stretched_ = false;
     QPointer<JobHandle> job_;
+    QWidget* outdated_;
+    QLabel* outdatedText_;
+    QPushButton* runAgain_;
+    QPushButton* lastStart_ = nullptr;
+    Document* document_ = nullptr;
+    int reads_ = 0;
+    ResultInputs inputs_; // what the job followed last read
+
+    void showWhetherOutdated();
 };
 
 } // namespace torchscope

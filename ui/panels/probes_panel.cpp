@@ -7,6 +7,7 @@
 #include "jobs/run_controller.h"
 #include "panels/job_setup_column.h"
 #include "panels/setup_and_results.h"
+#include "views/empty_plot.h"
 #include "views/plot_file.h"
 #include "views/plot_legend.h"
 #include "views/qcustomplot_include.h"
@@ -65,6 +66,7 @@ ProbesPanel::ProbesPanel(Document* document, RunController* controller, QWidget*
     layOutSetupAndResults(this, column_, buildResultsColumn());
     connectJobs();
     connect(document_, &Document::modelChanged, this, &ProbesPanel::resetForModel);
+    column_->watchInputs(document_, SetupInput); // the folder and the seed are the tab's own
     resetForModel();
 }
 
@@ -158,15 +160,9 @@ void ProbesPanel::resetForModel()
 {
     column_->cancelJob(); // a training of the model before: its probes are not this model's
     result_.reset();
-    for (QCustomPlot* plot : {sweepPlot_, lossPlot_}) {
-        plot->clearPlottables();
-        plot->legend->setVisible(false);
-        plot->xAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
-        plot->xAxis->setTickLabelRotation(0);
-        plot->xAxis->setRange(0, 1);
-        plot->yAxis->setRange(0, 1);
-        plot->replot(QCustomPlot::rpQueuedReplot);
-    }
+    sweepPlot_->xAxis->setTickLabelRotation(0);
+    showEmptyPlot(sweepPlot_, tr("Sweep Layers: each layer's validation accuracy appears here"));
+    showEmptyPlot(lossPlot_, tr("Train a probe: its losses per epoch appear here"));
     const QSignalBlocker block(layerChoice_);
     layerChoice_->clear();
     confusion_->clear();
@@ -269,6 +265,7 @@ void ProbesPanel::showResult(const ProbeResultPtr& snapshot)
     column_->summary()->setText(text);
 
     // Validation accuracy by layer: bars, the best one highlighted.
+    prepareFilledPlot(sweepPlot_);
     sweepPlot_->clearPlottables();
     auto* bars = new QCPBars(sweepPlot_->xAxis, sweepPlot_->yAxis);
     auto* bestBar = new QCPBars(sweepPlot_->xAxis, sweepPlot_->yAxis);
@@ -315,6 +312,7 @@ void ProbesPanel::showLayer(int index)
     if (!result_ || index < 0 || index >= static_cast<int>(result_->layers.size()))
         return;
     const auto& l = result_->layers[static_cast<size_t>(index)];
+    prepareFilledPlot(lossPlot_);
     lossPlot_->clearGraphs();
     const QStringList curveNames{tr("train loss"), tr("validation loss")};
     const std::vector<const std::vector<double>*> curves{&l.trainLoss, &l.validationLoss};

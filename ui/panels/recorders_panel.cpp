@@ -29,7 +29,27 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
+#include <numeric>
+
 namespace torchscope {
+namespace {
+
+// An edit as the CLI writes it, with a long channel list cut short: "layer3:zero:0,1,2,3,4,5,… (80
+// channels)" (the whole list is in the tooltip), so a column never grows with the channels.
+QString shortEdit(const std::string& edit)
+{
+    QStringList parts = QString::fromStdString(edit).split(':');
+    constexpr int Shown = 6;
+    if (parts.size() >= 3) {
+        const QStringList channels = parts[2].split(',');
+        if (channels.size() > Shown + 2)
+            parts[2]
+                = QStringList(channels.mid(0, Shown)).join(',') + QObject::tr(",… (%1 channels)").arg(channels.size());
+    }
+    return parts.join(':');
+}
+
+} // namespace
 
 RecordersPanel::RecordersPanel(Document* document, RunController* controller, QWidget* parent)
     : QWidget(parent)
@@ -53,6 +73,7 @@ RecordersPanel::RecordersPanel(Document* document, RunController* controller, QW
     connectJobs();
     connect(document_, &Document::modelChanged, this, &RecordersPanel::resetForModel);
     connect(document_, &Document::requestChanged, this, &RecordersPanel::showEdits);
+    column_->watchInputs(document_, SetupInput | EditsInput | TargetInput);
     resetForModel();
     showEdits();
 }
@@ -76,6 +97,7 @@ void RecordersPanel::buildSetupColumn()
     column_->addStartButton(start_);
     column_->addExportButton();
     edits_->setWordWrap(true);
+    edits_->setObjectName("nextRecordingEdits");
     column_->addBelow(edits_);
 }
 
@@ -151,17 +173,22 @@ void RecordersPanel::resetForModel()
                                          : tr("Open a model first."));
 }
 
+// What the next recording will apply; the recording shown says in its summary what it applied,
+// and the column marks it out of date when the two differ.
 void RecordersPanel::showEdits()
 {
-    QStringList edits;
-    for (const auto& edit : document_->edits())
-        edits << QString::fromStdString(edit.toString());
+    QStringList edits, whole;
+    for (const auto& edit : document_->edits()) {
+        edits << shortEdit(edit.toString());
+        whole << QString::fromStdString(edit.toString());
+    }
     edits_->setText(edits.isEmpty()
-            ? tr("No edits: recordings see the model as loaded. Edits made in the module tree (zeroed or "
-                 "scaled channels) apply to recordings too; the truncation point does not.")
-            : tr("Every image is recorded with the module tree's edits: %1. (The truncation point does not "
+            ? tr("No edits in the module tree: the next recording sees the model as loaded. Edits made there "
+                 "(zeroed or scaled channels) apply to recordings; the truncation point does not.")
+            : tr("The next recording applies the module tree's edits: %1. (The truncation point does not "
                  "apply.)")
                   .arg(edits.join(", ")));
+    edits_->setToolTip(whole.join("\n"));
 }
 
 void RecordersPanel::start()
@@ -247,12 +274,15 @@ void RecordersPanel::showRecording(const RecordResultPtr& snapshot)
     if (!snapshot->edits.empty()) {
         QStringList edits;
         for (const auto& edit : snapshot->edits)
-            edits << QString::fromStdString(edit);
-        text += tr("; with the edits %1").arg(edits.join(", "));
+            edits << shortEdit(edit);
+        text += tr("; recorded with the edits %1").arg(edits.join(", "));
     }
     if (snapshot->cancelled)
         text += tr(" — cancelled: what was recorded so far is kept");
     column_->summary()->setText(text);
+    column_->summary()->setToolTip(
+        QString::fromStdString(std::accumulate(snapshot->edits.begin(), snapshot->edits.end(), std::string(),
+            [](const std::string& all, const std::string& edit) { return all.empty() ? edit : all + "\n" + edit; })));
     const QSignalBlocker block(layer_);
     layer_->clear();
     for (const auto& [key, samples] : snapshot->samples)

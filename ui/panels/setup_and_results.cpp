@@ -1,7 +1,7 @@
 #include "panels/setup_and_results.h"
 
-#include <QScrollArea>
-#include <QScrollBar>
+#include "panels/job_setup_column.h"
+
 #include <QSplitter>
 #include <QVBoxLayout>
 
@@ -9,20 +9,18 @@
 
 namespace torchscope {
 
-void layOutSetupAndResults(QWidget* tab, QWidget* setup, QWidget* results)
+void layOutSetupAndResults(QWidget* tab, JobSetupColumn* setup, QWidget* results)
 {
-    auto* scroll = new QScrollArea;
-    scroll->setWidget(setup);
-    scroll->setWidgetResizable(true);
-    scroll->setFrameShape(QFrame::NoFrame);
     auto* splitter = new QSplitter(Qt::Horizontal);
-    splitter->addWidget(scroll);
+    splitter->addWidget(setup);
     splitter->addWidget(results);
     splitter->setStretchFactor(0, 0);
     splitter->setStretchFactor(1, 1);
-    // The setup column as wide as its form wants (buttons and fields whole), at least 400 pixels.
-    const int setupWidth = std::max(400, setup->sizeHint().width() + scroll->verticalScrollBar()->sizeHint().width());
-    splitter->setSizes({setupWidth, 800});
+    // The setup column as wide as its form wants (buttons and fields whole), and never squeezed
+    // below that (up to 440 pixels; a wider form scrolls): the splitter scales the sizes given here
+    // to the tab's width once shown, which left a 150-pixel column at 1600 x 1000.
+    setup->setMinimumWidth(std::min(setup->preferredWidth(), 440));
+    splitter->setSizes({std::max(400, setup->preferredWidth()), 800});
     splitter->setChildrenCollapsible(false);
     auto* layout = new QVBoxLayout(tab);
     layout->setContentsMargins(0, 0, 0, 0);

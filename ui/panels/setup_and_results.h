@@ -4,8 +4,11 @@ class QWidget;
 
 namespace torchscope {
 
-// Lays out a tab as two columns in `tab`: its setup on the left (it scrolls when the window is
-// short), what it computed on the right taking the rest of the width; a splitter between them.
-void layOutSetupAndResults(QWidget* tab, QWidget* setup, QWidget* results);
+class JobSetupColumn;
+
+// Lays out a tab as two columns in `tab`: its setup column on the left (its form scrolls when the
+// window is short, its buttons stay in view), what it computed on the right taking the rest of the
+// width; a splitter between them.
+void layOutSetupAndResults(QWidget* tab, JobSetupColumn* setup, QWidget* results);
 
 } // namespace torchscope

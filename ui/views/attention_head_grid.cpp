@@ -116,9 +116,16 @@ void AttentionHeadGrid::paintEvent(QPaintEvent*)
         return;
     }
     painter.setPen(palette().color(QPalette::WindowText));
-    for (int head = 0; head < columns(); ++head)
-        painter.drawText(
-            QRect(cellRect(0, head).left(), 0, cellSize(), HeaderHeight), Qt::AlignCenter, tr("h%1").arg(head));
+    // Head labels that fit their column: "h11", else "11", else every n-th ("h10h11" ran together).
+    const int column = cellSize() + Gap;
+    const QString widest = tr("h%1").arg(columns() - 1);
+    const bool prefix = painter.fontMetrics().horizontalAdvance(widest) + 2 <= column;
+    const int labelWidth
+        = painter.fontMetrics().horizontalAdvance(prefix ? widest : QString::number(columns() - 1)) + 4;
+    const int every = std::max(1, (labelWidth + column - 1) / column);
+    for (int head = 0; head < columns(); head += every)
+        painter.drawText(QRect(cellRect(0, head).left() + cellSize() / 2 - labelWidth / 2, 0, labelWidth, HeaderHeight),
+            Qt::AlignCenter, prefix ? tr("h%1").arg(head) : QString::number(head));
     for (int layer = 0; layer < rows(); ++layer) {
         painter.drawText(QRect(0, cellRect(layer, 0).top(), RowLabelWidth - 4, cellSize()),
             Qt::AlignRight | Qt::AlignVCenter, layer < rowNames_.size() ? rowNames_[layer] : QString::number(layer));

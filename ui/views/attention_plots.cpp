@@ -1,5 +1,6 @@
 #include "views/attention_plots.h"
 
+#include "views/empty_plot.h"
 #include "views/qcustomplot_include.h"
 
 #include <QHBoxLayout>
@@ -13,10 +14,6 @@ QCustomPlot* newPlot(const QString& y)
     plot->xAxis->setLabel(QObject::tr("layer"));
     plot->yAxis->setLabel(y);
     plot->setMinimumHeight(170);
-    auto ticker = QSharedPointer<QCPAxisTickerFixed>::create(); // layers are whole numbers
-    ticker->setTickStep(1.0);
-    ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
-    plot->xAxis->setTicker(ticker);
     return plot;
 }
 
@@ -24,7 +21,12 @@ QCustomPlot* newPlot(const QString& y)
 void drawFigure(
     QCustomPlot* plot, const AttentionWorkbenchResult& result, bool distance, int pickedLayer, int pickedHead)
 {
+    prepareFilledPlot(plot);
     plot->clearGraphs();
+    auto ticker = QSharedPointer<QCPAxisTickerFixed>::create(); // layers are whole numbers
+    ticker->setTickStep(1.0);
+    ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+    plot->xAxis->setTicker(ticker);
     auto* heads = plot->addGraph();
     heads->setLineStyle(QCPGraph::lsNone);
     heads->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QColor(31, 119, 180), 5));
@@ -62,6 +64,7 @@ AttentionPlots::AttentionPlots(QWidget* parent)
     row->setContentsMargins(0, 0, 0, 0);
     row->addWidget(distance_);
     row->addWidget(entropy_);
+    clear();
 }
 
 void AttentionPlots::setResult(const AttentionWorkbenchResultPtr& result)
@@ -80,10 +83,8 @@ void AttentionPlots::setPicked(int layer, int head)
 void AttentionPlots::clear()
 {
     result_.reset();
-    for (QCustomPlot* plot : {distance_, entropy_}) {
-        plot->clearGraphs();
-        plot->replot(QCustomPlot::rpQueuedReplot);
-    }
+    showEmptyPlot(distance_, tr("Each head's mean attention distance, per layer"));
+    showEmptyPlot(entropy_, tr("Each head's attention entropy, per layer"));
 }
 
 void AttentionPlots::draw()

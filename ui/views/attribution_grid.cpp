@@ -16,7 +16,10 @@
 namespace torchscope {
 namespace {
 
-constexpr int CellSize = 168;
+constexpr int LargestCell = 168;
+constexpr int SmallestCell = 96;
+constexpr int NameWidth = 150;
+constexpr int Spacing = 12;
 
 QString metricLine(const std::string& metric, double value)
 {
@@ -25,14 +28,13 @@ QString metricLine(const std::string& metric, double value)
     return std::isfinite(value) ? QString("%1 %2").arg(name, scaleNumber(value)) : QString("%1 —").arg(name);
 }
 
-QLabel* mapCell(const WorkbenchImage& image, const WorkbenchMap& map, const MapScale& scale)
+QLabel* mapCell(const WorkbenchImage& image, const WorkbenchMap& map, const MapScale& scale, int size)
 {
     const std::vector<float> unit = scaledToUnit(map.importance, scale.low, scale.high);
     const QImage overlay = overlayImage(image.picture, unit.data(), map.importance.shape[1], map.importance.shape[0],
         scale.diverging ? ColorMap::CoolWarm : ColorMap::Viridis, 0.65f);
     auto* label = new QLabel;
-    label->setPixmap(
-        QPixmap::fromImage(overlay.scaled(CellSize, CellSize, Qt::KeepAspectRatio, Qt::SmoothTransformation)));
+    label->setPixmap(QPixmap::fromImage(overlay.scaled(size, size, Qt::KeepAspectRatio, Qt::SmoothTransformation)));
     label->setAlignment(Qt::AlignCenter);
     return label;
 }
@@ -52,6 +54,32 @@ MapScale scaleOf(double low, double high)
         scale.high = high;
     }
     return scale;
+}
+
+MapScale sharedScaleOf(const std::vector<const FloatTensor*>& maps)
+{
+    double low = INFINITY, high = -INFINITY;
+    size_t count = 0;
+    for (const FloatTensor* map : maps)
+        for (const float v : map->values) {
+            low = std::min<double>(low, v);
+            high = std::max<double>(high, v);
+            ++count;
+        }
+    if (count == 0 || !std::isfinite(low) || !std::isfinite(high))
+        return scaleOf(low, high);
+    const bool diverging = low < 0.0;
+    std::vector<float> values;
+    values.reserve(count);
+    for (const FloatTensor* map : maps)
+        for (const float v : map->values)
+            values.push_back(diverging ? std::abs(v) : v);
+    const auto at = values.begin() + static_cast<std::ptrdiff_t>(0.98 * static_cast<double>(count - 1));
+    std::nth_element(values.begin(), at, values.end());
+    const double upper = *at;
+    if (diverging)
+        return upper > 0.0 ? MapScale{-upper, upper, true} : scaleOf(low, high);
+    return upper > low ? MapScale{low, upper, false} : scaleOf(low, high);
 }
 
 AttributionGrid::AttributionGrid(QWidget* parent)
@@ -81,11 +109,26 @@ void AttributionGrid::clear(const QString& message)
     rebuild();
 }
 
+int AttributionGrid::fittingCellSize() const
+{
+    const int methods = result_ ? std::max<int>(1, static_cast<int>(result_->methods.size())) : 1;
+    const int free = viewport()->width() - NameWidth - Spacing * (methods + 1);
+    return std::clamp(free / methods, SmallestCell, LargestCell);
+}
+
+void AttributionGrid::resizeEvent(QResizeEvent* event)
+{
+    QScrollArea::resizeEvent(event);
+    if (result_ && std::abs(fittingCellSize() - cellSize_) >= 8)
+        rebuild();
+}
+
 void AttributionGrid::rebuild()
 {
+    cellSize_ = fittingCellSize();
     auto* content = new QWidget;
     auto* grid = new QGridLayout(content);
-    grid->setHorizontalSpacing(12);
+    grid->setHorizontalSpacing(Spacing);
     cells_ = 0;
     if (!result_ || result_->images.empty()) {
         auto* note = new QLabel(message_.isEmpty() ? tr("Nothing explained yet.") : message_);
@@ -101,23 +144,24 @@ void AttributionGrid::rebuild()
         header->setAlignment(Qt::AlignCenter);
         grid->addWidget(header, 0, static_cast<int>(m) + 1);
     }
-    // One scale per column: the method's range over every image.
+    // One scale per column: the method's values over every image, its outliers saturated.
     std::map<std::string, MapScale> columnScales;
     for (const auto& method : methods) {
-        double low = INFINITY, high = -INFINITY;
-        for (const auto& map : result_->maps.at(method)) {
-            low = std::min(low, map.low);
-            high = std::max(high, map.high);
-        }
-        columnScales[method] = scaleOf(low, high);
+        std::vector<const FloatTensor*> maps;
+        for (const auto& map : result_->maps.at(method))
+            maps.push_back(&map.importance);
+        columnScales[method] = sharedScaleOf(maps);
     }
     int row = 1;
     if (shared_) {
         for (size_t m = 0; m < methods.size(); ++m) {
             const MapScale& scale = columnScales[methods[m]];
             auto* bar = new ColorBar;
-            bar->setScale(
-                scale.low, scale.high, scale.diverging ? ColorMap::CoolWarm : ColorMap::Viridis, tr("all images"));
+            bar->setScale(scale.low, scale.high, scale.diverging ? ColorMap::CoolWarm : ColorMap::Viridis,
+                tr("all images, to the 98th pct."));
+            bar->setToolTip(tr("One scale for the column: up to the 98th percentile of its values (of |value| for "
+                               "signed maps), as Captum draws maps; the 2 % above it saturate. Untick \"One colour "
+                               "scale per method\" to give each map its own range."));
             bar->setMinimumHeight(60);
             bar->setMaximumHeight(90);
             grid->addWidget(bar, row, static_cast<int>(m) + 1);
@@ -129,7 +173,7 @@ void AttributionGrid::rebuild()
         auto* name = new QLabel(QString("%1\n%2").arg(QFileInfo(QString::fromStdString(image.image)).fileName(),
             QString::fromStdString(image.targetDescription)));
         name->setWordWrap(true);
-        name->setMaximumWidth(150);
+        name->setMaximumWidth(NameWidth);
         name->setToolTip(QString::fromStdString(image.image));
         grid->addWidget(name, row, 0);
         for (size_t m = 0; m < methods.size(); ++m) {
@@ -138,7 +182,7 @@ void AttributionGrid::rebuild()
             auto* cell = new QWidget;
             auto* column = new QVBoxLayout(cell);
             column->setContentsMargins(0, 0, 0, 0);
-            column->addWidget(mapCell(image, map, scale));
+            column->addWidget(mapCell(image, map, scale, cellSize_));
             QStringList lines;
             if (!shared_)
                 lines << tr("scale %1 … %2").arg(scaleNumber(scale.low), scaleNumber(scale.high));

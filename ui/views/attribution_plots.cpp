@@ -2,6 +2,7 @@
 
 #include "views/attribution_grid.h"
 #include "views/color_bar.h"
+#include "views/empty_plot.h"
 #include "views/overlay_image.h"
 #include "views/plot_legend.h"
 #include "views/qcustomplot_include.h"
@@ -31,18 +32,6 @@ QCustomPlot* newPlot(const QString& x, const QString& y)
     plot->legend->setWrap(2); // a method's two lines side by side, a line per method: a narrow tab shows all
     plot->legend->setVisible(true);
     return plot;
-}
-
-void emptyPlot(QCustomPlot* plot, const QString& text)
-{
-    plot->clearGraphs();
-    plot->clearItems();
-    auto* note = new QCPItemText(plot);
-    note->position->setType(QCPItemPosition::ptAxisRectRatio);
-    note->position->setCoords(0.5, 0.5);
-    note->setText(text);
-    note->setColor(Qt::gray);
-    plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
 } // namespace
@@ -87,8 +76,8 @@ QWidget* AttributionPlots::curvesPage() const
 void AttributionPlots::clear()
 {
     result_.reset();
-    emptyPlot(curves_, tr("Tick deletion or insertion to see their curves"));
-    emptyPlot(sanity_, tr("Choose a sanity check to see the maps' similarity per randomised layer"));
+    showEmptyPlot(curves_, tr("Tick deletion or insertion to see their curves"));
+    showEmptyPlot(sanity_, tr("Choose a sanity check to see the maps' similarity per randomised layer"));
     mapsMethod_->clear();
     drawRandomisedMaps();
     sanityNote_->clear();
@@ -108,8 +97,8 @@ void AttributionPlots::setResult(const AttributionWorkbenchResultPtr& result)
 
 void AttributionPlots::drawCurves()
 {
+    prepareFilledPlot(curves_);
     curves_->clearGraphs();
-    curves_->clearItems();
     bool any = false;
     int colour = 0;
     for (const auto& method : result_->methods) {
@@ -132,7 +121,7 @@ void AttributionPlots::drawCurves()
         }
     }
     if (!any) {
-        emptyPlot(curves_, tr("Tick deletion or insertion to see their curves"));
+        showEmptyPlot(curves_, tr("Tick deletion or insertion to see their curves"));
         return;
     }
     curves_->xAxis->setRange(0, 1);
@@ -143,10 +132,10 @@ void AttributionPlots::drawCurves()
 
 void AttributionPlots::drawSanity()
 {
+    prepareFilledPlot(sanity_);
     sanity_->clearGraphs();
-    sanity_->clearItems();
     if (result_->sanity.empty()) {
-        emptyPlot(sanity_, tr("Choose a sanity check to see the maps' similarity per randomised layer"));
+        showEmptyPlot(sanity_, tr("Choose a sanity check to see the maps' similarity per randomised layer"));
         sanityNote_->clear();
         return;
     }
@@ -183,7 +172,15 @@ void AttributionPlots::drawSanity()
                                               .arg(most));
     sanity_->xAxis->setTicker(ticker);
     sanity_->xAxis->setRange(-0.5, static_cast<double>(most) - 0.5);
-    sanity_->yAxis->setRange(-0.2, 1.05);
+    // From 1 (the map unchanged) down to the lowest value drawn: Spearman and SSIM can fall below 0.
+    double lowest = 0.0;
+    for (int g = 0; g < sanity_->graphCount(); ++g) {
+        bool found = false;
+        const QCPRange values = sanity_->graph(g)->getValueRange(found);
+        if (found)
+            lowest = std::min(lowest, values.lower);
+    }
+    sanity_->yAxis->setRange(lowest - 0.1, 1.05);
     sanity_->replot(QCustomPlot::rpQueuedReplot);
     QString note = tr("%1 randomisation; a map that stays near 1 does not depend on the weights.")
                        .arg(QString::fromStdString(result_->sanityMode));

@@ -1,6 +1,7 @@
 #include "views/compare_plots.h"
 
 #include "maps/colormap.h"
+#include "views/empty_plot.h"
 #include "views/plot_legend.h"
 #include "views/qcustomplot_include.h"
 
@@ -13,11 +14,23 @@
 namespace torchscope {
 namespace {
 
-QSharedPointer<QCPAxisTickerText> layerTicks(const std::vector<std::string>& layers)
+// A tick per layer, named, where the names fit along `pixels` of axis; else a named tick every
+// n-th layer (231 layers on 900 pixels: every 5th), so the labels never run into one block. The
+// axis title says which (`title`, with " (every n-th named, N in all)").
+QSharedPointer<QCPAxisTickerText> layerTicks(
+    const std::vector<std::string>& layers, int pixels, const QFontMetrics& font, QString* title)
 {
+    const int each = font.height() + 2; // rotated labels stand a line apart
+    const size_t fit = static_cast<size_t>(std::max(2, pixels / each));
+    const size_t every = std::max<size_t>(1, (layers.size() + fit - 1) / fit);
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();
-    for (size_t i = 0; i < layers.size(); ++i)
-        ticker->addTick(static_cast<double>(i), QString::fromStdString(layers[i]));
+    for (size_t i = 0; i < layers.size(); i += every) {
+        QString name = QString::fromStdString(layers[i]);
+        name = font.elidedText(name, Qt::ElideMiddle, 28 * font.averageCharWidth()); // long paths keep both ends
+        ticker->addTick(static_cast<double>(i), name);
+    }
+    if (every > 1 && title)
+        *title += QObject::tr(" (one name per %1 layers, %2 in all)").arg(every).arg(layers.size());
     return ticker;
 }
 
@@ -86,6 +99,8 @@ void CkaHeatMap::clear()
     map_->data()->clear();
     plot_->xAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
     plot_->yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+    plot_->xAxis->setTickLabels(false); // no "8·10^-1" on an empty map
+    plot_->yAxis->setTickLabels(false);
     plot_->xAxis->setRange(0, 1);
     plot_->yAxis->setRange(0, 1);
     plot_->replot(QCustomPlot::rpQueuedReplot);
@@ -120,17 +135,20 @@ void CkaHeatMap::show(const CompareResult& result)
     const double low = std::min(0.95, std::floor(std::max(0.0, lowest) * 20.0) / 20.0);
     map_->setDataRange(QCPRange(low, 1.0));
     scale_->setDataRange(QCPRange(low, 1.0));
-    plot_->xAxis->setTicker(layerTicks(result.layersB));
-    plot_->yAxis->setTicker(layerTicks(result.layersA));
+    const bool twoModels = result.modelA != result.modelB;
+    QString xTitle = twoModels ? tr("model B: %1").arg(QFileInfo(QString::fromStdString(result.modelB)).fileName())
+                               : tr("the model's layers");
+    QString yTitle = twoModels ? tr("model A: %1").arg(QFileInfo(QString::fromStdString(result.modelA)).fileName())
+                               : tr("the model's layers");
+    const QFontMetrics font(plot_->xAxis->tickLabelFont());
+    plot_->xAxis->setTicker(layerTicks(result.layersB, std::max(plot_->width() - 260, 100), font, &xTitle));
+    plot_->yAxis->setTicker(layerTicks(result.layersA, std::max(plot_->height() - 160, 100), font, &yTitle));
+    plot_->xAxis->setTickLabels(true);
+    plot_->yAxis->setTickLabels(true);
     plot_->xAxis->setRange(-0.5, columns - 0.5);
     plot_->yAxis->setRange(-0.5, rows - 0.5);
-    const bool twoModels = result.modelA != result.modelB;
-    plot_->xAxis->setLabel(twoModels
-            ? tr("model B: %1").arg(QFileInfo(QString::fromStdString(result.modelB)).fileName())
-            : tr("the model's layers"));
-    plot_->yAxis->setLabel(twoModels
-            ? tr("model A: %1").arg(QFileInfo(QString::fromStdString(result.modelA)).fileName())
-            : tr("the model's layers"));
+    plot_->xAxis->setLabel(xTitle);
+    plot_->yAxis->setLabel(yTitle);
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -182,18 +200,10 @@ DriftPlot::DriftPlot(QWidget* parent)
 
 void DriftPlot::clear()
 {
-    plot_->clearGraphs();
-    plot_->clearItems();
-    // No axes of a previous result: plain ticks over 0..1, no labels, a linear scale.
-    plot_->xAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+    // No axes of a previous result: plain axes over 0..1 without tick labels, a linear scale.
     plot_->xAxis->setLabel({});
-    plot_->xAxis->setRange(0, 1);
-    plot_->yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
-    plot_->yAxis->setScaleType(QCPAxis::stLinear);
     plot_->yAxis->setLabel({});
-    plot_->yAxis->setRange(0, 1);
-    plot_->legend->setVisible(false);
-    plot_->replot(QCustomPlot::rpQueuedReplot);
+    showEmptyPlot(plot_, tr("Compare two checkpoints or precisions: the difference per layer appears here"));
 }
 
 int DriftPlot::graphCount() const
@@ -204,6 +214,7 @@ int DriftPlot::graphCount() const
 void DriftPlot::show(const CompareResult& result)
 {
     clear();
+    prepareFilledPlot(plot_);
     const bool precision = result.mode == CompareMode::Precision;
     size_t layers = 0;
     std::vector<std::string> names;
@@ -255,7 +266,10 @@ void DriftPlot::show(const CompareResult& result)
     threshold->setPen(QPen(Qt::gray, 1.5, Qt::DashLine));
     threshold->setData({-0.5, static_cast<double>(layers) - 0.5}, {result.threshold, result.threshold});
     plot_->legend->setVisible(true);
-    plot_->xAxis->setTicker(layerTicks(names));
+    QString xTitle = tr("layer, in the order run");
+    plot_->xAxis->setTicker(
+        layerTicks(names, std::max(plot_->width() - 120, 100), QFontMetrics(plot_->xAxis->tickLabelFont()), &xTitle));
+    plot_->xAxis->setLabel(xTitle);
     plot_->xAxis->setRange(-0.5, static_cast<double>(layers) - 0.5);
     if (precision) {
         plot_->yAxis->setScaleType(QCPAxis::stLogarithmic);
@@ -272,6 +286,7 @@ void DriftPlot::show(const CompareResult& result)
         plot_->yAxis->setScaleType(QCPAxis::stLinear);
         plot_->yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
         plot_->yAxis->setNumberFormat("g");
+        plot_->yAxis->setNumberPrecision(4); // a precision run before set 0: "1, 1, 0.9, 0.9"
         plot_->yAxis->setLabel(tr("B against A"));
         double low = result.threshold;
         for (int g = 0; g < plot_->graphCount(); ++g) {

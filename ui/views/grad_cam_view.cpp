@@ -7,6 +7,7 @@
 #include "jobs/run_controller.h"
 #include "views/color_bar.h"
 #include "views/figure_image.h"
+#include "views/layer_combo.h"
 #include "views/overlay_image.h"
 
 #include <QComboBox>
@@ -42,7 +43,7 @@ GradCamView::GradCamView(Document* document, RunController* controller, QWidget*
     , clearRegion_(new QPushButton(tr("Clear Region")))
     , band_(nullptr)
 {
-    layer_->setEditable(true);
+    makeLayerCombo(layer_);
     layer_->setToolTip(tr("The layer whose output Grad-CAM weighs by the gradient"));
     layer_->setMinimumContentsLength(16);
     mode_->addItems({tr("Grad-CAM"), tr("Saliency (input gradient)")});
@@ -122,7 +123,7 @@ void GradCamView::fillLayers()
     layer_->clear();
     // Modules with 4-D outputs (after a dry run), else every module.
     for (const auto& m : document_->model().modules) {
-        if (m.path.empty())
+        if (m.path.empty() || !m.called)
             continue;
         const bool spatial = !m.outputShapes.empty() && m.outputShapes.front().size() == 4;
         if (spatial || m.outputShapes.empty())

@@ -5,6 +5,7 @@
 #include "jobs/run_controller.h"
 #include "views/channel_grid.h"
 #include "views/color_bar.h"
+#include "views/layer_combo.h"
 #include "views/overlay_image.h"
 
 #include <QComboBox>
@@ -38,8 +39,8 @@ PatchingView::PatchingView(Document* document, RunController* controller, QWidge
     mode_->addItems({tr("Patch from B"), tr("Ablate channels"), tr("Compare A and B at the layer")});
     channels_->setPlaceholderText(tr("channels to zero: 0,5,7"));
     channels_->setEnabled(false);
-    layer_->setEditable(true);
-    compare_->setEditable(true);
+    makeLayerCombo(layer_);
+    makeLayerCombo(compare_);
     compare_->setToolTip(tr("A later layer whose maps (mean over channels) are shown for each run"));
     header_->setWordWrap(true);
     auto* run = new QPushButton(tr("Run"));
@@ -104,7 +105,7 @@ void PatchingView::fillChoices()
     compare_->clear();
     compare_->addItem(QString());
     for (const auto& m : document_->model().modules)
-        if (!m.path.empty()) {
+        if (!m.path.empty() && m.called) {
             layer_->addItem(QString::fromStdString(m.path));
             compare_->addItem(QString::fromStdString(m.path));
         }
