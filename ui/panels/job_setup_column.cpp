@@ -147,6 +147,16 @@ void JobSetupColumn::showProgress(qint64 done, qint64 total)
 {
     progress_->setRange(0, static_cast<int>(total));
     progress_->setValue(static_cast<int>(done));
+    const qint64 elapsed = started_.isValid() ? started_.elapsed() : 0;
+    if (done <= 0 || done >= total || elapsed < 3000) {
+        progress_->setFormat(QStringLiteral("%p%"));
+        return;
+    }
+    const double left
+        = static_cast<double>(elapsed) / 1000.0 * static_cast<double>(total - done) / static_cast<double>(done);
+    const QString estimate = left < 60.0 ? tr("about %1 s left").arg(std::max(1, static_cast<int>(left + 0.5)))
+                                         : tr("about %1 min left").arg(static_cast<int>(left / 60.0 + 0.5));
+    progress_->setFormat(tr("%p% · %1").arg(estimate));
 }
 
 void JobSetupColumn::finish(bool cancelled)
@@ -178,6 +188,7 @@ void JobSetupColumn::follow(JobHandle* job, const QString& runningText)
 {
     cancelJob();
     job_ = job;
+    started_.start();
     inputs_ = document_ ? ResultInputs(*document_, reads_) : ResultInputs();
     showWhetherOutdated();
     setRunning(true);

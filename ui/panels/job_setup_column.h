@@ -8,6 +8,7 @@
 
 #include "document/result_inputs.h"
 
+#include <QElapsedTimer>
 #include <QList>
 #include <QPointer>
 #include <QWidget>
@@ -67,6 +68,8 @@ public:
 
     // Start buttons off and Cancel on while running; the progress bar shows from the first run on.
     void setRunning(bool running);
+    // The bar at done of total, with an estimate of the time left once a job has run a few seconds
+    // ("40% · about 3 min left", from the pace so far).
     void showProgress(qint64 done, qint64 total);
     // A job ended: not running; the bar full unless it was cancelled (then it shows how far it came).
     void finish(bool cancelled);
@@ -115,6 +118,7 @@ private:
     Document* document_ = nullptr;
     int reads_ = 0;
     ResultInputs inputs_; // what the job followed last read
+    QElapsedTimer started_; // when the job followed started
 
     void showWhetherOutdated();
 };

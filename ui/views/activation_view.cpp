@@ -363,6 +363,23 @@ void ActivationView::showPlot(const FloatTensor& value)
         bars->setWidth(0.8);
         plot_->xAxis->setLabel(tr("feature"));
         plot_->yAxis->setLabel(tr("value"));
+        // Whole-numbered features over exactly their bars, and the value axis from 0: rescaleAxes
+        // gave a single bar (an age, a score) a zero-width range whose ticks were stray labels.
+        auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
+        ticker->setTickStep(1.0);
+        ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+        plot_->xAxis->setTicker(ticker);
+        double low = 0.0, high = 0.0;
+        for (const double v : y) {
+            low = std::min(low, v);
+            high = std::max(high, v);
+        }
+        const double pad = high > low ? 0.05 * (high - low) : 1.0;
+        plot_->xAxis->setRange(-0.6, static_cast<double>(x.size()) - 0.4);
+        plot_->yAxis->setRange(low - (low < 0.0 ? pad : 0.0), high + (high > 0.0 || low == high ? pad : 0.0));
+        plot_->replot();
+        overlay_ = QImage();
+        return;
     } else { // token x feature: a heat map
         auto* map = new QCPColorMap(plot_->xAxis, plot_->yAxis);
         map->data()->setSize(int(layout.width), int(layout.height));
@@ -374,6 +391,7 @@ void ActivationView::showPlot(const FloatTensor& value)
         map->setColorScale(heatScale_);
         map->setGradient(QCPColorGradient::gpThermal);
         map->rescaleDataRange();
+        plot_->xAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
         plot_->xAxis->setLabel(tr("feature"));
         plot_->yAxis->setLabel(tr("position"));
     }
