@@ -161,7 +161,11 @@ def choose_grabs(model, x):
     block = blocks[len(blocks) // 2]
 
     kept = {}
-    handles = [modules[block].register_forward_hook(lambda m, i, o: kept.update({block: o, f"{block}:in0": i[0]}))]
+
+    def keep(path, inputs, output):  # the block's call through its own path (a shared one has others)
+        if path == block and block not in kept:
+            kept.update({block: output, f"{block}:in0": inputs[0]})
+    handles = path_aware_hooks(model, keep)
     out = first_tensor(model(x))
     for h in handles:
         h.remove()

@@ -730,7 +730,8 @@ class LeGradTimm(AttentionCase):
         model = TwoHeads().eval()
         exported = self.dir / "two_heads.pt2"
         x = torch.randn(2, 3, 40, 56)
-        torch.export.save(torch.export.export(model, (x,)), exported)
+        batch = torch.export.Dim("batch", min=1, max=16)
+        torch.export.save(torch.export.export(model, (x,), dynamic_shapes=({0: batch},)), exported)
         result = cli("attention", exported, "--input", self.save("x.pt", x), "--method", "legrad",
                      "--out", self.dir / "refused.pt")
         self.assertNotEqual(result.returncode, 0)

@@ -1,5 +1,6 @@
 #include "panels/setup_and_results.h"
 
+#include "jobs/job_handle.h"
 #include "panels/job_setup_column.h"
 
 #include <QSplitter>
