@@ -27,6 +27,8 @@
 #include <QMouseEvent>
 #include <QPainter>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QVBoxLayout>
@@ -154,8 +156,9 @@ QWidget* AttentionPanel::buildResults()
     wholeImage->addWidget(legradBar_, 1, 3);
     wholeImage->setColumnStretch(4, 1);
 
+    // The side column scrolls when the tab is short (a 1280 x 800 screen): its maps would otherwise
+    // set the window's least height.
     auto* side = new QWidget;
-    side->setFixedWidth(SideWidth + 20);
     auto* sideColumn = new QVBoxLayout(side);
     sideColumn->setContentsMargins(4, 0, 4, 0);
     sideColumn->addLayout(enlargedRow);
@@ -164,11 +167,17 @@ QWidget* AttentionPanel::buildResults()
     sideColumn->addLayout(wholeImage);
     sideColumn->addStretch(1);
 
+    auto* sideScroll = new QScrollArea;
+    sideScroll->setWidget(side);
+    sideScroll->setWidgetResizable(true);
+    sideScroll->setFrameShape(QFrame::NoFrame);
+    sideScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    sideScroll->setFixedWidth(SideWidth + 20 + sideScroll->verticalScrollBar()->sizeHint().width());
     auto* top = new QWidget;
     auto* topRow = new QHBoxLayout(top);
     topRow->setContentsMargins(0, 0, 0, 0);
     topRow->addWidget(grid_, 1);
-    topRow->addWidget(side);
+    topRow->addWidget(sideScroll);
     auto* results = new QSplitter(Qt::Vertical);
     results->addWidget(top);
     results->addWidget(plots_);

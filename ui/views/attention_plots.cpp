@@ -13,7 +13,7 @@ QCustomPlot* newPlot(const QString& y)
     auto* plot = new QCustomPlot;
     plot->xAxis->setLabel(QObject::tr("layer"));
     plot->yAxis->setLabel(y);
-    plot->setMinimumHeight(170);
+    plot->setMinimumHeight(130);
     return plot;
 }
 

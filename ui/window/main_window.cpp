@@ -36,6 +36,7 @@
 #include <QProgressBar>
 #include <QResizeEvent>
 #include <QScrollArea>
+#include <QScreen>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStatusBar>
@@ -80,6 +81,7 @@ MainWindow::MainWindow(QWidget* parent)
 {
     setAcceptDrops(true);
     // The order is CentralTab's.
+    central_->setObjectName("centralTabs");
     central_->addTab(activations_, tr("Activations"));
     central_->addTab(gradCam_, tr("Grad-CAM / Saliency"));
     central_->addTab(attribution_, tr("Attribution"));
@@ -194,11 +196,17 @@ MainWindow::MainWindow(QWidget* parent)
     });
 
     setMinimumSize(880, 560);
-    resize(1400, 900); // unless the last geometry is restored below
+    // 1400 x 900, or the screen's free area where that is smaller (a 1280 x 800 laptop: the window
+    // opened wider and taller than the screen, its right dock and status bar off it), unless the
+    // last geometry is restored below; a restored one is held to the screen too.
+    const QSize screenRoom = screen() ? screen()->availableGeometry().size() : QSize(1400, 900);
+    resize(QSize(1400, 900).boundedTo(screenRoom));
     sizeDocks();
     defaultState_ = saveState();
     QSettings settings;
     restoreGeometry(settings.value("window/geometry").toByteArray());
+    if (width() > screenRoom.width() || height() > screenRoom.height())
+        resize(size().boundedTo(screenRoom));
     restoreState(settings.value(stateKey).toByteArray());
     updateTitle();
 }
