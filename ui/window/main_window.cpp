@@ -35,8 +35,8 @@
 #include <QMimeData>
 #include <QProgressBar>
 #include <QResizeEvent>
-#include <QScrollArea>
 #include <QScreen>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStatusBar>
