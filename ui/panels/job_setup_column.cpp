@@ -152,8 +152,8 @@ void JobSetupColumn::showProgress(qint64 done, qint64 total)
         progress_->setFormat(QStringLiteral("%p%"));
         return;
     }
-    const double left
-        = static_cast<double>(elapsed) / 1000.0 * static_cast<double>(total - done) / static_cast<double>(done);
+    const double left = std::min(1e6, // seconds, converted to int below
+        static_cast<double>(elapsed) / 1000.0 * static_cast<double>(total - done) / static_cast<double>(done));
     const QString estimate = left < 60.0 ? tr("about %1 s left").arg(std::max(1, static_cast<int>(left + 0.5)))
                                          : tr("about %1 min left").arg(static_cast<int>(left / 60.0 + 0.5));
     progress_->setFormat(tr("%p% · %1").arg(estimate));
