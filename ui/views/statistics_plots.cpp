@@ -164,6 +164,8 @@ void StatisticsPlots::clear()
         }
         plot->xAxis->setRange(0, 1);
         plot->yAxis->setRange(0, 1);
+        plot->xAxis->setTickLabels(false); // an empty plot has no numbers to read
+        plot->yAxis->setTickLabels(false);
         plot->replot(QCustomPlot::rpQueuedReplot);
     }
 }
@@ -172,6 +174,10 @@ void StatisticsPlots::show(const LayerStatistics& s)
 {
     clear();
     shown_ = s;
+    for (QCustomPlot* plot : {histogram_, channels_, sparsity_, sorted_}) {
+        plot->xAxis->setTickLabels(true);
+        plot->yAxis->setTickLabels(true);
+    }
     const double binWidth = (s.histogramMax - s.histogramMin) / std::max<size_t>(1, s.histogram.size());
     QVector<double> x, y;
     for (size_t i = 0; i < s.histogram.size(); ++i) {
