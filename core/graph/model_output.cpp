@@ -323,6 +323,22 @@ ImagePrediction predictImage(const ScoreOutput& output, int64_t image, const std
     return prediction;
 }
 
+std::vector<OutputReading> outputReadings(const c10::IValue& output, const std::string& scoresElement, int64_t image)
+{
+    constexpr int64_t Most = 16;
+    std::vector<OutputReading> readings;
+    for (const auto& [name, value] : elementsOf(output)) {
+        if (name == scoresElement || !value.isTensor())
+            continue;
+        const at::Tensor t = value.toTensor();
+        if (!t.is_floating_point() || t.dim() < 1 || t.size(0) <= image || t.numel() / t.size(0) > Most)
+            continue;
+        const at::Tensor row = t[image].detach().to(at::kCPU, at::kDouble).contiguous().flatten();
+        readings.push_back({name, std::vector<double>(row.data_ptr<double>(), row.data_ptr<double>() + row.numel())});
+    }
+    return readings;
+}
+
 c10::IValue detachedValue(const c10::IValue& value)
 {
     if (value.isTensor())

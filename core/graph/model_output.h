@@ -55,6 +55,12 @@ TargetScore targetScore(
 ImagePrediction predictImage(
     const ScoreOutput& output, int64_t image, const std::vector<std::string>& labels, int k = 5);
 
+// The elements of a tuple or dict output other than `scoresElement`, read for image `image`: each
+// floating-point tensor with a batch dimension (its first) and at most 16 values per image, as the
+// image's values in order; a face network's age ([N, 1]) beside its gender scores. Larger elements
+// (features, maps) and integer ones are left out: they are no reading.
+std::vector<OutputReading> outputReadings(const c10::IValue& output, const std::string& scoresElement, int64_t image);
+
 // A copy with every tensor detached (tuples keep their namedtuple type).
 c10::IValue detachedValue(const c10::IValue& value);
 

@@ -31,6 +31,12 @@ struct DetectionBox {
     double score = 0.0;
 };
 
+// Another element of a tuple or dict output, read for one image: an age beside a gender's scores.
+struct OutputReading {
+    std::string element; // "[1]", a namedtuple field or a dict key
+    std::vector<double> values; // the image's values, in order (at most 16)
+};
+
 // One image's reading of the output: the top classes, a class map, or detections.
 struct ImagePrediction {
     OutputKind kind = OutputKind::Other;
@@ -38,6 +44,7 @@ struct ImagePrediction {
     std::vector<Prediction> top; // classes: top-k by probability; segmentation: classes by pixel share
     FloatTensor classMap; // segmentation: [H, W], the highest-scoring class of each pixel
     std::vector<DetectionBox> detections; // detection: as the model ranks them (by score)
+    std::vector<OutputReading> others; // the output's other small elements (outputReadings)
 };
 
 // The label of class `index`, or "class N" when the labels do not reach it.

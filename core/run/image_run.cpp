@@ -151,9 +151,12 @@ ImageRunResult ImageRunner::run(
                 item.thumbnailHeight = thumbnail.height;
                 item.thumbnail = thumbnail.rgb;
             }
-            if (truncation.empty())
-                item.prediction = predictImage(
-                    findScores(run.values.front().second, config.setup.scores), 0, config.setup.labels, config.topK);
+            if (truncation.empty()) {
+                const c10::IValue& output = run.values.front().second;
+                item.prediction
+                    = predictImage(findScores(output, config.setup.scores), 0, config.setup.labels, config.topK);
+                item.prediction.others = outputReadings(output, item.prediction.element, 0);
+            }
             item.gradientTarget = run.target;
             item.width = image.width;
             item.height = image.height;

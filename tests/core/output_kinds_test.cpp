@@ -191,3 +191,44 @@ TEST(Tokens, ViTBlocksGiveTokenMapsAndGradCamLikeHooks)
 
 } // namespace
 } // namespace torchscope::test
+
+namespace torchscope::test {
+namespace {
+
+// A face network's (gender scores, age) and a dict with a feature map beside its scores: the other
+// small floating-point elements are read for the image asked for, each equal to that image's row;
+// the scores element, features, maps and integers are not readings.
+TEST(OutputReadings, TheOtherSmallElementsOfATupleOrDictForOneImage)
+{
+    const at::Tensor gender = at::tensor({0.2, 0.8, 0.9, 0.1}, at::kFloat).view({2, 2});
+    const at::Tensor age = at::tensor({31.5, 64.25}, at::kFloat).view({2, 1});
+    const at::Tensor boxes = at::arange(8, at::kFloat).view({2, 4});
+    const at::Tensor features = at::zeros({2, 17});
+    const at::Tensor ids = at::tensor({3, 4}, at::kLong);
+    const c10::IValue tuple = c10::ivalue::Tuple::create({gender, age, boxes, features, ids});
+    ASSERT_EQ(findScores(tuple).element, "[0]");
+    for (int64_t image = 0; image < 2; ++image) {
+        const auto readings = outputReadings(tuple, "[0]", image);
+        ASSERT_EQ(readings.size(), 2u) << "image " << image;
+        EXPECT_EQ(readings[0].element, "[1]");
+        EXPECT_EQ(readings[0].values, std::vector<double>{age[image][0].item<double>()});
+        EXPECT_EQ(readings[1].element, "[2]");
+        std::vector<double> row;
+        for (int64_t k = 0; k < 4; ++k)
+            row.push_back(boxes[image][k].item<double>());
+        EXPECT_EQ(readings[1].values, row);
+    }
+    EXPECT_TRUE(outputReadings(tuple, "[0]", 2).empty()); // no third image
+
+    c10::Dict<std::string, at::Tensor> dict;
+    dict.insert("out", at::zeros({1, 3, 4, 5}));
+    dict.insert("quality", at::tensor({0.75}, at::kFloat).view({1, 1}));
+    const auto readings = outputReadings(c10::IValue(dict), "out", 0);
+    ASSERT_EQ(readings.size(), 1u);
+    EXPECT_EQ(readings[0].element, "quality");
+    EXPECT_EQ(readings[0].values, std::vector<double>{0.75});
+    EXPECT_TRUE(outputReadings(c10::IValue(age), "", 0).empty()); // a tensor output has no other elements
+}
+
+} // namespace
+} // namespace torchscope::test

@@ -11,6 +11,23 @@
 #include <QVBoxLayout>
 
 namespace torchscope {
+namespace {
+
+// The output's other elements beside the scores, a line each: "[1]: 34.21" (a face network's age
+// beside its gender), "boxes: 0.12, 0.4, 0.9, 0.77".
+QString readingsText(const std::vector<OutputReading>& readings)
+{
+    QStringList lines;
+    for (const auto& reading : readings) {
+        QStringList values;
+        for (const double v : reading.values)
+            values << QString::number(v, 'g', 4);
+        lines << QString("%1: %2").arg(QString::fromStdString(reading.element), values.join(", "));
+    }
+    return lines.isEmpty() ? QString() : QObject::tr("Also in the output:\n%1").arg(lines.join('\n'));
+}
+
+} // namespace
 
 PredictionsPanel::PredictionsPanel(Document* document, QWidget* parent)
     : QWidget(parent)
@@ -80,8 +97,12 @@ void PredictionsPanel::refresh()
     case OutputKind::Other:
         caption_->setText(tr("The model's output holds no class scores ([1, classes]), segmentation or detections: "
                              "choose the output element with the scores in Model > Input Setup…"));
+        if (const QString others = readingsText(p.others); !others.isEmpty())
+            caption_->setText(caption_->text() + "\n" + others);
         return;
     }
+    if (const QString others = readingsText(p.others); !others.isEmpty())
+        caption_->setText(caption_->text() + "\n" + others);
     table_->setHorizontalHeaderLabels({tr("Class"), tr("Label"), column});
     table_->setRowCount(static_cast<int>(p.top.size()));
     for (int row = 0; row < table_->rowCount(); ++row) {
