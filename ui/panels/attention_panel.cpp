@@ -235,9 +235,12 @@ void AttentionPanel::resetForModel()
     else if (attending == 0)
         text = tr("This model computes no attention TorchScope recognises (scaled_dot_product_attention, "
                   "nn.MultiheadAttention, softmax over q·kᵀ).");
-    else
+    else if (document_->images().isEmpty())
         text = tr("%n attention module(s) found (◎ in the module tree). Add images, then Show the Attention.", nullptr,
             static_cast<int>(attending));
+    else
+        text = tr("%n attention module(s) found (◎ in the module tree). Show the Attention runs the strip's images.",
+            nullptr, static_cast<int>(attending));
     grid_->clear(text);
     column_->reset(text);
     // A model with nothing to show (a CNN) cannot start the job: the hint above says why.
