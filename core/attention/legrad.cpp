@@ -44,7 +44,7 @@ std::string finalTokensKey(const Model& model)
 {
     if (model.find("heads"))
         return {};
-    if (const ModuleInfo* norm = model.find("norm"); norm && norm->called && !norm->callSites.empty())
+    if (const ModuleInfo* norm = model.find("norm"); norm && norm->called)
         return "norm:in0";
     if (const ModuleInfo* blocks = model.find("blocks"); blocks && blocks->called)
         return "blocks";

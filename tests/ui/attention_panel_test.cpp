@@ -39,10 +39,7 @@ at::Tensor shown(const FloatTensor& map)
 
 void openVit(MainWindow& window)
 {
-    window.setInteractive(false);
-    QSignalSpy opened(window.controller(), &RunController::modelOpened);
-    window.openModel(test::fixture("vit_b_16_scripted.pt"));
-    QVERIFY(opened.wait(Timeout));
+    test::openModel(window, test::fixture("vit_b_16_scripted.pt"));
 }
 
 AttentionWorkbenchResultPtr show(AttentionPanel* panel)

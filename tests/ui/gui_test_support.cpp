@@ -11,9 +11,14 @@ namespace torchscope::test {
 
 void openDemo(MainWindow& window)
 {
+    openModel(window, demoModel());
+}
+
+void openModel(MainWindow& window, const QString& path)
+{
     window.setInteractive(false);
     QSignalSpy opened(window.controller(), &RunController::modelOpened);
-    window.openModel(demoModel());
+    window.openModel(path);
     QVERIFY(opened.wait(120000));
 }
 

@@ -12,6 +12,8 @@ namespace torchscope::test {
 // Opens the demo model in a window made non-interactive (errors go to the log, not boxes); a
 // QtTest failure when it does not open in two minutes.
 void openDemo(MainWindow& window);
+// The same for the model at `path`.
+void openModel(MainWindow& window, const QString& path);
 
 QString fixture(const QString& name);
 QString demoModel();

@@ -285,10 +285,7 @@ private Q_SLOTS:
     void theWindowFitsALaptopScreen()
     {
         MainWindow window;
-        window.setInteractive(false);
-        QSignalSpy opened(window.controller(), &RunController::modelOpened);
-        window.openModel(test::fixture("vit_b_16_scripted.pt"));
-        QVERIFY(opened.wait(Timeout));
+        test::openModel(window, test::fixture("vit_b_16_scripted.pt"));
         window.document()->addImages(test::demoImages().mid(0, 2));
         window.show();
         QVERIFY(QTest::qWaitForWindowExposed(&window));
@@ -376,10 +373,7 @@ private Q_SLOTS:
     void aCancelledRunKeepsWhatItRecorded()
     {
         MainWindow window;
-        window.setInteractive(false);
-        QSignalSpy opened(window.controller(), &RunController::modelOpened);
-        window.openModel(test::fixture("resnet18_scripted.pt"));
-        QVERIFY(opened.wait(Timeout));
+        test::openModel(window, test::fixture("resnet18_scripted.pt"));
         QTemporaryDir dir;
         QStringList images;
         for (int i = 0; i < 60; ++i) {

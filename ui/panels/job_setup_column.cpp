@@ -226,9 +226,9 @@ void JobSetupColumn::watchInputs(Document* document, int reads)
 {
     document_ = document;
     reads_ = reads;
-    // Every change to the images, the setup, the edits or the target emits requestChanged().
+    // Every change to the images, the setup, the edits or the target emits requestChanged()
+    // (setupChanged() alone means only the setup's source was renamed).
     connect(document, &Document::requestChanged, this, &JobSetupColumn::showWhetherOutdated);
-    connect(document, &Document::setupChanged, this, &JobSetupColumn::showWhetherOutdated);
 }
 
 bool JobSetupColumn::isOutdated() const

@@ -29,8 +29,6 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
-#include <numeric>
-
 namespace torchscope {
 namespace {
 
@@ -47,6 +45,21 @@ QString shortEdit(const std::string& edit)
                 = QStringList(channels.mid(0, Shown)).join(',') + QObject::tr(",… (%1 channels)").arg(channels.size());
     }
     return parts.join(':');
+}
+
+// Edits as the CLI writes them: cut short for the column (shortEdit), whole for its tooltip.
+struct EditTexts {
+    QStringList shown, whole;
+};
+
+EditTexts editTexts(const std::vector<std::string>& edits)
+{
+    EditTexts texts;
+    for (const auto& edit : edits) {
+        texts.shown << shortEdit(edit);
+        texts.whole << QString::fromStdString(edit);
+    }
+    return texts;
 }
 
 } // namespace
@@ -177,18 +190,17 @@ void RecordersPanel::resetForModel()
 // and the column marks it out of date when the two differ.
 void RecordersPanel::showEdits()
 {
-    QStringList edits, whole;
-    for (const auto& edit : document_->edits()) {
-        edits << shortEdit(edit.toString());
-        whole << QString::fromStdString(edit.toString());
-    }
+    std::vector<std::string> specs;
+    for (const auto& edit : document_->edits())
+        specs.push_back(edit.toString());
+    const auto [edits, whole] = editTexts(specs);
     edits_->setText(edits.isEmpty()
             ? tr("No edits in the module tree: the next recording sees the model as loaded. Edits made there "
                  "(zeroed or scaled channels) apply to recordings; the truncation point does not.")
             : tr("The next recording applies the module tree's edits: %1. (The truncation point does not "
                  "apply.)")
                   .arg(edits.join(", ")));
-    edits_->setToolTip(whole.join("\n"));
+    edits_->setToolTip(whole.join('\n'));
 }
 
 void RecordersPanel::start()
@@ -271,18 +283,13 @@ void RecordersPanel::showRecording(const RecordResultPtr& snapshot)
         text += tr("; labels from %1").arg(QString::fromStdString(snapshot->labelSource));
     if (!snapshot->failures.empty())
         text += tr("; %1 unreadable image(s) skipped").arg(snapshot->failures.size());
-    if (!snapshot->edits.empty()) {
-        QStringList edits;
-        for (const auto& edit : snapshot->edits)
-            edits << shortEdit(edit);
+    const auto [edits, whole] = editTexts(snapshot->edits);
+    if (!edits.isEmpty())
         text += tr("; recorded with the edits %1").arg(edits.join(", "));
-    }
     if (snapshot->cancelled)
         text += tr(" — cancelled: what was recorded so far is kept");
     column_->summary()->setText(text);
-    column_->summary()->setToolTip(
-        QString::fromStdString(std::accumulate(snapshot->edits.begin(), snapshot->edits.end(), std::string(),
-            [](const std::string& all, const std::string& edit) { return all.empty() ? edit : all + "\n" + edit; })));
+    column_->summary()->setToolTip(whole.join('\n'));
     const QSignalBlocker block(layer_);
     layer_->clear();
     for (const auto& [key, samples] : snapshot->samples)
