@@ -112,6 +112,29 @@ std::string pngProblem(const std::string& bytes)
     return {};
 }
 
+// The PNG without its embedded colour profiles (iCCP chunks). OpenCV never applies a profile (nor do
+// torchvision's decode_png or PIL's open: pixels are taken as they are stored), but libpng checks
+// it, and prints "libpng warning: iCCP: known incorrect sRGB profile" (or "too short") to stderr
+// for the many cameras' and editors' files with a malformed one: a warning about something that
+// is not used. The pixels are the same with or without it. Empty when there is nothing to take out,
+// or when the chunk list does not walk to the end (damaged: the decoder judges the file as it is).
+std::string withoutColourProfiles(const std::string& png)
+{
+    if (png.find("iCCP") == std::string::npos)
+        return {};
+    std::string kept = png.substr(0, 8); // the signature
+    size_t at = 8;
+    while (at + 12 <= png.size()) {
+        const uint64_t size = 12 + static_cast<uint64_t>(bigEndian32(png, at)); // length, type, data, CRC
+        if (size > png.size() - at)
+            return {};
+        if (png.compare(at + 4, 4, "iCCP") != 0)
+            kept.append(png, at, static_cast<size_t>(size));
+        at += static_cast<size_t>(size);
+    }
+    return at == png.size() && kept.size() < png.size() ? kept : std::string();
+}
+
 // Formats OpenCV's build does not decode, named with what to do.
 std::string unsupportedFormat(const std::string& kind)
 {
@@ -152,9 +175,11 @@ DecodedImage decodeImageBytes(const std::string& bytes, const std::string& path)
     if (!problem.empty())
         throw Error("cannot read image '" + path + "': " + problem);
 
+    const std::string decoded = kind == "a PNG image" ? withoutColourProfiles(bytes) : std::string();
+    const std::string& given = decoded.empty() ? bytes : decoded;
     cv::Mat raw;
     try {
-        const cv::Mat encoded(1, static_cast<int>(bytes.size()), CV_8U, const_cast<char*>(bytes.data()));
+        const cv::Mat encoded(1, static_cast<int>(given.size()), CV_8U, const_cast<char*>(given.data()));
         raw = cv::imdecode(encoded, cv::IMREAD_UNCHANGED);
     } catch (const cv::Exception& e) {
         throw Error("cannot read image '" + path + "': " + e.what());

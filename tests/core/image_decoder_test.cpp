@@ -4,6 +4,9 @@
 #include "imaging/image_decoder.h"
 #include "imaging/image_tensor.h"
 
+#include <fstream>
+#include <iterator>
+
 namespace torchscope::test {
 namespace {
 
@@ -65,6 +68,49 @@ TEST(Decode, NotAnImageSaysWhatItIs)
     const std::string message = errorOf([] { decodeImage(fixture("images/not_an_image.png")); });
     EXPECT_NE(message.find("text file"), std::string::npos) << message;
     EXPECT_NE(errorOf([] { decodeImage(fixture("images/missing.png")); }).find("no such file"), std::string::npos);
+}
+
+// A PNG chunk: length, type, data, CRC-32 (PNG's, over type and data).
+std::string pngChunk(const std::string& type, const std::string& data)
+{
+    const std::string body = type + data;
+    uint32_t crc = 0xffffffffu;
+    for (const unsigned char byte : body) {
+        crc ^= byte;
+        for (int bit = 0; bit < 8; ++bit)
+            crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
+    }
+    crc ^= 0xffffffffu;
+    const auto bigEndian = [](uint32_t v) {
+        return std::string{
+            static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};
+    };
+    return bigEndian(static_cast<uint32_t>(data.size())) + body + bigEndian(crc);
+}
+
+// A malformed colour profile (the "iCCP: too short" many cameras' files give libpng) is not applied by
+// any decoder here, and it no longer makes libpng print to stderr: the pixels are those of the file
+// without the chunk, and nothing is written.
+TEST(Decode, AMalformedColourProfileIsIgnoredWithoutAWordOnStderr)
+{
+    std::ifstream in(fixture("images/rgb.png"), std::ios::binary);
+    const std::string plain((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t afterHeader = 8 + 4 + 4 + 13 + 4; // signature, IHDR
+    ASSERT_EQ(plain.compare(12, 4, "IHDR"), 0);
+    // Name, its NUL, compression method 0, then a "deflated" profile of 3 bytes: too short for one.
+    const std::string profiled = plain.substr(0, afterHeader) + pngChunk("iCCP", std::string("bad\0\0\x78\x9c\x03", 8))
+        + plain.substr(afterHeader);
+    const DecodedImage expected = decodeImageBytes(plain, "rgb.png");
+    testing::internal::CaptureStderr();
+    const DecodedImage decoded = decodeImageBytes(profiled, "profiled.png");
+    const std::string printed = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(printed, "");
+    EXPECT_EQ(decoded.width, expected.width);
+    EXPECT_EQ(decoded.height, expected.height);
+    EXPECT_EQ(decoded.pixels, expected.pixels);
+    // A chunk list cut inside the profile's chunk is judged by the decoder as it is (an error, no crash).
+    const std::string cut = profiled.substr(0, afterHeader + 10);
+    EXPECT_NE(errorOf([&] { decodeImageBytes(cut, "cut.png"); }).find("cut.png"), std::string::npos);
 }
 
 TEST(Decode, ListsImagesInFolders)
