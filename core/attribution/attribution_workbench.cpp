@@ -3,6 +3,7 @@
 #include "attribution/faithfulness.h"
 #include "attribution/input_attributions.h"
 #include "attribution/sanity_checks.h"
+#include "common/cancel_scope.h"
 #include "common/error.h"
 #include "common/finite_summary.h"
 #include "common/strings.h"
@@ -21,17 +22,6 @@
 
 namespace torchscope {
 namespace {
-
-// A stage's progress as the whole job's: stages of equal weight, one after another.
-ProgressCallback stageProgress(const ProgressCallback& progress, int stage, int stages, const std::string& name)
-{
-    if (!progress)
-        return {};
-    return [=](const Progress& p) {
-        const int64_t total = std::max<int64_t>(1, p.total);
-        return progress(Progress{stage * 1000 + 1000 * p.done / total, stages * 1000, name, {}});
-    };
-}
 
 WorkbenchMetricSummary summarise(const MetricValues& values)
 {
@@ -88,7 +78,7 @@ FaithfulnessRequest faithfulnessRequest(
 }
 
 AttributionWorkbenchResult runAttributionWorkbench(Engine& engine, const std::shared_ptr<Model>& scratch,
-    const AttributionWorkbenchRequest& request, const ProgressCallback& progress)
+    const AttributionWorkbenchRequest& request, const AttributionWorkbenchReports& reports)
 {
     if (request.methods.empty())
         throw Error("tick at least one attribution method");
@@ -100,67 +90,111 @@ AttributionWorkbenchResult runAttributionWorkbench(Engine& engine, const std::sh
     SameSizeImages loaded = loadSameSizeImages(request.images, request.setup.preprocessing,
         "the maps are compared across images: give the Input Setup a resize",
         "the attribution workbench needs at least one image");
-    for (size_t i = 0; i < loaded.paths.size(); ++i) {
-        WorkbenchImage image;
-        image.image = loaded.paths[i];
-        image.picture = std::move(loaded.pictures[i]);
-        result.images.push_back(std::move(image));
-    }
     result.failures = std::move(loaded.failures);
-    const at::Tensor images = loaded.batch;
+    const at::Tensor& images = loaded.batch;
     const InputAttributionRequest attribution = inputAttributionRequest(request);
     if (attribution.baseline.kind == BaselineKind::Image)
         throw Error("the window's baselines are black, blur and noise; a user's image is the CLI's --baseline FILE");
-    const int stages = 1 + static_cast<int>(request.methods.size()) * (request.metrics.empty() ? 0 : 1)
-        + (request.sanityMode.empty() ? 0 : 1);
-
-    const InputAttributionResult made
-        = attributeInputs(engine, images, attribution, stageProgress(progress, 0, stages, "attributions"));
-    const auto explained = static_cast<int64_t>(made.targets.size());
-    result.cancelled = made.cancelled;
-    result.images.resize(static_cast<size_t>(explained));
-    for (int64_t i = 0; i < explained; ++i) {
-        result.images[static_cast<size_t>(i)].target = made.targets[static_cast<size_t>(i)];
-        result.images[static_cast<size_t>(i)].targetDescription = made.targetDescriptions[static_cast<size_t>(i)];
-    }
-    if (explained == 0)
-        return result;
-    const at::Tensor batch = images.narrow(0, 0, explained);
+    const FaithfulnessRequest faithfulness = faithfulnessRequest(request, attribution);
     result.measures.model = engine.model().path();
     result.measures.seed = request.seed;
-    for (const auto& image : result.images)
-        result.measures.images.push_back({image.image, image.target, image.targetDescription});
 
-    const FaithfulnessRequest faithfulness = faithfulnessRequest(request, attribution);
-    int stage = 1;
-    for (const auto& method : request.methods) {
-        const at::Tensor maps = *inputSizedMap(made.maps, method);
-        const at::Tensor importance = pixelImportance(maps, images.size(2), images.size(3));
-        auto& perImage = result.maps[method];
-        for (int64_t i = 0; i < explained; ++i) {
-            WorkbenchMap map;
-            map.importance = toFloatTensor(importance[i].contiguous());
-            map.low = importance[i].min().item<double>();
-            map.high = importance[i].max().item<double>();
-            perImage.push_back(std::move(map));
+    const CancelScope scope(reports.cancelled);
+    const int64_t count = images.size(0);
+    const auto metricStages = static_cast<int64_t>(request.metrics.empty() ? 0 : request.methods.size());
+    const int64_t perImage = 1 + metricStages;
+    const int64_t total = count * perImage + (request.sanityMode.empty() ? 0 : count);
+    // A part of the job as the whole's progress: `base` units done before it, `weight` in it.
+    const auto part = [&](int64_t base, int64_t weight, const std::string& stage) -> ProgressCallback {
+        if (!reports.progress)
+            return {};
+        return [=, &reports](const Progress& p) {
+            const int64_t done = base * 1000 + weight * 1000 * p.done / std::max<int64_t>(1, p.total);
+            return reports.progress(Progress{done, total * 1000, stage, {}});
+        };
+    };
+    std::map<std::string, FaithfulnessResult> scored; // method -> every image's metrics so far
+    for (int64_t k = 0; k < count && !result.cancelled; ++k) {
+        // Image k alone, with the draws it has in the whole batch: the seed plus its index.
+        const at::Tensor x = images.narrow(0, k, 1);
+        InputAttributionRequest one = attribution;
+        one.noise.seed += static_cast<uint64_t>(k);
+        one.baseline.seed += static_cast<uint64_t>(k);
+        InputAttributionResult made;
+        try {
+            made = attributeInputs(engine, x, one, part(k * perImage, 1, "attributions"));
+        } catch (const Cancelled&) {
+            made.cancelled = true;
         }
-        if (request.metrics.empty() || result.cancelled)
-            continue;
-        const FaithfulnessResult scores = evaluateFaithfulness(engine, batch, maps, made.targets, faithfulness,
-            stageProgress(progress, stage++, stages, "metrics: " + method));
-        result.cancelled = scores.cancelled;
-        result.pixelsPerStep = scores.pixelsPerStep;
-        addFaithfulness(result.measures, method, scores, faithfulness);
-        for (const auto& [metric, values] : scores.metrics) {
-            result.summary[method][metric] = summarise(values);
-            for (size_t i = 0; i < perImage.size() && i < values.perImage.size(); ++i) {
-                perImage[i].metrics[metric] = values.perImage[i];
-                if (i < values.curves.size())
-                    perImage[i].curves[metric] = values.curves[i];
+        if (made.cancelled || made.targets.empty()) {
+            result.cancelled = true;
+            break;
+        }
+        WorkbenchImageResult done;
+        done.index = result.images.size();
+        done.image.image = loaded.paths[static_cast<size_t>(k)];
+        done.image.picture = std::move(loaded.pictures[static_cast<size_t>(k)]);
+        done.image.target = made.targets[0];
+        done.image.targetDescription = made.targetDescriptions[0];
+        FaithfulnessRequest oneScored = faithfulness;
+        oneScored.seed += static_cast<uint64_t>(k);
+        int64_t stage = k * perImage + 1;
+        for (const auto& method : request.methods) {
+            const at::Tensor maps = *inputSizedMap(made.maps, method);
+            const at::Tensor importance = pixelImportance(maps, images.size(2), images.size(3))[0].contiguous();
+            WorkbenchMap& map = done.maps[method];
+            map.importance = toFloatTensor(importance);
+            map.low = importance.min().item<double>();
+            map.high = importance.max().item<double>();
+            if (request.metrics.empty())
+                continue;
+            FaithfulnessResult scores;
+            try {
+                scores = evaluateFaithfulness(
+                    engine, x, maps, made.targets, oneScored, part(stage++, 1, "metrics: " + method));
+            } catch (const Cancelled&) {
+                scores.cancelled = true;
+            }
+            FaithfulnessResult& all = scored[method];
+            all.pixelsPerStep = result.pixelsPerStep = scores.pixelsPerStep;
+            for (const auto& metric : request.metrics) {
+                const auto found = scores.metrics.find(metric);
+                const bool ran = !scores.cancelled && found != scores.metrics.end();
+                const double value = ran ? found->second.perImage.at(0) : std::nan("");
+                all.metrics[metric].perImage.push_back(value);
+                if (!ran)
+                    continue;
+                map.metrics[metric] = value;
+                if (!found->second.curves.empty()) {
+                    all.metrics[metric].curves.push_back(found->second.curves[0]);
+                    map.curves[metric] = found->second.curves[0];
+                }
+            }
+            if (scores.cancelled) { // the image keeps its maps; metrics not run are NaN
+                result.cancelled = true;
+                break;
             }
         }
+        // Methods after a cancel in the metrics: NaN for this image, as for the metrics not run.
+        for (const auto& method : request.methods)
+            for (const auto& metric : request.metrics) {
+                auto& values = scored[method].metrics[metric].perImage;
+                if (values.size() < done.index + 1)
+                    values.push_back(std::nan(""));
+            }
+        result.images.push_back(done.image);
+        for (const auto& [method, map] : done.maps)
+            result.maps[method].push_back(map);
+        result.measures.images.push_back({done.image.image, done.image.target, done.image.targetDescription});
+        if (reports.onImage)
+            reports.onImage(done);
     }
-    if (request.sanityMode.empty() || result.cancelled)
+    for (const auto& [method, scores] : scored) {
+        addFaithfulness(result.measures, method, scores, faithfulness);
+        for (const auto& [metric, values] : scores.metrics)
+            result.summary[method][metric] = summarise(values);
+    }
+    if (request.sanityMode.empty() || result.cancelled || result.images.empty())
         return result;
 
     SanityRequest sanity;
@@ -168,8 +202,14 @@ AttributionWorkbenchResult runAttributionWorkbench(Engine& engine, const std::sh
     sanity.mode = parseRandomisationMode(request.sanityMode);
     sanity.seed = request.seed;
     sanity.keepMaps = true;
-    const SanityResult report
-        = checkSanity(engine, scratch, batch, sanity, stageProgress(progress, stage, stages, "sanity check"));
+    SanityResult report;
+    try {
+        report = checkSanity(engine, scratch, images.narrow(0, 0, static_cast<int64_t>(result.images.size())), sanity,
+            part(count * perImage, count, "sanity check"));
+    } catch (const Cancelled&) {
+        result.cancelled = true;
+        return result;
+    }
     result.cancelled = report.cancelled;
     result.notRandomised = report.skipped;
     result.afterProbe = report.afterProbe;
@@ -223,7 +263,11 @@ AttributionWorkbenchResult AttributionAnalysis::run(AnalysisContext& context, co
     auto engine = context.models.engine(context.model);
     // The sanity check randomises a copy of its own, never the model the window runs.
     const std::shared_ptr<Model> scratch = request.sanityMode.empty() ? nullptr : context.models.copy(context.model);
-    return runAttributionWorkbench(*engine, scratch, request, context.progress);
+    AttributionWorkbenchReports reports;
+    reports.progress = context.progress;
+    reports.cancelled = context.cancelled;
+    reports.onImage = [&context](const WorkbenchImageResult& image) { context.deliver(image); };
+    return runAttributionWorkbench(*engine, scratch, request, reports);
 }
 
 } // namespace torchscope

@@ -12,6 +12,7 @@
 #include "model/model_setup.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -89,12 +90,31 @@ struct AttributionWorkbenchResult {
     AttributionMeasures measures;
 };
 
+// One image's part of the result, handed over as soon as its maps and their metrics are done, so
+// that the window draws it before the job ends (the sanity check comes after every image).
+struct WorkbenchImageResult {
+    size_t index = 0; // its place in the result's images
+    WorkbenchImage image;
+    std::map<std::string, WorkbenchMap> maps; // method -> its map
+};
+
+struct AttributionWorkbenchReports {
+    ProgressCallback progress; // returning false cancels at the next image or stage
+    // Whether a cancel was asked for: checked before every forward pass (common/cancel_scope.h), so
+    // one image's thousands of occlusion or path evaluations stop at their next batch; the image
+    // in progress is then left out (or, in its metrics, left with NaN where a metric did not run).
+    std::function<bool()> cancelled;
+    std::function<void(const WorkbenchImageResult&)> onImage;
+};
+
 // `scratch`: a second copy of the model for the sanity check (it is randomised), or nullptr when
 // request.sanityMode is empty. Images whose input size differs from the first image's are listed
-// as failures (the maps are compared across images). Progress: attributions, then each method's
-// metrics, then the randomised layers. Throws torchscope::Error for a wrong request.
+// as failures (the maps are compared across images). The images go one at a time, each through
+// every method and then every metric (each image's seeded draws are those of the whole batch: the
+// seed plus its index), then the sanity check over all of them. Progress counts images per stage
+// ("attributions", "metrics: METHOD", "sanity check"). Throws torchscope::Error for a wrong request.
 AttributionWorkbenchResult runAttributionWorkbench(Engine& engine, const std::shared_ptr<Model>& scratch,
-    const AttributionWorkbenchRequest& request, const ProgressCallback& progress = {});
+    const AttributionWorkbenchRequest& request, const AttributionWorkbenchReports& reports = {});
 
 // The requests these settings make, for the workbench and for the CLI's attribute, evaluate and
 // sanity alike (one builder): every method's settings, the setup's scores and labels, the target

@@ -76,6 +76,15 @@ struct AnalysisContext {
     ModelKey model; // the model it is asked about (the window's open model)
     ProgressCallback progress; // may be empty
     std::function<bool()> cancelled; // whether a cancel was asked for, without reporting; may be empty
+    // A part of the result, handed to the front end before the job ends (as QPromise::addResult
+    // does): the analysis's header names its parts' type (the attribution workbench: one image's
+    // maps). May be empty; the window posts each part to the panel that started the job.
+    std::function<void(std::shared_ptr<const void> part)> partial;
+    template <typename Part> void deliver(const Part& part) const
+    {
+        if (partial)
+            partial(std::make_shared<const Part>(part));
+    }
     bool reportProgress(const Progress& p) const { return !progress || progress(p); }
     bool isCancelled() const { return cancelled && cancelled(); }
 };

@@ -1,5 +1,6 @@
 #include "graph/engine.h"
 
+#include "common/cancel_scope.h"
 #include "common/error.h"
 #include "common/strings.h"
 #include "graph/instrumenter.h"
@@ -147,6 +148,7 @@ RunResult Engine::runWithGraph(const Request& request, const std::vector<c10::IV
 RunResult Engine::execute(const Request& request, const std::vector<c10::IValue>& inputs,
     const std::vector<at::Tensor>& editTensors, bool keepGraph)
 {
+    CancelScope::check(); // a cancelled job stops before its next forward pass
     const ResolvedRequest resolved = resolve(request);
     const bool gradients = resolved.needsGradients() || request.inputGradient;
     if (keepGraph && gradients)

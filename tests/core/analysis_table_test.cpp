@@ -9,6 +9,7 @@
 #include "attribution/faithfulness.h"
 #include "attribution/grad_cam_images.h"
 #include "attribution/input_attributions.h"
+#include "common/finite_summary.h"
 #include "common/tensor_conversion.h"
 #include "compare/compare_folder.h"
 #include "compare/layer_pair_maps.h"
@@ -270,6 +271,106 @@ TEST(WindowAnalyses, AChannelsMapsOverTheTopImagesShareOneScale)
         for (int64_t k = 0; k < expected.numel(); ++k)
             EXPECT_NEAR(result.topMaps[i].values[static_cast<size_t>(k)], expected.data_ptr<float>()[k], 1e-6);
         EXPECT_EQ(result.topPictures[i].shape.back(), 3);
+    }
+}
+
+// The workbench explains one image at a time and hands each over as it is done. On 3 × 40 × 56 colour
+// images (tests/fixtures/color_model.py), the parts are the maps and metrics of attributeInputs and
+// evaluateFaithfulness run on all three images at once, seeded draws included (SmoothGrad's noise,
+// a noise baseline, ROAD's imputation: image k draws with seed + k in both), in order, and they are
+// the result's.
+TEST(AttributionWorkbench, EachImageComesAsItIsDoneEqualToTheWholeBatch)
+{
+    const std::string model = fixture("color_cnn.pt");
+    LoadedModels models;
+    std::vector<WorkbenchImageResult> parts;
+    AnalysisContext context{models, ModelKey{model}, {}, {}};
+    context.partial = [&parts](std::shared_ptr<const void> part) {
+        parts.push_back(*std::static_pointer_cast<const WorkbenchImageResult>(part));
+    };
+    AttributionWorkbenchRequest request;
+    request.images = {fixture("color/disc.png"), fixture("color/stripes.png"), fixture("color/astronaut_a.png")};
+    request.setup = storedSetup(*Model::load(model)).value();
+    request.methods = {"smoothgrad", "integrated_gradients", "grad_cam"};
+    request.layer = "features.4";
+    request.steps = 8;
+    request.samples = 4;
+    request.baseline = "noise";
+    request.seed = 7;
+    request.metrics = {"deletion", "road_morf"};
+    const AttributionWorkbenchResult result = AttributionAnalysis::run(context, request);
+    ASSERT_EQ(result.images.size(), 3u);
+    ASSERT_EQ(parts.size(), 3u);
+
+    Engine engine(Model::load(model));
+    const at::Tensor images = loadImageBatch(request.images, request.setup.preprocessing);
+    ASSERT_EQ(images.sizes().vec(), (std::vector<int64_t>{3, 3, 40, 56}));
+    const InputAttributionRequest attribution = inputAttributionRequest(request);
+    const InputAttributionResult whole = attributeInputs(engine, images, attribution);
+    const FaithfulnessRequest metrics = faithfulnessRequest(request, attribution);
+    for (const auto& method : request.methods) {
+        const at::Tensor maps = *inputSizedMap(whole.maps, method);
+        const at::Tensor importance = pixelImportance(maps, 40, 56);
+        const FaithfulnessResult scores = evaluateFaithfulness(engine, images, maps, whole.targets, metrics);
+        for (size_t k = 0; k < 3; ++k) {
+            const auto i = static_cast<int64_t>(k);
+            EXPECT_EQ(parts[k].index, k);
+            EXPECT_EQ(parts[k].image.image, request.images[k]);
+            EXPECT_EQ(parts[k].image.target, whole.targets[k]);
+            const WorkbenchMap& part = parts[k].maps.at(method);
+            ASSERT_EQ(part.importance.shape, (std::vector<int64_t>{40, 56})) << method;
+            EXPECT_TRUE(at::allclose(toTensor(part.importance), importance[i], 1e-5, 1e-6)) << method << " image " << k;
+            EXPECT_EQ(toTensor(result.maps.at(method)[k].importance).equal(toTensor(part.importance)), true);
+            for (const auto& metric : request.metrics) {
+                const double expected = scores.metrics.at(metric).perImage[k];
+                ASSERT_TRUE(std::isfinite(expected)) << metric;
+                EXPECT_NEAR(part.metrics.at(metric), expected, 1e-6) << method << " " << metric << " image " << k;
+                EXPECT_EQ(result.maps.at(method)[k].metrics.at(metric), part.metrics.at(metric));
+            }
+        }
+        EXPECT_NEAR(result.summary.at(method).at("deletion").mean,
+            summariseFinite(scores.metrics.at("deletion").perImage).mean, 1e-6);
+    }
+    EXPECT_EQ(result.measures.images.size(), 3u);
+}
+
+// A cancel reaches inside an image: occlusion of one 40 × 56 image is over a hundred forward passes (one per
+// batch under this cap), and the job stops before the next one once asked, instead of at the end of
+// the image. What finished stays: the image before, whole; the one in progress is left out.
+TEST(AttributionWorkbench, ACancelStopsAtTheNextForwardPassKeepingTheImagesDone)
+{
+    const std::string model = fixture("color_cnn.pt");
+    AttributionWorkbenchRequest request;
+    request.images = {fixture("color/disc.png"), fixture("color/stripes.png")};
+    request.setup = storedSetup(*Model::load(model)).value();
+    request.methods = {"occlusion"};
+    request.memoryBytes = 1; // one occluded input per forward pass
+    Engine engine(Model::load(model));
+    int images = 0;
+    AttributionWorkbenchReports reports;
+    reports.onImage = [&images](const WorkbenchImageResult&) { ++images; };
+    // The forward passes of one image: the prediction, then one per occluded position.
+    int asked = 0;
+    reports.cancelled = [&asked] { return ++asked > 1000000; };
+    const AttributionWorkbenchResult full = runAttributionWorkbench(engine, nullptr, request, reports);
+    ASSERT_EQ(full.images.size(), 2u);
+    const int perImage = asked / 2;
+    ASSERT_GT(perImage, 100) << "occlusion runs one forward pass per position here";
+
+    for (const int stopAt : {5, perImage + 5}) {
+        asked = 0;
+        images = 0;
+        reports.cancelled = [&asked, stopAt] { return ++asked >= stopAt; };
+        const AttributionWorkbenchResult result = runAttributionWorkbench(engine, nullptr, request, reports);
+        EXPECT_TRUE(result.cancelled);
+        EXPECT_EQ(asked, stopAt) << "no forward pass ran after the cancel was seen";
+        const size_t done = stopAt > perImage ? 1 : 0;
+        EXPECT_EQ(result.images.size(), done);
+        EXPECT_EQ(static_cast<size_t>(images), done);
+        EXPECT_EQ(result.maps.count("occlusion") ? result.maps.at("occlusion").size() : 0, done);
+        if (done == 1)
+            EXPECT_TRUE(toTensor(result.maps.at("occlusion")[0].importance)
+                            .equal(toTensor(full.maps.at("occlusion")[0].importance)));
     }
 }
 

@@ -255,6 +255,57 @@ print(m['grad_cam'].shape, m['targets'].tolist() == [e['target'] for e in j['ima
         QVERIFY(!column->isOutdated());
     }
 
+    // Each image's maps are drawn as soon as they are made, before the job ends; Cancel answers at
+    // once, while the job is still inside a step: the images done are the result, exportable.
+    void mapsComeImageByImageAndCancelAnswersAtOnce()
+    {
+        MainWindow window;
+        AttributionPanel* panel = integratedGradientsOfTheProbeImages(window);
+        tick(panel->methodList(), {"saliency", "integrated_gradients"});
+        // The job waits in its report at the start of the second image (the second report at a third
+        // of the way: the first is the first image's end), on its own thread.
+        RunController* controller = window.controller();
+        std::atomic<JobId> held{0};
+        std::atomic<int> third{0};
+        HeldJob hold;
+        QObject receiver;
+        connect(
+            controller->jobs(), &JobRunner::progress, &receiver,
+            [&held, &third, released = hold.released()](JobId id, qint64 done, qint64 total, const QString& stage) {
+                JobId none = 0;
+                if (stage == "attributions" && done * 3 == total && ++third == 2
+                    && held.compare_exchange_strong(none, id))
+                    released.wait();
+            },
+            Qt::DirectConnection);
+        QSignalSpy finished(panel, &AttributionPanel::finished);
+        panel->start();
+        QTRY_VERIFY_WITH_TIMEOUT(held != 0, Timeout);
+        QTRY_COMPARE_WITH_TIMEOUT(panel->grid()->cellCount(), 2, Timeout); // image 1's two maps
+        QVERIFY(controller->jobs()->isActive(held));
+        QVERIFY(!panel->result());
+        QVERIFY(!panel->column()->exportButton()->isEnabled());
+
+        panel->column()->cancelButton()->click(); // the job still waits in its step
+        QVERIFY(controller->jobs()->isActive(held));
+        QVERIFY(!panel->column()->cancelButton()->isEnabled());
+        QVERIFY2(panel->column()->summary()->text().startsWith("Cancelling"),
+            qPrintable(panel->column()->summary()->text()));
+        QVERIFY(panel->result());
+        QCOMPARE(panel->result()->images.size(), size_t{1});
+        QVERIFY(panel->column()->exportButton()->isEnabled());
+        QTemporaryDir dir;
+        QCOMPARE(panel->exportTo(dir.filePath("maps.npz")), QString());
+
+        hold.release();
+        QVERIFY(finished.wait(Timeout));
+        const auto result = finished.takeFirst().at(0).value<AttributionWorkbenchResultPtr>();
+        QVERIFY(result->cancelled);
+        QCOMPARE(result->images.size(), size_t{1});
+        QCOMPARE(panel->grid()->cellCount(), 2);
+        QVERIFY(panel->startButton()->isEnabled());
+    }
+
     void aJobOfTheModelBeforeIsNotShownForTheNextOne()
     {
         MainWindow window;

@@ -41,6 +41,14 @@ void JobHandle::succeed(std::shared_ptr<const void> result)
     Q_EMIT succeeded();
 }
 
+void JobHandle::deliverPart(std::shared_ptr<const void> part)
+{
+    if (abandoned_ || !running_)
+        return;
+    part_ = std::move(part);
+    Q_EMIT partDelivered();
+}
+
 void JobHandle::fail(const QString& message)
 {
     Q_EMIT failed(title_, message);

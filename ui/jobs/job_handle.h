@@ -37,8 +37,17 @@ public:
         return std::static_pointer_cast<const Result>(result_);
     }
 
+    // The newest part of the result the job handed over before its end (an analysis's header names
+    // its parts' type: the attribution workbench's WorkbenchImageResult), once partDelivered() was
+    // emitted; nullptr before.
+    template <typename Part> std::shared_ptr<const Part> part() const
+    {
+        return std::static_pointer_cast<const Part>(part_);
+    }
+
     // For the controller: binds the handle to its submitted job and delivers the outcome.
     void attach(JobId id);
+    void deliverPart(std::shared_ptr<const void> part);
     void succeed(std::shared_ptr<const void> result);
     void fail(const QString& message);
     void end(); // the job is over (after succeed or fail, or cancelled before it started)
@@ -46,6 +55,7 @@ public:
 Q_SIGNALS:
     // `stage` is what the job does now ("activations", a visualisation's objective so far).
     void progress(qint64 done, qint64 total, const QString& stage);
+    void partDelivered(); // one more part of the result: part<P>() (never after succeeded())
     void succeeded();
     void failed(const QString& title, const QString& message);
     void finished(); // always last
@@ -57,6 +67,7 @@ private:
     bool running_ = true;
     bool abandoned_ = false;
     std::shared_ptr<const void> result_;
+    std::shared_ptr<const void> part_;
 };
 
 } // namespace torchscope

@@ -87,8 +87,9 @@ JobHandle* RunController::submit(const AnalysisInfo& info, AnalysisWork work, QO
     const QString group = info.lane == AnalysisLane::Interactive ? QString::fromStdString(info.name) : QString();
     return submitHandle(
         tr("%1 Failed").arg(QString::fromStdString(info.title)), laneOf(info.lane), group,
-        [work = std::move(work), key = modelKey()](JobContext& context, ModelSource& models) {
-            AnalysisContext analysis{models, key, progressOf(context), [&context] { return context.isCancelled(); }};
+        [work = std::move(work), key = modelKey()](JobContext& context, ModelSource& models, const PartSink& parts) {
+            AnalysisContext analysis{
+                models, key, progressOf(context), [&context] { return context.isCancelled(); }, parts};
             return work(analysis);
         },
         owner);
@@ -99,7 +100,7 @@ JobHandle* RunController::startTask(
 {
     return submitHandle(
         title, lane, {},
-        [work = std::move(work)](JobContext&, ModelSource& models) -> std::shared_ptr<const void> {
+        [work = std::move(work)](JobContext&, ModelSource& models, const PartSink&) -> std::shared_ptr<const void> {
             work(models);
             return nullptr;
         },
@@ -107,7 +108,7 @@ JobHandle* RunController::startTask(
 }
 
 JobHandle* RunController::submitHandle(const QString& title, JobLane lane, const QString& group,
-    std::function<std::shared_ptr<const void>(JobContext&, ModelSource&)> work, QObject* owner)
+    std::function<std::shared_ptr<const void>(JobContext&, ModelSource&, const PartSink&)> work, QObject* owner)
 {
     auto* handle = new JobHandle(jobs_, title, owner);
     Job job;
@@ -117,7 +118,14 @@ JobHandle* RunController::submitHandle(const QString& title, JobLane lane, const
     job.work = [work = std::move(work), lane, handle = QPointer<JobHandle>(handle)](
                    JobContext& context) -> std::function<void()> {
         LaneModels models(context.models(), lane);
-        std::shared_ptr<const void> result = work(context, models);
+        // Parts of the result reach the handle on the GUI thread, in the order they were made.
+        const PartSink parts = [&context, handle](std::shared_ptr<const void> part) {
+            context.post([handle, part = std::move(part)] {
+                if (handle)
+                    handle->deliverPart(part);
+            });
+        };
+        std::shared_ptr<const void> result = work(context, models, parts);
         return [handle, result = std::move(result)] {
             if (handle)
                 handle->succeed(result);

@@ -73,8 +73,9 @@ Q_SIGNALS:
 private:
     using AnalysisWork = std::function<std::shared_ptr<const void>(AnalysisContext& context)>;
     JobHandle* submit(const AnalysisInfo& info, AnalysisWork work, QObject* owner);
+    using PartSink = std::function<void(std::shared_ptr<const void> part)>; // to the job's handle
     JobHandle* submitHandle(const QString& title, JobLane lane, const QString& group,
-        std::function<std::shared_ptr<const void>(JobContext&, ModelSource&)> work, QObject* owner);
+        std::function<std::shared_ptr<const void>(JobContext&, ModelSource&, const PartSink&)> work, QObject* owner);
     JobId submitOwn(const QString& title, std::function<std::function<void()>(JobContext&)> work,
         const QString& group = {}, bool opening = false);
     void scheduleRun();

@@ -189,6 +189,7 @@ void AttributionPanel::connectJobs()
     connect(document_, &Document::modelChanged, this, &AttributionPanel::resetForModel);
     connect(document_, &Document::modulesChanged, this, &AttributionPanel::fillLayers);
     column_->watchInputs(document_, ImagesInput | SetupInput); // the target is the tab's own
+    connect(column_, &JobSetupColumn::cancelRequested, this, &AttributionPanel::showSoFar);
 }
 
 void AttributionPanel::fillLayers()
@@ -222,6 +223,7 @@ void AttributionPanel::resetForModel()
 {
     column_->cancelJob();
     result_.reset();
+    soFar_.reset();
     fillLayers();
     grid_->clear(tr("Tick methods, then Explain the Images: each image of the strip gets a row, each method a "
                     "column, with its metrics under the map."));
@@ -281,15 +283,24 @@ void AttributionPanel::start()
     request.sanityMode = sanity_->currentData().toString().toStdString();
     shown_ = request;
     JobHandle* job = controller_->start<AttributionAnalysis>(request, this);
-    connect(job, &JobHandle::progress, this,
-        [this](qint64, qint64, const QString& stage) { column_->summary()->setText(tr("Working: %1…").arg(stage)); });
+    connect(job, &JobHandle::progress, this, [this, job](qint64, qint64, const QString& stage) {
+        if (job->isRunning() && column_->cancelButton()->isEnabled())
+            column_->summary()->setText(
+                tr("Working: %1… (%2 of %n image(s) shown)", nullptr, static_cast<int>(shown_.images.size()))
+                    .arg(stage)
+                    .arg(soFar_ ? soFar_->images.size() : 0));
+    });
+    connect(job, &JobHandle::partDelivered, this, [this, job] { addImage(*job->part<WorkbenchImageResult>()); });
     connect(job, &JobHandle::succeeded, this, [this, job] { showResult(job->result<AttributionWorkbenchResult>()); });
     connect(job, &JobHandle::failed, this,
         [this] { grid_->clear(tr("Explaining the images failed: the reason is on the left and in the log.")); });
-    // The maps come when the job ends (the metrics and the sanity check need them all): say so,
-    // rather than leave the last result or the first-use hint standing.
+    // Each image's maps come as soon as they are made (with their metrics); the summary, the curves
+    // and the sanity check when the job ends.
     result_.reset();
-    grid_->clear(tr("Explaining %n image(s)… the maps appear here when the job ends; the progress is on the left.",
+    soFar_ = std::make_shared<AttributionWorkbenchResult>();
+    soFar_->methods = request.methods;
+    grid_->clear(tr("Explaining %n image(s)… each image's maps appear here as soon as they are made; the progress is "
+                    "on the left.",
         nullptr, static_cast<int>(request.images.size())));
     plots_->clear();
     summary_->setRowCount(0);
@@ -297,8 +308,32 @@ void AttributionPanel::start()
     column_->follow(job, tr("Explaining %n image(s)…", nullptr, static_cast<int>(request.images.size())));
 }
 
+void AttributionPanel::addImage(const WorkbenchImageResult& part)
+{
+    if (!soFar_ || part.index != soFar_->images.size())
+        return; // of a job no longer shown
+    soFar_->images.push_back(part.image);
+    for (const auto& [method, map] : part.maps)
+        soFar_->maps[method].push_back(map);
+    grid_->setResult(soFar_);
+}
+
+void AttributionPanel::showSoFar()
+{
+    // Cancel answers at once with the images finished; the job's own result follows when it stops.
+    if (!soFar_ || soFar_->images.empty())
+        return;
+    soFar_->cancelled = true;
+    result_ = soFar_;
+    column_->exportButton()->setEnabled(true);
+    column_->summary()->setText(tr("Cancelling: %n image(s) explained are shown and can be exported; the step in "
+                                   "progress stops at its next batch.",
+        nullptr, static_cast<int>(soFar_->images.size())));
+}
+
 void AttributionPanel::showResult(const AttributionWorkbenchResultPtr& result)
 {
+    soFar_.reset();
     result_ = result;
     column_->finish(result->cancelled);
     column_->exportButton()->setEnabled(true);

@@ -59,6 +59,8 @@ private:
     void connectJobs();
     void fillLayers();
     void resetForModel();
+    void addImage(const WorkbenchImageResult& part);
+    void showSoFar();
     void showResult(const AttributionWorkbenchResultPtr& result);
     void fillSummary();
     QStringList ticked(const QListWidget* list) const;
@@ -81,6 +83,8 @@ private:
     QTableWidget* summary_;
     AttributionPlots* plots_;
     AttributionWorkbenchResultPtr result_;
+    // The running job's images as they come (WorkbenchImageResult parts), drawn by the grid.
+    std::shared_ptr<AttributionWorkbenchResult> soFar_;
     AttributionWorkbenchRequest shown_;
 };
 

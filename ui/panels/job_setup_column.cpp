@@ -50,8 +50,14 @@ JobSetupColumn::JobSetupColumn(QWidget* parent)
     });
     cancel_->setEnabled(false);
     connect(cancel_, &QPushButton::clicked, this, [this] {
-        if (job_)
-            job_->cancel(); // still followed: its result says how far it came
+        if (!job_)
+            return;
+        job_->cancel(); // still followed: its result says how far it came
+        // Answered now, not when the job reaches its next step (one batch of a long method).
+        cancel_->setEnabled(false);
+        progress_->setFormat(tr("%p% · cancelling"));
+        summary_->setText(tr("Cancelling: the step in progress stops at its next batch; what finished is kept."));
+        Q_EMIT cancelRequested();
     });
     progress_->hide();
     summary_->setWordWrap(true);
@@ -129,6 +135,7 @@ void JobSetupColumn::addBelow(QLayout* layout)
 
 void JobSetupColumn::setRunning(bool running)
 {
+    running_ = running;
     for (auto* button : starts_)
         button->setEnabled(!running);
     cancel_->setEnabled(running);
@@ -210,7 +217,7 @@ void JobSetupColumn::follow(JobHandle* job, const QString& runningText)
         if (job != job_)
             return;
         job_ = nullptr;
-        if (cancel_->isEnabled()) // no result came: cancelled before it started
+        if (running_) // no result came: cancelled before it started
             finish(true);
     });
 }

@@ -97,6 +97,9 @@ public:
 
 Q_SIGNALS:
     void exportFailed(const QString& title, const QString& message);
+    // Cancel was clicked: the column already says so; a tab that shows parts of its result as they
+    // come offers what it has at once (the job stops at its next step and then hands over its own).
+    void cancelRequested();
 
 private:
     QVBoxLayout* layout_; // what scrolls: the form and what goes below it
@@ -106,6 +109,7 @@ private:
     QHBoxLayout* buttons_;
     QList<QPushButton*> starts_;
     QPushButton* cancel_;
+    bool running_ = false;
     QPushButton* export_ = nullptr;
     QProgressBar* progress_;
     QLabel* summary_;
