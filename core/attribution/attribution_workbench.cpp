@@ -101,8 +101,9 @@ AttributionWorkbenchResult runAttributionWorkbench(Engine& engine, const std::sh
 
     const CancelScope scope(reports.cancelled);
     const int64_t count = images.size(0);
-    const auto metricStages = static_cast<int64_t>(request.metrics.empty() ? 0 : request.methods.size());
-    const int64_t perImage = 1 + metricStages;
+    const auto methods = static_cast<int64_t>(attribution.methods.size());
+    // Each image: every method's map, then (when asked) every method's metrics.
+    const int64_t perImage = methods * (request.metrics.empty() ? 1 : 2);
     const int64_t total = count * perImage + (request.sanityMode.empty() ? 0 : count);
     // A part of the job as the whole's progress: `base` units done before it, `weight` in it.
     const auto part = [&](int64_t base, int64_t weight, const std::string& stage) -> ProgressCallback {
@@ -115,33 +116,46 @@ AttributionWorkbenchResult runAttributionWorkbench(Engine& engine, const std::sh
     };
     std::map<std::string, FaithfulnessResult> scored; // method -> every image's metrics so far
     for (int64_t k = 0; k < count && !result.cancelled; ++k) {
-        // Image k alone, with the draws it has in the whole batch: the seed plus its index.
+        // Image k alone, with the draws it has in the whole batch: the seed plus its index; one
+        // method at a time, so that the progress moves between them (each finds the target again:
+        // one pass beside a method's many).
         const at::Tensor x = images.narrow(0, k, 1);
-        InputAttributionRequest one = attribution;
-        one.noise.seed += static_cast<uint64_t>(k);
-        one.baseline.seed += static_cast<uint64_t>(k);
-        InputAttributionResult made;
-        try {
-            made = attributeInputs(engine, x, one, part(k * perImage, 1, "attributions"));
-        } catch (const Cancelled&) {
-            made.cancelled = true;
-        }
-        if (made.cancelled || made.targets.empty()) {
-            result.cancelled = true;
-            break;
-        }
         WorkbenchImageResult done;
         done.index = result.images.size();
+        done.image.target = -1;
+        std::map<std::string, at::Tensor> maps; // method -> [1, K, H, W] at the input's size
+        int64_t stage = k * perImage;
+        for (const auto& method : attribution.methods) {
+            InputAttributionRequest one = attribution;
+            one.methods = {method};
+            one.noise.seed += static_cast<uint64_t>(k);
+            one.baseline.seed += static_cast<uint64_t>(k);
+            InputAttributionResult made;
+            try {
+                made = attributeInputs(engine, x, one, part(stage++, 1, "attributions: " + method));
+            } catch (const Cancelled&) {
+                made.cancelled = true;
+            }
+            if (made.cancelled || made.targets.empty()) {
+                result.cancelled = true; // the image in progress is left out
+                break;
+            }
+            maps[method] = *inputSizedMap(made.maps, method);
+            if (done.image.target < 0) { // a class, where a method has one (EigenCAM alone has none)
+                done.image.target = made.targets[0];
+                done.image.targetDescription = made.targetDescriptions[0];
+            }
+        }
+        if (result.cancelled)
+            break;
         done.image.image = loaded.paths[static_cast<size_t>(k)];
         done.image.picture = std::move(loaded.pictures[static_cast<size_t>(k)]);
-        done.image.target = made.targets[0];
-        done.image.targetDescription = made.targetDescriptions[0];
+        const std::vector<int64_t> target{done.image.target};
         FaithfulnessRequest oneScored = faithfulness;
         oneScored.seed += static_cast<uint64_t>(k);
-        int64_t stage = k * perImage + 1;
         for (const auto& method : request.methods) {
-            const at::Tensor maps = *inputSizedMap(made.maps, method);
-            const at::Tensor importance = pixelImportance(maps, images.size(2), images.size(3))[0].contiguous();
+            const at::Tensor importance
+                = pixelImportance(maps.at(method), images.size(2), images.size(3))[0].contiguous();
             WorkbenchMap& map = done.maps[method];
             map.importance = toFloatTensor(importance);
             map.low = importance.min().item<double>();
@@ -151,7 +165,7 @@ AttributionWorkbenchResult runAttributionWorkbench(Engine& engine, const std::sh
             FaithfulnessResult scores;
             try {
                 scores = evaluateFaithfulness(
-                    engine, x, maps, made.targets, oneScored, part(stage++, 1, "metrics: " + method));
+                    engine, x, maps.at(method), target, oneScored, part(stage++, 1, "metrics: " + method));
             } catch (const Cancelled&) {
                 scores.cancelled = true;
             }

@@ -111,8 +111,9 @@ struct AttributionWorkbenchReports {
 // request.sanityMode is empty. Images whose input size differs from the first image's are listed
 // as failures (the maps are compared across images). The images go one at a time, each through
 // every method and then every metric (each image's seeded draws are those of the whole batch: the
-// seed plus its index), then the sanity check over all of them. Progress counts images per stage
-// ("attributions", "metrics: METHOD", "sanity check"). Throws torchscope::Error for a wrong request.
+// seed plus its index), then the sanity check over all of them. Progress moves per image and method
+// ("attributions: METHOD", "metrics: METHOD", then "sanity check"). Throws torchscope::Error for a
+// wrong request.
 AttributionWorkbenchResult runAttributionWorkbench(Engine& engine, const std::shared_ptr<Model>& scratch,
     const AttributionWorkbenchRequest& request, const AttributionWorkbenchReports& reports = {});
 

@@ -122,6 +122,7 @@ private Q_SLOTS:
         QCOMPARE(window.document()->setupSource(), QString("set by you"));
         QCOMPARE(topPredictions(*window.document()), expected);
         QCOMPARE(window.predictionsPanel()->table()->item(0, 1)->text(), QString("Ankle boot"));
+        QVERIFY(!window.predictionsPanel()->table()->isColumnHidden(1));
         QVERIFY(window.setupActions()->statusButton()->text().contains("28×28"));
 
         // A session keeps the setup inline; reopened, it gives the same predictions.
@@ -199,6 +200,9 @@ private Q_SLOTS:
         // Its own predictions: three unlabelled classes.
         QCOMPARE(window.predictionsPanel()->table()->rowCount(), 3);
         QVERIFY(window.predictionsPanel()->table()->item(0, 1)->text().startsWith("class "));
+        // Without labels the label column would repeat the class number: it is hidden, leaving a
+        // narrow dock to the number and the probability.
+        QVERIFY(window.predictionsPanel()->table()->isColumnHidden(1));
         // The first layer ticked after the change is shown with its statistics.
         window.treePanel()->selectPath("stem");
         QVERIFY(waitForRun(window));

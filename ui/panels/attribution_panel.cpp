@@ -336,8 +336,12 @@ void AttributionPanel::showResult(const AttributionWorkbenchResultPtr& result)
     soFar_.reset();
     result_ = result;
     column_->finish(result->cancelled);
-    column_->exportButton()->setEnabled(true);
-    grid_->setResult(result);
+    column_->exportButton()->setEnabled(!result->images.empty());
+    if (result->images.empty())
+        grid_->clear(result->cancelled ? tr("Cancelled before the first image was explained.")
+                                       : tr("No image could be explained: the reasons are on the left."));
+    else
+        grid_->setResult(result);
     plots_->setResult(result);
     fillSummary();
     QString text = result->cancelled ? tr("Cancelled: %n image(s) explained; what finished is shown.", nullptr,

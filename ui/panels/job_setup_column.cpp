@@ -172,6 +172,8 @@ void JobSetupColumn::finish(bool cancelled)
     if (!cancelled) {
         progress_->setValue(progress_->maximum());
         progress_->setFormat(tr("done"));
+    } else {
+        progress_->setFormat(tr("%p% · cancelled")); // how far it came
     }
 }
 

@@ -104,6 +104,9 @@ void PredictionsPanel::refresh()
     if (const QString others = readingsText(p.others); !others.isEmpty())
         caption_->setText(caption_->text() + "\n" + others);
     table_->setHorizontalHeaderLabels({tr("Class"), tr("Label"), column});
+    // Without labels each label would be "class N" beside N: the column goes, which a narrow dock
+    // needs (at 1280 × 800 it showed "…3").
+    table_->setColumnHidden(1, document_->setup().labels.empty());
     table_->setRowCount(static_cast<int>(p.top.size()));
     for (int row = 0; row < table_->rowCount(); ++row) {
         const Prediction& top = p.top[static_cast<size_t>(row)];
