@@ -31,6 +31,7 @@
 #include "window/startup_script.h"
 #include <ATen/ATen.h>
 
+#include <QAction>
 #include <QComboBox>
 #include <QDockWidget>
 #include <QFile>
@@ -305,6 +306,22 @@ private Q_SLOTS:
         const QSize least = window.minimumSizeHint().expandedTo(window.minimumSize());
         QVERIFY2(least.width() <= 1280 && least.height() <= 800,
             qPrintable(QString("the window needs %1 x %2:%3").arg(least.width()).arg(least.height()).arg(sizes)));
+        // At 1280 × 800 the centre leaves the side docks room to read: the module tree's paths and
+        // types, the predictions' numbers (the Attention tab's fixed side column once needed 964
+        // pixels of centre and left the docks 130).
+        window.resize(1280, 800);
+        QAction* reset = nullptr;
+        for (QAction* action : window.findChildren<QAction*>())
+            if (action->text() == "Reset &Layout")
+                reset = action;
+        QVERIFY(reset);
+        reset->trigger(); // the docks sized as a first start sizes them
+        for (const char* name : {"ModulesDock", "PredictionsDock"}) {
+            auto* dock = window.findChild<QDockWidget*>(name);
+            QVERIFY(dock);
+            QTRY_VERIFY2(dock->width() >= 200,
+                qPrintable(QString("%1 is %2 px wide:%3").arg(name).arg(dock->width()).arg(sizes)));
+        }
     }
 
     // Opened after lines were added while it was closed, the log shows the newest line.

@@ -171,8 +171,11 @@ QWidget* AttentionPanel::buildResults()
     sideScroll->setWidget(side);
     sideScroll->setWidgetResizable(true);
     sideScroll->setFrameShape(QFrame::NoFrame);
-    sideScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    sideScroll->setFixedWidth(SideWidth + 20 + sideScroll->verticalScrollBar()->sizeHint().width());
+    // Whole where the tab is wide; on a 1280-pixel screen it gives way (scrolling sideways) so that
+    // the tab does not push the window's docks to 130 pixels: its fixed 460 made the tab need 964.
+    const int whole = SideWidth + 20 + sideScroll->verticalScrollBar()->sizeHint().width();
+    sideScroll->setMaximumWidth(whole);
+    sideScroll->setMinimumWidth(whole / 2);
     auto* top = new QWidget;
     auto* topRow = new QHBoxLayout(top);
     topRow->setContentsMargins(0, 0, 0, 0);

@@ -106,7 +106,11 @@ void PredictionsPanel::refresh()
     table_->setHorizontalHeaderLabels({tr("Class"), tr("Label"), column});
     // Without labels each label would be "class N" beside N: the column goes, which a narrow dock
     // needs (at 1280 × 800 it showed "…3").
-    table_->setColumnHidden(1, document_->setup().labels.empty());
+    const bool unlabelled = document_->setup().labels.empty();
+    table_->setColumnHidden(1, unlabelled);
+    table_->horizontalHeader()->setSectionResizeMode(2, unlabelled ? QHeaderView::Stretch : QHeaderView::Fixed);
+    if (!unlabelled)
+        table_->horizontalHeader()->resizeSection(2, 86);
     table_->setRowCount(static_cast<int>(p.top.size()));
     for (int row = 0; row < table_->rowCount(); ++row) {
         const Prediction& top = p.top[static_cast<size_t>(row)];

@@ -313,6 +313,8 @@ void ProbesPanel::showLayer(int index)
         return;
     const auto& l = result_->layers[static_cast<size_t>(index)];
     prepareFilledPlot(lossPlot_);
+    // A short plot (its legend below it): three loss ticks, not six labels 10 px apart.
+    lossPlot_->yAxis->ticker()->setTickCount(3);
     lossPlot_->clearGraphs();
     const QStringList curveNames{tr("train loss"), tr("validation loss")};
     const std::vector<const std::vector<double>*> curves{&l.trainLoss, &l.validationLoss};

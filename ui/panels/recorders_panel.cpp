@@ -125,7 +125,7 @@ QWidget* RecordersPanel::buildResultsColumn()
     topImages_->setToolTip(tr("Double-click an image to open it"));
     // Long layer paths keep their ends readable: "features.…denseblock4.conv2:grad".
     layer_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    layer_->setMinimumContentsLength(24);
+    layer_->setMinimumContentsLength(16);
 
     auto* browseRow = new QHBoxLayout;
     browseRow->addWidget(new QLabel(tr("Layer:")));
