@@ -27,25 +27,31 @@ ManifestKey manifestKey(const std::string& key, const std::string& layer)
     return {key, layer, method + (colon == std::string::npos ? " at the layer" : " upsampled to the input")};
 }
 
-void addSettings(ExportManifest& manifest, const CliOptions& options, const InputAttributionRequest& request)
+void addSettings(ExportManifest& manifest, const AttributionSetup& job)
 {
+    const InputAttributionRequest& request = job.request;
     const auto uses = [&](const char* method) {
         return std::find(request.methods.begin(), request.methods.end(), method) != request.methods.end();
     };
     if (uses(IntegratedGradients)) {
         manifest.settings.emplace_back("steps", std::to_string(request.steps));
-        manifest.settings.emplace_back("rule", options.rule);
-        manifest.settings.emplace_back("baseline", options.baseline);
+        manifest.settings.emplace_back("rule", job.settings.rule);
+        manifest.settings.emplace_back("baseline", job.settings.baseline);
     }
     if (uses(SmoothGrad) || uses(SmoothGradSquared) || uses(VarGrad)) {
         manifest.settings.emplace_back("samples", std::to_string(request.noise.samples));
         manifest.settings.emplace_back("noise", std::to_string(request.noise.noise));
     }
-    if (uses(SmoothGrad) || uses(SmoothGradSquared) || uses(VarGrad) || options.baseline == "noise")
+    if (uses(SmoothGrad) || uses(SmoothGradSquared) || uses(VarGrad) || job.settings.baseline == "noise")
         manifest.settings.emplace_back("seed", std::to_string(request.noise.seed));
     if (uses(Occlusion)) {
         manifest.settings.emplace_back("window", std::to_string(request.window));
         manifest.settings.emplace_back("stride", std::to_string(request.stride));
+    }
+    if (uses(Lrp)) {
+        manifest.settings.emplace_back("composite", request.relevance.composite);
+        for (const auto& o : request.relevance.overrides)
+            manifest.settings.emplace_back("rule", o.toString());
     }
 }
 
@@ -82,7 +88,13 @@ static int runAttribute(const CliOptions& options)
         values.emplace_back("integrated_gradients:baseline", result.integratedGradientsBaselines.contiguous());
         manifest.keys.push_back({"integrated_gradients:baseline", "", "the path's start"});
     }
-    addSettings(manifest, options, job.request);
+    if (!result.relevanceSums.empty()) {
+        values.emplace_back("lrp:relevance_sum", at::tensor(result.relevanceSums, at::kDouble));
+        manifest.keys.push_back({"lrp:relevance_sum", "", "the input relevance's sum per image"});
+        values.emplace_back("lrp:logit", at::tensor(result.relevanceScores, at::kDouble));
+        manifest.keys.push_back({"lrp:logit", "", "the logit explained (relevance is conserved where they agree)"});
+    }
+    addSettings(manifest, job);
     manifest.targets = result.targetDescriptions;
     writeTensors(options.out, values, &manifest);
 
@@ -97,7 +109,19 @@ static int runAttribute(const CliOptions& options)
             else
                 std::cout << "; integrated gradients' completeness error " << result.integratedGradientsDelta[i];
         }
+        if (i < result.relevanceSums.size())
+            std::cout << "; lrp: the input relevance sums to " << result.relevanceSums[i] << " of the logit "
+                      << result.relevanceScores[i];
         std::cout << '\n';
+    }
+    if (!result.relevanceSums.empty()) {
+        std::cout << "lrp (" << job.request.relevance.composite << "): " << result.relevance.layers.size()
+                  << " layer(s) ruled";
+        for (const auto& layer : result.relevance.layers)
+            std::cout << "\n  " << layer;
+        std::cout << '\n';
+        for (const auto& op : result.relevance.uncovered)
+            std::cerr << "torchscope-cli: lrp: no rule for " << op << '\n';
     }
     if (result.cancelled)
         std::cerr << "torchscope-cli: interrupted after " << result.targets.size() << " of " << job.images.size(0)
@@ -119,7 +143,11 @@ Command attributeCommand()
                 "sigma = --noise times the input's range, image i seeded --seed + i), occlusion (the mean score drop\n"
                 "when a --window square, moved by --stride, is filled with 0). Layer methods (as pytorch-grad-cam\n"
                 "computes them) at --layer: grad_cam, grad_cam_pp, hires_cam, xgrad_cam, layer_cam, score_cam,\n"
-                "eigen_cam (no gradient: any output). Many inputs are evaluated in batches under --memory-mb.\n"
+                "eigen_cam (no gradient: any output). lrp: Layer-wise Relevance Propagation on the model's graph,\n"
+                "Zennit's rules by --composite with --rule PATH=RULE overrides (batch norm merged into the layer\n"
+                "before it, residual sums split by share), seeded with the logit: \"lrp:relevance_sum\" and\n"
+                "\"lrp:logit\" say per image how much is conserved. Many inputs are evaluated in batches under\n"
+                "--memory-mb.\n"
                 "Each image is explained for its own predicted class unless --target names one. Writes\n"
                 "FILE.pt/.npz/.safetensors: for each method M a float32 [N, C, H, W] tensor \"M\" (the model's\n"
                 "input size; a layer method [N, 1, h, w] at the layer and \"M:input\" upsampled to the input),\n"

@@ -60,7 +60,12 @@ AttributionWorkbenchRequest settingsOf(const CliOptions& options, const ModelSet
     settings.layer = options.camLayer;
     settings.targetClass = options.target.value_or(-1);
     settings.steps = options.attributionSteps;
-    settings.rule = options.rule;
+    for (const auto& rule : options.rules) // an lrp rule names its layers: PATH=RULE
+        if (rule.find('=') == std::string::npos)
+            settings.rule = rule;
+        else
+            settings.relevanceRules.push_back(rule);
+    settings.composite = options.composite;
     // A file is a baseline image: its kind is Image, the image is loaded by prepareAttribution.
     settings.baseline = options.baseline;
     settings.blurSigma = options.blurSigma;

@@ -1,5 +1,7 @@
 #include "cli_options.h"
 
+#include "relevance/relevance_rules.h"
+
 #include "attribution/attribution_names.h"
 #include "common/strings.h"
 #include "model/file_diagnosis.h"
@@ -188,9 +190,35 @@ void addAttributionOptions(CLI::App* command, CliOptions& o)
     command->add_option("--steps", o.attributionSteps, "integrated_gradients: points on the path")
         ->check(CLI::Range(1, 100000))
         ->capture_default_str();
-    command->add_option("--rule", o.rule, "integrated_gradients: the integration rule, as Captum names them")
-        ->check(
-            CLI::IsMember({"gausslegendre", "riemann_left", "riemann_right", "riemann_middle", "riemann_trapezoid"}))
+    repeatable(command, "--rule", o.rules,
+        "integrated_gradients: the integration rule, as Captum names them (gausslegendre, riemann_left, "
+        "riemann_right, riemann_middle, riemann_trapezoid; default gausslegendre); or, for lrp, PATH=RULE "
+        "(repeatable): the layers PATH names (a module and what it holds, a glob, type:NAME) take RULE "
+        "(epsilon[:e], gamma[:g], zplus, alphabeta[:a:b], flat, wsquare, zbox, norm, gradient) instead of "
+        "the composite's")
+        ->check(CLI::Validator(
+            [](std::string& value) -> std::string {
+                static const std::vector<std::string> integration{
+                    "gausslegendre", "riemann_left", "riemann_right", "riemann_middle", "riemann_trapezoid"};
+                if (value.find('=') != std::string::npos) {
+                    try {
+                        RuleOverride::parse(value);
+                    } catch (const std::exception& e) {
+                        return e.what();
+                    }
+                    return {};
+                }
+                return std::find(integration.begin(), integration.end(), value) != integration.end()
+                    ? std::string()
+                    : "'" + value + "' is neither an integration rule (" + join(integration, ", ")
+                        + ") nor an lrp rule PATH=RULE";
+            },
+            "RULE"));
+    command
+        ->add_option("--composite", o.composite,
+            "lrp: the rules by layer, as Zennit's composites: " + join(compositeNames(), ", ")
+                + " (epsilon_gamma_box's zbox bounds come from the input setup)")
+        ->check(CLI::IsMember(compositeNames()))
         ->capture_default_str();
     command
         ->add_option("--baseline", o.baseline,

@@ -12,6 +12,7 @@ const std::vector<NamedChoice>& attributionMethodChoices()
         {"smoothgrad_sq", "SmoothGrad²", "SmoothGrad²", false, false, 0},
         {"vargrad", "VarGrad: the gradient's variance over noisy copies", "VarGrad", false, false, 0},
         {"occlusion", "Occlusion: the score drop under an 8 px square", "occlusion", false, false, 0},
+        {"lrp", "Layer-wise Relevance Propagation (a composite of Zennit's rules)", "LRP", false, false, 0},
         {"grad_cam", "Grad-CAM at the layer", "Grad-CAM", true, true, 0},
         {"grad_cam_pp", "Grad-CAM++", "Grad-CAM++", false, true, 0},
         {"hires_cam", "HiResCAM", "HiResCAM", false, true, 0},

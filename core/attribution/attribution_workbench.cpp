@@ -14,11 +14,13 @@
 #include "imaging/same_size_images.h"
 #include "model/model.h"
 #include "preprocess/preprocess_tensor.h"
+#include "relevance/input_relevance.h"
 
 #include <ATen/ATen.h>
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 namespace torchscope {
 namespace {
@@ -58,6 +60,10 @@ InputAttributionRequest inputAttributionRequest(const AttributionWorkbenchReques
     out.window = request.window;
     out.stride = request.stride;
     out.layer = request.layer;
+    out.relevance.composite = request.composite;
+    for (const auto& rule : request.relevanceRules)
+        out.relevance.overrides.push_back(RuleOverride::parse(rule));
+    std::tie(out.relevance.low, out.relevance.high) = inputRange(request.setup.preprocessing);
     out.memoryBytes = request.memoryBytes;
     return out;
 }

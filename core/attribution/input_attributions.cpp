@@ -9,10 +9,12 @@
 #include "common/strings.h"
 #include "graph/engine.h"
 #include "model/model.h"
+#include "relevance/input_relevance.h"
 
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace torchscope {
 namespace {
@@ -157,8 +159,13 @@ InputAttributionResult attributeInputs(
             = request.targets.empty() ? request.target.index : request.targets.at(static_cast<size_t>(i));
         InputGradients atX;
         LayerGradients layer;
+        std::optional<InputRelevance> relevance;
         if (inputGradient) {
             atX = inputGradients(engine, x, source, wanted);
+        } else if (has(methods, Lrp)) { // its own pass finds the target
+            relevance = inputRelevance(engine, x, source, wanted, request.relevance);
+            atX.target = relevance->target;
+            atX.description = relevance->description;
         } else if (layerGradient) {
             layer = layerGradients(engine, x, source, request.layer, wanted);
             atX.target = layer.target;
@@ -169,6 +176,14 @@ InputAttributionResult attributeInputs(
         }
         result.targets.push_back(atX.target);
         result.targetDescriptions.push_back(atX.description);
+        if (has(methods, Lrp)) {
+            if (!relevance)
+                relevance = inputRelevance(engine, x, source, atX.target, request.relevance);
+            maps[Lrp].push_back(relevance->relevance.cpu());
+            result.relevanceSums.push_back(relevance->relevance.sum().item<double>());
+            result.relevanceScores.push_back(relevance->score);
+            result.relevance = relevance->coverage;
+        }
         if (has(methods, Saliency))
             maps[Saliency].push_back(atX.input.abs().cpu());
         if (has(methods, InputXGradient))

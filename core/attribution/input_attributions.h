@@ -11,6 +11,7 @@
 #include "attribution/smooth_gradients.h"
 #include "common/progress.h"
 #include "graph/model_output.h"
+#include "relevance/relevance_rules.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -36,6 +37,7 @@ inline constexpr const char* VarGrad = "vargrad";
 inline constexpr const char* Occlusion = "occlusion"; // attribution/perturbation_attributions.h
 inline constexpr const char* ScoreCam = "score_cam";
 inline constexpr const char* EigenCam = "eigen_cam"; // attribution/layer_cams.h, no gradient
+inline constexpr const char* Lrp = "lrp"; // relevance/input_relevance.h: Layer-wise Relevance Propagation
 std::vector<std::string> attributionMethods(); // every name, the input methods first
 bool isLayerMethod(const std::string& method); // the CAMs: they need a layer
 
@@ -54,6 +56,7 @@ struct InputAttributionRequest {
     int stride = 4;
     // The layer of the CAMs: [N, C, h, w] output, or vision transformer tokens on a square grid.
     std::string layer;
+    RelevanceSettings relevance; // LRP's composite, overrides and input range (zbox)
     int64_t memoryBytes = int64_t{1} << 30; // the cap one batch of evaluated inputs stays under
     int64_t bytesPerSample = 0; // what one evaluated input costs (evaluationBytesPerSample); 0: 64 × its size
 };
@@ -76,6 +79,10 @@ struct InputAttributionResult {
     // segmentation region or a detection); and the baselines [N, C, H, W] unless black.
     std::vector<double> integratedGradientsDelta;
     at::Tensor integratedGradientsBaselines;
+    // LRP: per image the input relevance's sum and the logit it explains (equal where the rules
+    // conserve), and the rules as applied with what they left to the gradient.
+    std::vector<double> relevanceSums, relevanceScores;
+    RelevanceCoverage relevance;
     int batch = 0; // the inputs evaluated together under the memory cap
     bool cancelled = false; // the images done so far are in the maps
 };

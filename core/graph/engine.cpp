@@ -108,6 +108,11 @@ ResolvedRequest Engine::resolve(const Request& request) const
         resolved.edits.push_back(edit);
     }
     resolved.attentionInPath = request.attentionInPath;
+    if (request.relevance) {
+        resolved.relevance = request.relevance;
+        for (const auto& o : request.relevance->overrides)
+            resolved.ruleOverrides.push_back({resolveSelector(*model_, o.selector, &resolved.notes), o.rule});
+    }
     if (request.truncateAt) {
         requireCalledModule(*model_, *request.truncateAt, "truncation point");
         resolved.truncateAt = request.truncateAt;
@@ -200,6 +205,7 @@ RunResult Engine::execute(const Request& request, const std::vector<c10::IValue>
 
     RunResult result;
     result.warnings = instrumentedFunction->warnings;
+    result.relevance = instrumentedFunction->relevance;
     result.warnings.insert(result.warnings.end(), resolved.notes.begin(), resolved.notes.end());
     std::vector<at::Tensor> gradientTaps;
     std::vector<std::string> gradientKeys;

@@ -24,6 +24,7 @@ struct RunResult {
     // the CLI's key scheme: PATH, PATH#1 ... for later calls, PATH:in0, PATH:grad.
     std::vector<std::pair<std::string, c10::IValue>> values;
     std::vector<std::string> warnings;
+    RelevanceCoverage relevance; // a relevance run's rules as applied (Request::relevance)
     // With gradients: what they are of ("class 3 (cat)", "detection 0 (person, score 0.93)").
     std::string target;
     int64_t targetIndex = -1;

@@ -42,6 +42,8 @@ std::string ResolvedRequest::cacheKey() const
     for (const auto& e : edits)
         key << "|e=" << e.toString();
     key << "|a=" << attentionInPath;
+    if (relevance)
+        key << "|r=" << relevance->cacheKey();
     return key.str();
 }
 
@@ -55,17 +57,6 @@ bool isForwardCall(const Node* node)
 bool isStrictAncestor(const std::string& ancestor, const std::string& path)
 {
     return ancestor.empty() ? !path.empty() : startsWith(path, ancestor + ".");
-}
-
-void inlineCall(Node* node, const std::string& path)
-{
-    const auto classType = node->input(0)->type()->cast<c10::ClassType>();
-    if (!classType)
-        throw Error("module '" + path + "' is called through an interface type; TorchScope cannot look inside it");
-    auto& callee = torch::jit::toGraphFunction(classType->getMethod(node->s(c10::attr::name)));
-    // This overload inlines the callee's own graph (with its submodule calls intact); the bool
-    // overload would take the optimized, fully inlined graph and erase the module boundaries.
-    torch::jit::inlineCallTo(node, &callee, callee.graph().get());
 }
 
 std::string describeEnclosingBlock(const Node* node)
@@ -110,12 +101,14 @@ public:
 
         addEditInputs();
         instrumentAndInline(targets);
+        if (request_.relevance)
+            result_->relevance = rewriteForRelevance(*graph_, module_, *request_.relevance, request_.ruleOverrides);
         finishOutputs();
         graph_->lint();
         if (std::getenv("TORCHSCOPE_DUMP_GRAPH"))
             std::cerr << "instrumented graph:\n" << *graph_ << '\n';
 
-        const auto mode = request_.needsGradients() || request_.attentionInPath
+        const auto mode = request_.needsGradients() || request_.attentionInPath || request_.relevance
             ? c10::optional<torch::jit::ExecutorExecutionMode>(torch::jit::ExecutorExecutionMode::SIMPLE)
             : c10::nullopt;
         // Gradients w.r.t. returned intermediates come back undefined once the profiling executor
@@ -166,7 +159,7 @@ private:
                 if (inlined.count(node))
                     continue;
                 tapped_.erase(node); // the node is destroyed; its address may be reused
-                inlineCall(node, path);
+                inlineModuleCall(node, path);
             }
         }
         for (const auto& target : targets)
@@ -193,7 +186,7 @@ private:
     {
         Node* before = call->prev();
         Node* end = call->next();
-        inlineCall(call, path);
+        inlineModuleCall(call, path);
         inlineFunctionCalls(before->next(), end);
         const auto taps = tapAttention(*graph_, before->next(), end, request_.attentionInPath);
         for (size_t s = 0; s < result_->slots.size(); ++s) {
@@ -365,6 +358,17 @@ private:
 };
 
 } // namespace
+
+void inlineModuleCall(Node* node, const std::string& path)
+{
+    const auto classType = node->input(0)->type()->cast<c10::ClassType>();
+    if (!classType)
+        throw Error("module '" + path + "' is called through an interface type; TorchScope cannot look inside it");
+    auto& callee = torch::jit::toGraphFunction(classType->getMethod(node->s(c10::attr::name)));
+    // This overload inlines the callee's own graph (with its submodule calls intact); the bool
+    // overload would take the optimized, fully inlined graph and erase the module boundaries.
+    torch::jit::inlineCallTo(node, &callee, callee.graph().get());
+}
 
 std::shared_ptr<InstrumentedFunction> instrument(const torch::jit::Module& module, const ResolvedRequest& request)
 {

@@ -4,6 +4,7 @@
 // a request asks for. Includes Torch; used by graph/engine.cpp and the benchmark only.
 
 #include "graph/request.h"
+#include "relevance/relevance_graph.h"
 
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/api/module.h>
@@ -31,6 +32,8 @@ struct ResolvedRequest {
     std::vector<EditSpec> edits;
     std::vector<std::string> notes; // what the selectors skipped (modules that never run)
     bool attentionInPath = false; // Request::attentionInPath
+    std::optional<RelevanceSettings> relevance; // Request::relevance
+    std::vector<ResolvedRuleOverride> ruleOverrides; // its overrides, resolved to paths
 
     bool needsGradients() const;
     std::string cacheKey() const;
@@ -40,6 +43,7 @@ struct InstrumentedFunction {
     std::shared_ptr<torch::jit::GraphFunction> function;
     std::vector<CaptureSlot> slots;
     std::vector<std::string> warnings;
+    RelevanceCoverage relevance; // with ResolvedRequest::relevance: the rules as applied
 };
 
 // Copies forward's graph, inlines only the prim::CallMethod calls on the way to each requested
@@ -48,5 +52,9 @@ struct InstrumentedFunction {
 // its attention tapped (graph/attention_taps.h). The module itself is left untouched. Throws
 // torchscope::Error.
 std::shared_ptr<InstrumentedFunction> instrument(const torch::jit::Module& module, const ResolvedRequest& request);
+
+// Replaces a prim::CallMethod on the module at `path` by the method's own graph (its submodule
+// calls stay calls). Throws torchscope::Error for a call through an interface type.
+void inlineModuleCall(torch::jit::Node* call, const std::string& path);
 
 } // namespace torchscope

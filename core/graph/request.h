@@ -1,5 +1,7 @@
 #pragma once
 
+#include "relevance/relevance_rules.h"
+
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -80,6 +82,9 @@ struct Request {
     // (scaled_dot_product_attention's output becomes probabilities @ v, as the math kernel
     // computes it), so that gradients reach them: LeGrad. The output may differ in the last bits.
     bool attentionInPath = false;
+    // The forward rewritten for Layer-wise Relevance Propagation (relevance/relevance_graph.h): the
+    // gradients are then relevances, the input gradient the input's relevance for a seed of 1.
+    std::optional<RelevanceSettings> relevance;
 
     // Adds a grab of the module's output, unless one is there already.
     void grabOutput(const std::string& path);

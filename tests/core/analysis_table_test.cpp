@@ -76,7 +76,7 @@ TEST(AnalysisTable, NamesComeFromOnePlace)
     // The table, the operation and the choices the CLI and the window list are one list.
     EXPECT_EQ(analysisInfo("attribute").methods, attributionMethods());
     EXPECT_EQ(analysisInfo("evaluate").metrics, faithfulnessMetrics());
-    EXPECT_EQ(namesOf(attributionMethodChoices()).size(), 14u);
+    EXPECT_EQ(namesOf(attributionMethodChoices()).size(), 15u);
     for (const auto& method : attributionMethodChoices())
         EXPECT_EQ(method.layer, isLayerMethod(method.name)) << method.name;
     for (const auto& metric : faithfulnessMetricChoices())
