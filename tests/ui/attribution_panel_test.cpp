@@ -23,6 +23,7 @@
 #include <QListWidget>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -113,6 +114,15 @@ private Q_SLOTS:
         QVERIFY(result);
         QCOMPARE(result->images.size(), size_t{3});
         QCOMPARE(panel->grid()->cellCount(), 9); // 3 images × 3 methods
+        // Drawn results leave the side docks their room at 1280 × 800: the centre needs no more than
+        // 760 px once a result is drawn (the curves' legend once set the tab's least width to 882, and
+        // the Modules dock shrank to 138 px as the result appeared).
+        {
+            auto* centre = window.findChild<QTabWidget*>("centralTabs");
+            QVERIFY(centre);
+            QVERIFY2(centre->minimumSizeHint().width() <= 760,
+                qPrintable(QString("the centre needs %1 px").arg(centre->minimumSizeHint().width())));
+        }
 
         // The core on the same images, model and settings.
         auto model = Model::load(test::demoModel().toStdString());

@@ -176,7 +176,7 @@ QWidget* AttentionPanel::buildResults()
     const int whole = SideWidth + 20 + sideScroll->verticalScrollBar()->sizeHint().width();
     sideScroll->setMaximumWidth(whole);
     sideScroll->setMinimumWidth(whole / 2);
-    grid_->setMinimumWidth(240); // the heads stay thumbnails, not 16-pixel dots, when the tab is narrow
+    grid_->setMinimumWidth(200); // the heads stay thumbnails, not 16-pixel dots, when the tab is narrow
     auto* top = new QWidget;
     auto* topRow = new QHBoxLayout(top);
     topRow->setContentsMargins(0, 0, 0, 0);

@@ -28,6 +28,9 @@ QCustomPlot* newPlot(const QString& x, const QString& y)
     plot->xAxis->setLabel(x);
     plot->yAxis->setLabel(y);
     plot->setMinimumHeight(220);
+    // Its legend's widest row would otherwise set the tab's least width (574 px with four methods),
+    // pushing the window's docks aside once a result is drawn; a narrow tab clips the legend instead.
+    plot->setMinimumWidth(280);
     placeLegendBelow(plot);
     plot->legend->setWrap(2); // a method's two lines side by side, a line per method: a narrow tab shows all
     plot->legend->setVisible(true);
