@@ -9,8 +9,12 @@ cd "$(dirname "$0")/.."
 
 venv=${TORCHSCOPE_VENV:-$HOME/.cache/torchscope/venv}
 requirements=$PWD/scripts/requirements.txt
+nodeps=$PWD/scripts/requirements-nodeps.txt
+# LXT's Zennit patches need Zennit 0.5 (ParamMod); zennit-crp pins Zennit <= 0.4.6, which the
+# environment keeps: 0.5.1 sits beside it, for the tests that put it first on their path.
+zennit05=$venv/oracles/zennit-0.5.1
 stamp=$venv/.torchscope-requirements
-wanted=$(sha256sum "$requirements" | cut -d' ' -f1)
+wanted=$(cat "$requirements" "$nodeps" "$0" | sha256sum | cut -d' ' -f1)
 
 if [[ ! -f $stamp || $(cat "$stamp") != "$wanted" ]]; then
   # Debian's python3 (with python3-venv): the same interpreter on every machine of the project.
@@ -24,6 +28,9 @@ if [[ ! -f $stamp || $(cat "$stamp") != "$wanted" ]]; then
   echo "python_env: installing scripts/requirements.txt into $venv" >&2
   echo "python_env: torch with its CUDA 13 libraries is a download of about 4 GB the first time" >&2
   "$venv/bin/python" -m pip install --disable-pip-version-check "${progress[@]}" -r "$requirements" >&2
+  "$venv/bin/python" -m pip install --disable-pip-version-check "${progress[@]}" --no-deps -r "$nodeps" >&2
+  "$venv/bin/python" -m pip install --disable-pip-version-check "${progress[@]}" --no-deps --upgrade \
+    --target "$zennit05" zennit==0.5.1 >&2
   echo "$wanted" > "$stamp"
 fi
 echo "$venv/bin/python"

@@ -50,6 +50,7 @@ void addSettings(ExportManifest& manifest, const AttributionSetup& job)
     }
     if (uses(Lrp)) {
         manifest.settings.emplace_back("composite", request.relevance.composite);
+        manifest.settings.emplace_back("attention_rule", request.relevance.attention);
         for (const auto& o : request.relevance.overrides)
             manifest.settings.emplace_back("rule", o.toString());
     }

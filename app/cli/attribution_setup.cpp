@@ -66,6 +66,7 @@ AttributionWorkbenchRequest settingsOf(const CliOptions& options, const ModelSet
         else
             settings.relevanceRules.push_back(rule);
     settings.composite = options.composite;
+    settings.attentionRule = options.attentionRule;
     // A file is a baseline image: its kind is Image, the image is loaded by prepareAttribution.
     settings.baseline = options.baseline;
     settings.blurSigma = options.blurSigma;

@@ -221,6 +221,13 @@ void addAttributionOptions(CLI::App* command, CliOptions& o)
         ->check(CLI::IsMember(compositeNames()))
         ->capture_default_str();
     command
+        ->add_option("--attention-rule", o.attentionRule,
+            "lrp: how relevance crosses attention, as LXT defines it: cp (CP-LRP: the attention weights held "
+            "fixed, relevance through the values) or attnlrp (AttnLRP: the uniform rule on q·k and A·v, the "
+            "softmax by gradient × input)")
+        ->check(CLI::IsMember(attentionRuleNames()))
+        ->capture_default_str();
+    command
         ->add_option("--baseline", o.baseline,
             "integrated_gradients' path start: black (zeros), blur (Gaussian, --blur-sigma), noise (uniform over "
             "the image's range, --seed), or an image / tensor file (one for all or one per input)")

@@ -98,6 +98,7 @@ struct CliOptions {
     std::string rule = "gausslegendre"; // integrated_gradients': the last --rule without '='
     std::vector<std::string> rules; // --rule as given: an integration rule, or lrp's PATH=RULE
     std::string composite = "epsilon_plus_flat"; // lrp
+    std::string attentionRule = "cp"; // lrp
     std::string baseline = "black";
     int64_t memoryMb = 0; // 0: defaultMemoryBudget(), a quarter of the memory available
     std::string camLayer; // attribute --layer

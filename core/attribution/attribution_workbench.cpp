@@ -61,6 +61,7 @@ InputAttributionRequest inputAttributionRequest(const AttributionWorkbenchReques
     out.stride = request.stride;
     out.layer = request.layer;
     out.relevance.composite = request.composite;
+    out.relevance.attention = request.attentionRule;
     for (const auto& rule : request.relevanceRules)
         out.relevance.overrides.push_back(RuleOverride::parse(rule));
     std::tie(out.relevance.low, out.relevance.high) = inputRange(request.setup.preprocessing);

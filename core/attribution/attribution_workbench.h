@@ -44,6 +44,7 @@ struct AttributionWorkbenchRequest {
     int stride = 4;
     std::string composite = "epsilon_plus_flat"; // lrp: Zennit's composite by name
     std::vector<std::string> relevanceRules; // lrp: PATH=RULE overrides (relevance/relevance_rules.h)
+    std::string attentionRule = "cp"; // lrp: cp or attnlrp (relevance/relevance_rules.h)
     std::vector<std::string> metrics; // evaluate's names
     int64_t pixelsPerStep = 0; // deletion / insertion; 0: a hundredth of the image
     std::string fill; // what deletion removes to and insertion starts from; "": zero and blur (RISE's)

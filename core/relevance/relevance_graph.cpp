@@ -6,8 +6,12 @@
 #include "model/torch_names.h"
 
 #include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/passes/constant_propagation.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
+#include <torch/csrc/jit/passes/peephole.h>
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -82,8 +86,11 @@ public:
             } else {
                 inlineModuleCall(call, path);
             }
-            for (Node* node = before->next(); node != after; node = node->next())
+            for (Node* node = before->next(); node != after; node = node->next()) {
                 paths_[node] = path;
+                for (auto* block : node->blocks()) // kept when a constant branch is taken out of its if
+                    forEachNode(block, [&](Node* nested) { paths_.emplace(nested, path); });
+            }
         }
     }
 
@@ -120,7 +127,17 @@ const std::initializer_list<const char*> Moves{"aten::max_pool1d", "aten::max_po
     "aten::dim", "aten::__getitem__", "aten::to", "aten::type_as", "aten::detach", "aten::pad", "aten::constant_pad_nd",
     "aten::chunk", "aten::split", "aten::unbind", "aten::narrow", "aten::len", "aten::append", "aten::list",
     "aten::__is__", "aten::__isnot__", "aten::warn", "aten::format", "aten::numel", "aten::is_floating_point",
-    "aten::embedding", "aten::zeros_like", "aten::ones_like", "aten::sum"};
+    "aten::embedding", "aten::zeros_like", "aten::ones_like", "aten::sum", "aten::unflatten", "aten::movedim",
+    "aten::split_with_sizes", "aten::unsafe_chunk", "aten::tensor_split", "aten::roll", "aten::repeat",
+    "aten::new_full", "aten::new_zeros", "aten::new_ones", "aten::new_empty", "aten::full_like", "aten::empty_like",
+    "aten::triu", "aten::triu_", "aten::tril", "aten::tril_"};
+// Ops linear in one tensor that carries relevance (the others constants): bias-like terms absorb their
+// share, factors none (the ε-rule's form, as Gradient × Input gives it).
+const std::initializer_list<const char*> Linear{"aten::add", "aten::add_", "aten::sub", "aten::sub_", "aten::mul",
+    "aten::mul_", "aten::div", "aten::div_", "aten::matmul", "aten::bmm"};
+const std::initializer_list<const char*> Products{"aten::mul", "aten::mul_", "aten::matmul", "aten::bmm"};
+const std::initializer_list<const char*> Softmaxes{"aten::softmax", "aten::_softmax"};
+const std::initializer_list<const char*> FusedAttention{"aten::scaled_dot_product_attention"};
 
 int weightRank(const Node* layer)
 {
@@ -154,14 +171,29 @@ public:
     RelevanceCoverage run()
     {
         inliner_.run(graph_);
+        foldModuleConstants();
+        // The branches the loaded module rules out taken away (`if bias is None` on a module that has
+        // one): no rule is applied in code that cannot run, to values it leaves typed Optional.
+        auto shared = graph_.shared_from_this();
+        torch::jit::PeepholeOptimize(shared, /*disable_shape_peepholes=*/true);
+        torch::jit::ConstantPropagation(shared);
         compositeRule(settings_.composite, LayerKind::Dense, false); // an unknown name throws now
+        const auto& attentions = attentionRuleNames();
+        if (std::find(attentions.begin(), attentions.end(), settings_.attention) == attentions.end())
+            throw Error(
+                "unknown attention rule '" + settings_.attention + "'; expected one of " + join(attentions, ", "));
+        attnLrp_ = settings_.attention == "attnlrp";
         markCarriers();
+        if (!attnLrp_)
+            holdAttentionFixed(); // CP-LRP: nothing flows through the attention weights
+        markCarriers();
+        markLive();
         std::vector<Node*> nodes;
         forEachNode(graph_.block(), [&](Node* node) { nodes.push_back(node); });
         std::set<Node*> merged; // batch norms folded into their layer
         std::map<std::string, int> uncovered;
         for (Node* node : nodes) {
-            if (merged.count(node) || !carries(node))
+            if (merged.count(node) || !carries(node) || !live(node))
                 continue;
             if (isOp(node, Layers))
                 rewriteLayer(node, merged);
@@ -171,10 +203,24 @@ public:
                 splitSum(node);
             else if (isOp(node, Pools))
                 normalise(node);
-            else if (node->kind().is_aten() && !isOp(node, Moves))
+            else if (isOp(node, {"aten::layer_norm"}) && layerNorm(node))
+                continue;
+            else if (isOp(node, FusedAttention) && attention(node))
+                continue;
+            else if (attnLrp_ && isOp(node, Softmaxes) && feedsProduct(node))
+                gradientTimesInput(node, {{0, 1.0}}, "softmax: gradient × input (attnlrp)");
+            else if (isOp(node, Linear) && linearInOne(node))
+                continue;
+            else if (attnLrp_ && isOp(node, Products) && productOfTwo(node))
+                gradientTimesInput(
+                    node, {{0, 0.5}, {1, 0.5}}, std::string(node->kind().toUnqualString()) + ": uniform (attnlrp)");
+            else if (isOp(node, {"aten::_native_multi_head_attention"}) && node->owningBlock() != graph_.block())
+                fastPathNotTaken(node);
+            else if (node->kind().is_aten() && !isOp(node, Moves) && returnsTensor(node))
                 ++uncovered[node->kind().toQualString() + std::string(" in ")
                     + (inliner_.pathOf(node).empty() ? "the model's forward" : inliner_.pathOf(node))];
         }
+        collapseRepeats(coverage_.layers);
         for (const auto& [what, count] : uncovered)
             coverage_.uncovered.push_back(
                 what + " (" + std::to_string(count) + (count == 1 ? " node" : " nodes") + "): its plain gradient");
@@ -188,11 +234,14 @@ private:
     // Tensors only (a size read from one is no relevance); through if-branches too.
     void markCarriers()
     {
+        carriers_.clear();
         for (size_t i = 1; i < graph_.inputs().size(); ++i)
             carriers_.insert(graph_.inputs()[i]);
         for (size_t before = 0; before != carriers_.size();) {
             before = carriers_.size();
             forEachNode(graph_.block(), [&](Node* node) {
+                if (isOp(node, {"aten::detach"}))
+                    return; // nothing flows back through it
                 bool reached = carries(node);
                 for (const auto* block : node->blocks())
                     for (const Value* returned : block->return_node()->inputs())
@@ -212,6 +261,293 @@ private:
         return false;
     }
 
+    // The values the model's output is computed from through ops a gradient passes (a value only a
+    // held-fixed softmax or a shape reads takes no rule: nothing reaches it).
+    void markLive()
+    {
+        live_.clear();
+        for (Value* v : graph_.outputs())
+            live_.insert(v);
+        for (size_t before = 0, pass = 0; pass == 0 || before != live_.size(); ++pass) {
+            before = live_.size();
+            forEachNode(graph_.block(), [&](Node* node) {
+                for (Value* output : node->outputs())
+                    if (!live_.count(output) && readByLive(output))
+                        live_.insert(output);
+            });
+        }
+    }
+    bool readByLive(const Value* value) const
+    {
+        for (const auto& use : value->uses()) {
+            const Node* user = use.user;
+            if (isOp(user, {"aten::detach"}))
+                continue;
+            if (user->kind() == c10::prim::Return) {
+                const Node* owner = user->owningBlock()->owningNode();
+                if (!owner)
+                    return true; // the graph's own output
+                const size_t offset = owner->kind() == c10::prim::Loop ? use.offset - 1 : use.offset;
+                if (owner->kind() == c10::prim::Loop && use.offset == 0)
+                    continue; // the loop's condition
+                if (offset < owner->outputs().size() && live_.count(owner->outputs()[offset]))
+                    return true;
+                continue;
+            }
+            if (user->kind() == c10::prim::If || user->kind() == c10::prim::Loop) {
+                if (live(user))
+                    return true;
+                continue;
+            }
+            if (live(user))
+                return true;
+        }
+        return false;
+    }
+    bool live(const Node* node) const
+    {
+        for (const Value* output : node->outputs())
+            if (live_.count(output))
+                return true;
+        return false;
+    }
+
+    // CP-LRP: a softmax that weighs values (its output multiplied into another tensor) is held fixed,
+    // and a fused attention's queries and keys are.
+    void holdAttentionFixed()
+    {
+        std::vector<Node*> nodes;
+        forEachNode(graph_.block(), [&](Node* node) { nodes.push_back(node); });
+        for (Node* node : nodes) {
+            if (!carries(node))
+                continue;
+            if (isOp(node, Softmaxes) && feedsProduct(node)) {
+                WithInsertPoint after(node->next());
+                Value* fixed = stopped(node->output());
+                node->output()->replaceAllUsesAfterNodeWith(fixed->node(), fixed);
+                coverage_.layers.push_back(where(node) + " softmax: held fixed (cp)");
+            } else if (isOp(node, FusedAttention)) {
+                WithInsertPoint before(node);
+                node->replaceInput(0, stopped(node->input(0)));
+                node->replaceInput(1, stopped(node->input(1)));
+            }
+        }
+    }
+
+    // "x linear: epsilon" eleven times (the branches of nn.functional's attention) as one line, "(11 ops)".
+    static void collapseRepeats(std::vector<std::string>& lines)
+    {
+        std::vector<std::string> out;
+        std::map<std::string, size_t> at;
+        std::vector<int> counts;
+        for (const auto& line : lines) {
+            if (const auto found = at.find(line); found != at.end()) {
+                ++counts[found->second];
+                continue;
+            }
+            at[line] = out.size();
+            out.push_back(line);
+            counts.push_back(1);
+        }
+        for (size_t i = 0; i < out.size(); ++i)
+            if (counts[i] > 1)
+                out[i] += " (" + std::to_string(counts[i]) + " ops)";
+        lines = out;
+    }
+
+    // Zennit's Norm rule's stabiliser on sums and pooling; none for epsilon0 (LXT's exact split).
+    double normStabiliser() const { return settings_.composite == "epsilon0" ? Tiny : 1e-6; }
+
+    std::string where(const Node* node) const
+    {
+        const std::string path = inliner_.pathOf(node);
+        return path.empty() ? std::string("the model's forward") : path;
+    }
+
+    // Whether the softmax's output weighs another tensor: multiplied into one, through dropout,
+    // copies and casts.
+    bool feedsProduct(const Node* node) const
+    {
+        for (const auto& use : node->output()->uses()) {
+            if (isOp(use.user, {"aten::matmul", "aten::bmm", "aten::einsum"}))
+                return true;
+            if (isOp(use.user,
+                    {"aten::dropout", "aten::dropout_", "aten::contiguous", "aten::to", "aten::type_as", "aten::clone",
+                        "aten::feature_dropout"})
+                && use.offset == 0 && use.user->outputs().size() == 1 && feedsProduct(use.user))
+                return true;
+        }
+        return false;
+    }
+
+    // A module's numbers, flags and names (not its tensors, nor `training`) as the constants they are in
+    // the loaded model, where the forward never assigns them: the branches they choose (timm's pooling by
+    // name, nn.MultiheadAttention's packed or separate projections) fold away, and no rule is given
+    // to, or reported for, code that cannot run.
+    void foldModuleConstants()
+    {
+        std::set<std::string> assigned;
+        std::vector<Node*> reads;
+        forEachNode(graph_.block(), [&](Node* node) {
+            if (node->kind() == c10::prim::SetAttr)
+                assigned.insert(node->s(c10::attr::name));
+            if (node->kind() == c10::prim::GetAttr)
+                reads.push_back(node);
+        });
+        const auto owners = modulePaths(graph_);
+        for (Node* read : reads) {
+            const auto kind = read->output()->type()->kind();
+            if (kind != c10::TypeKind::BoolType && kind != c10::TypeKind::IntType && kind != c10::TypeKind::FloatType
+                && kind != c10::TypeKind::StringType)
+                continue;
+            const std::string name = read->s(c10::attr::name);
+            if (name == "training" || assigned.count(name))
+                continue;
+            const auto owner = owners.find(read->input(0));
+            if (owner == owners.end())
+                continue;
+            const auto holder = moduleAt(owner->second);
+            if (!holder || !holder->hasattr(name))
+                continue;
+            WithInsertPoint before(read);
+            read->output()->replaceAllUsesWith(graph_.insertConstant(holder->attr(name)));
+        }
+    }
+
+    // x forward; backward, its gradient times c·x (Gradient × Input's conversion at an input).
+    Value* timesInput(Value* x, double c)
+    {
+        Value* scaled = op("aten::mul", {times(x, x), c});
+        return op("aten::add", {stopped(x), op("aten::sub", {scaled, stopped(scaled)})});
+    }
+
+    // R_in,i = c_i · x_i ⊙ J_iᵀ (R_out / out): the op's own gradient between the conversions, for the
+    // inputs listed (input index, c); the others as they are.
+    void gradientTimesInput(Node* node, const std::vector<std::pair<size_t, double>>& inputs, const std::string& what)
+    {
+        node = outOfPlace(node);
+        WithInsertPoint after(node->next());
+        Node* copy = graph_.createClone(node, [](Value* v) { return v; });
+        for (const auto& [index, c] : inputs)
+            copy->replaceInput(index, timesInput(node->input(index), c));
+        graph_.insertNode(copy);
+        Value* t = ratio(copy->output(), stabilised(node->output(), Tiny));
+        finish(node->output(), t, t->node());
+        coverage_.layers.push_back(where(node) + " " + what);
+    }
+
+    // An op linear in the one input that carries relevance: what it adds absorbs its share.
+    bool linearInOne(Node* node)
+    {
+        if (node->outputs().size() != 1 || !isTensor(node->output()))
+            return false;
+        std::vector<size_t> carrying;
+        for (size_t i = 0; i < std::min<size_t>(node->inputs().size(), 2); ++i)
+            if (carriers_.count(node->input(i)))
+                carrying.push_back(i);
+        for (size_t i = 2; i < node->inputs().size(); ++i)
+            if (carriers_.count(node->input(i)))
+                return false;
+        if (carrying.size() != 1)
+            return false;
+        const bool sum = isOp(node, {"aten::add", "aten::add_", "aten::sub", "aten::sub_"});
+        if (sum && node->inputs().size() > 2) {
+            const auto alpha = torch::jit::toIValue(node->input(2));
+            if (!alpha || !((alpha->isInt() && alpha->toInt() == 1) || (alpha->isDouble() && alpha->toDouble() == 1.0)))
+                return false;
+        }
+        if (isOp(node, {"aten::div", "aten::div_"}) && carrying[0] != 0)
+            return false; // 1 / x is not linear
+        node = outOfPlace(node);
+        Value* x = node->input(carrying[0]);
+        WithInsertPoint after(node->next());
+        Value* t;
+        if (sum) {
+            t = times(x, x); // the linear part; the constant is the bias
+            if (carrying[0] == 1 && isOp(node, {"aten::sub"}))
+                t = op("aten::neg", {t});
+        } else {
+            Node* copy = graph_.createClone(node, [](Value* v) { return v; });
+            copy->replaceInput(carrying[0], times(x, x));
+            graph_.insertNode(copy);
+            t = copy->output();
+        }
+        t = ratio(t, stabilised(node->output(), Tiny));
+        finish(node->output(), t, t->node());
+        return true;
+    }
+
+    // nn.MultiheadAttention's fused fast path, in the branch its forward chooses at run time: PyTorch
+    // takes it only where no gradient is asked, and relevance is one. Exported without that branch (the
+    // op on the graph itself), it would run, and is named as uncovered.
+    void fastPathNotTaken(Node* node)
+    {
+        coverage_.layers.push_back(where(node) + " _native_multi_head_attention: not taken (gradients rule it out)");
+    }
+
+    // Ops on lists (a list's `+` joins them) move tensors as they are.
+    static bool returnsTensor(const Node* node)
+    {
+        for (const Value* output : node->outputs())
+            if (isTensor(output))
+                return true;
+        return false;
+    }
+
+    bool productOfTwo(const Node* node) const
+    {
+        return node->inputs().size() >= 2 && node->outputs().size() == 1 && isTensor(node->input(0))
+            && isTensor(node->input(1)) && carriers_.count(node->input(0)) && carriers_.count(node->input(1));
+    }
+
+    // LayerNorm with its standard deviation held fixed: y = (x − mean) / σ · w + b is linear in x,
+    // and takes the ε-rule's form (b absorbs its share). LXT's layer_norm_forward.
+    bool layerNorm(Node* node)
+    {
+        const auto shape = torch::jit::toIValue(node->input(1));
+        if (!shape || !shape->isIntList())
+            return false;
+        Value* w = nullptr;
+        {
+            WithInsertPoint before(node);
+            w = concrete(node->input(2), /*runtime=*/true);
+        }
+        if (w && w->type()->cast<c10::OptionalType>())
+            return false;
+        const auto rank = static_cast<int64_t>(shape->toIntList().size());
+        std::vector<int64_t> dims;
+        for (int64_t d = -rank; d < 0; ++d)
+            dims.push_back(d);
+        Value* x = node->input(0);
+        WithInsertPoint after(node->next());
+        Value* axes = graph_.insertConstant(c10::IValue(dims));
+        auto centred = [&](Value* v) { return difference(v, op("aten::mean", {v, axes, true})); };
+        Value* deviation = centred(x);
+        Value* variance = op("aten::mean", {op("aten::mul", {deviation, deviation}), axes, true});
+        Value* sd = op("aten::sqrt", {op("aten::add", {variance, node->input(4)})});
+        Value* linear = op("aten::div", {centred(times(x, x)), stopped(sd)});
+        if (w)
+            linear = op("aten::mul", {linear, w});
+        Value* t = ratio(linear, stabilised(node->output(), Tiny));
+        finish(node->output(), t, t->node());
+        coverage_.layers.push_back(where(node) + " layer_norm: σ held fixed");
+        return true;
+    }
+
+    // A fused attention: CP-LRP's values through fixed weights (queries and keys were held fixed
+    // before), AttnLRP's uniform rule (q, k a quarter each, v half).
+    bool attention(Node* node)
+    {
+        if (node->outputs().size() != 1)
+            return false;
+        if (attnLrp_)
+            gradientTimesInput(
+                node, {{0, 0.25}, {1, 0.25}, {2, 0.5}}, "scaled_dot_product_attention: uniform (attnlrp)");
+        else
+            gradientTimesInput(node, {{2, 1.0}}, "scaled_dot_product_attention: values through fixed weights (cp)");
+        return true;
+    }
+
     Value* op(const char* name, std::vector<NamedValue> args)
     {
         return graph_.insert(c10::Symbol::fromQualString(name), args);
@@ -227,8 +563,34 @@ private:
     // z forward, t's gradient backward.
     Value* combined(Value* z, Value* t) { return op("aten::add", {stopped(z), op("aten::sub", {t, stopped(t)})}); }
     Value* times(Value* x, Value* factor) { return op("aten::mul", {x, stopped(factor)}); }
-    Value* positive(Value* v) { return v ? op("aten::clamp_min", {v, 0.0}) : nullptr; }
-    Value* negative(Value* v) { return v ? op("aten::clamp_max", {v, 0.0}) : nullptr; }
+    Value* positive(Value* v)
+    {
+        return perhaps(v, [&](Value* t) { return op("aten::clamp_min", {t, 0.0}); });
+    }
+    Value* negative(Value* v)
+    {
+        return perhaps(v, [&](Value* t) { return op("aten::clamp_max", {t, 0.0}); });
+    }
+    // f(v) for a tensor; for an Optional[Tensor] (a bias a branch may leave None), f(v) when it is
+    // one at run time, else None; nullptr for none.
+    Value* perhaps(Value* v, const std::function<Value*(Value*)>& f)
+    {
+        if (!v || !v->type()->cast<c10::OptionalType>())
+            return v ? f(v) : nullptr;
+        Value* present = op("aten::__isnot__", {v, none()});
+        Node* branch = graph_.insertNode(graph_.create(c10::prim::If, {present}, 0));
+        torch::jit::Block* some = branch->addBlock();
+        torch::jit::Block* nothing = branch->addBlock();
+        {
+            WithInsertPoint inside(some);
+            some->registerOutput(f(graph_.insertUncheckedCast(v, c10::TensorType::get())));
+        }
+        {
+            WithInsertPoint inside(nothing);
+            nothing->registerOutput(none());
+        }
+        return branch->addOutput()->setType(c10::OptionalType::create(c10::TensorType::get()));
+    }
 
     // The layer's op again with another input, weight and bias (nullptr: none).
     Value* layer(Node* node, Value* x, Value* w, Value* b)
@@ -275,9 +637,24 @@ private:
             return ratio(layer(node, times(x, x), w, nullptr),
                 stabilised(z, rule.kind == RuleKind::Epsilon ? rule.epsilon : Stabiliser));
         case RuleKind::Gamma: {
-            Value* wg = sum(w, op("aten::mul", {positive(w), rule.gamma}));
-            Value* bg = b ? sum(b, op("aten::mul", {positive(b), rule.gamma})) : nullptr;
-            return ratio(layer(node, times(x, x), wg, nullptr), stabilised(layer(node, x, wg, bg), Stabiliser));
+            // Zennit ≥ 0.5's generalised γ (Andéol et al. 2021): where the layer's output is positive,
+            // x⁺ through W + γW⁺ (bias b + γb⁺) and x⁻ through W + γW⁻; where it is negative, x⁺
+            // through W + γW⁻ (bias b + γb⁻) and x⁻ through W + γW⁺. For x ≥ 0 and a positive
+            // output it is the original γ-rule.
+            Value* xp = positive(x);
+            Value* xn = negative(x);
+            Value* up = sum(w, op("aten::mul", {positive(w), rule.gamma}));
+            Value* down = sum(w, op("aten::mul", {negative(w), rule.gamma}));
+            Value* bUp = perhaps(b, [&](Value* v) { return sum(v, op("aten::mul", {positive(v), rule.gamma})); });
+            Value* bDown = perhaps(b, [&](Value* v) { return sum(v, op("aten::mul", {negative(v), rule.gamma})); });
+            auto side = [&](Value* wForPositive, Value* wForNegative, Value* bias, const char* compare) {
+                Value* denominator = sum(layer(node, xp, wForPositive, bias), layer(node, xn, wForNegative, nullptr));
+                Value* numerator = sum(
+                    layer(node, times(x, xp), wForPositive, nullptr), layer(node, times(x, xn), wForNegative, nullptr));
+                Value* mask = op("aten::type_as", {op(compare, {z, 0.0}), z});
+                return ratio(op("aten::mul", {numerator, stopped(mask)}), stabilised(denominator, Stabiliser));
+            };
+            return sum(side(up, down, bUp, "aten::gt"), side(down, up, bDown, "aten::lt"));
         }
         case RuleKind::ZPlus:
         case RuleKind::AlphaBeta: {
@@ -299,7 +676,11 @@ private:
         case RuleKind::Flat:
         case RuleKind::WSquare: {
             Value* modified = rule.kind == RuleKind::Flat ? op("aten::ones_like", {w}) : op("aten::mul", {w, w});
-            Value* bias = rule.kind == RuleKind::WSquare && b ? op("aten::mul", {b, b}) : nullptr;
+            Value* bias = rule.kind == RuleKind::WSquare ? perhaps(b,
+                              [&](Value* v) {
+                                  return op("aten::mul", {v, v});
+                              })
+                                                         : nullptr;
             Value* ones = op("aten::ones_like", {x});
             return ratio(layer(node, x, modified, nullptr), stabilised(layer(node, ones, modified, bias), Stabiliser));
         }
@@ -349,11 +730,11 @@ private:
         Value* b = nullptr;
         if (node->inputs().size() > 2) {
             WithInsertPoint before(node);
-            b = concrete(node->input(2));
+            b = concrete(node->input(2), /*runtime=*/true);
         }
         Value* output = node->output();
         Node* norm = nullptr;
-        if (const auto eps = foldableNorm(node, &norm)) {
+        if (const auto eps = b && b->type()->cast<c10::OptionalType>() ? std::nullopt : foldableNorm(node, &norm)) {
             // Zennit's SequentialMergeBatchNorm, on the graph, in its order of operations: w·s,
             // (b − mean)·s + β, s = γ / (var + ε)^0.5. The merged layer's output goes forward, as
             // in Zennit's canonised model (the model's own within float rounding).
@@ -386,8 +767,10 @@ private:
     }
 
     // An optional tensor as what it is in the loaded module: nullptr for None, else the tensor (a
-    // scripted Conv2d's bias is typed Optional[Tensor] in the graph, whatever the module holds).
-    Value* concrete(Value* value)
+    // scripted Conv2d's bias is typed Optional[Tensor] in the graph, whatever the module holds). What
+    // only the run can tell (a bias a branch of nn.functional chose) stays Optional where `runtime`
+    // allows: the rules take it through perhaps().
+    Value* concrete(Value* value, bool runtime = false)
     {
         if (value->mustBeNone())
             return nullptr;
@@ -403,6 +786,8 @@ private:
                     return graph_.insertUncheckedCast(value, c10::TensorType::get());
                 }
         }
+        if (runtime)
+            return value;
         throw Error("a layer's optional " + value->debugName()
             + " cannot be resolved to a tensor or None: TorchScope cannot apply an LRP rule to it");
     }
@@ -512,7 +897,7 @@ private:
         Value* a = node->input(0);
         Value* b = node->input(1);
         WithInsertPoint after(node->next());
-        Value* t = ratio(sum(times(a, a), times(b, b)), stabilised(node->output(), 1e-6));
+        Value* t = ratio(sum(times(a, a), times(b, b)), stabilised(node->output(), normStabiliser()));
         finish(node->output(), t, t->node());
         coverage_.layers.push_back(
             (inliner_.pathOf(node).empty() ? std::string("the model's forward") : inliner_.pathOf(node))
@@ -527,7 +912,7 @@ private:
         Node* copy = graph_.createClone(node, [](Value* v) { return v; });
         copy->replaceInput(0, times(x, x));
         graph_.insertNode(copy);
-        Value* t = ratio(copy->output(), stabilised(node->output(), 1e-6));
+        Value* t = ratio(copy->output(), stabilised(node->output(), normStabiliser()));
         finish(node->output(), t, t->node());
         coverage_.layers.push_back(
             (inliner_.pathOf(node).empty() ? std::string("the model's forward") : inliner_.pathOf(node)) + " "
@@ -540,6 +925,10 @@ private:
     const std::vector<ResolvedRuleOverride>& overrides_;
     Inliner inliner_;
     std::unordered_set<const Value*> carriers_;
+    std::unordered_set<const Value*> live_;
+    bool attnLrp_ = false;
+    // The stabiliser of the Gradient × Input conversions (LXT has none): only an exact zero is moved.
+    static constexpr double Tiny = 1e-12;
     RelevanceCoverage coverage_;
     bool firstSeen_ = false;
 };

@@ -117,7 +117,7 @@ bool RelevanceRule::operator==(const RelevanceRule& other) const
 const std::vector<std::string>& compositeNames()
 {
     static const std::vector<std::string> names{"epsilon_plus_flat", "epsilon_plus", "epsilon_alpha2_beta1",
-        "epsilon_alpha2_beta1_flat", "epsilon_gamma_box", "epsilon"};
+        "epsilon_alpha2_beta1_flat", "epsilon_gamma_box", "epsilon", "epsilon0"};
     return names;
 }
 
@@ -127,6 +127,10 @@ RelevanceRule compositeRule(const std::string& composite, LayerKind kind, bool f
     const bool convolution = kind == LayerKind::Convolution;
     if (composite == "epsilon")
         return rule;
+    if (composite == "epsilon0") {
+        rule.epsilon = 0.0;
+        return rule;
+    }
     if (composite == "epsilon_plus_flat" || composite == "epsilon_alpha2_beta1_flat") {
         if (first) // any linear layer, dense ones too
             rule.kind = RuleKind::Flat;
@@ -152,6 +156,12 @@ RelevanceRule compositeRule(const std::string& composite, LayerKind kind, bool f
     throw Error("unknown relevance composite '" + composite + "'; expected one of " + join(compositeNames(), ", "));
 }
 
+const std::vector<std::string>& attentionRuleNames()
+{
+    static const std::vector<std::string> names{"cp", "attnlrp"};
+    return names;
+}
+
 RuleOverride RuleOverride::parse(const std::string& text)
 {
     const auto equals = text.rfind('=');
@@ -172,7 +182,7 @@ std::string RuleOverride::toString() const
 std::string RelevanceSettings::cacheKey() const
 {
     std::ostringstream key;
-    key << composite;
+    key << composite << ';' << attention;
     for (const auto& o : overrides)
         key << ';' << o.toString();
     key << ";low";

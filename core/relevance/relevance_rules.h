@@ -1,14 +1,16 @@
 #pragma once
 
 // Layer-wise Relevance Propagation's rules and composites, as Zennit names and defines them
-// (zennit.rules, zennit.composites, 0.4.6), for the graph rewrite in relevance_graph.h. Torch-free.
+// (zennit.rules, zennit.composites, 0.5.1), for the graph rewrite in relevance_graph.h. Torch-free.
 //
 // A rule says how a layer's relevance R_out goes to its input. With z = the layer's output and a
 // rule's modified copies z_i = f(m_i(x); w_i), Zennit's BasicHook gives
 //     R_in = Σ_i c_i · m_i(x) ⊙ Jᵢᵀ (R_out / stabilize(z_rule)),
 // stabilize(z) = z + ε·sign(z) (ε = 1e-6, sign(0) = 1). The rules:
 //   epsilon[:ε]      R_in = x ⊙ Wᵀ (R_out / stab(z, ε))                      (LRP-ε; ε = 0: LRP-0)
-//   gamma[:γ]        W + γW⁺, b + γb⁺ in place of W, b (γ = 0.25)
+//   gamma[:γ]        the generalised γ (Zennit ≥ 0.5): where z > 0, x⁺ through W + γW⁺ (b + γb⁺) and
+//                    x⁻ through W + γW⁻; where z < 0 the other way round (γ = 0.25). For x ≥ 0 and
+//                    z > 0 the original W + γW⁺, b + γb⁺
 //   zplus            α1β0: positive inputs through W⁺, negative through W⁻
 //   alphabeta[:α:β]  α·(the z⁺ terms) − β·(the opposite signs), α − β = 1 (2, 1)
 //   flat             every weight 1, every input 1: R spread uniformly over the receptive field
@@ -43,7 +45,10 @@ enum class LayerKind { Convolution, Dense };
 
 // Zennit's composites by their registered names: epsilon_plus_flat, epsilon_plus,
 // epsilon_alpha2_beta1, epsilon_alpha2_beta1_flat, epsilon_gamma_box; and "epsilon" (ε = 1e-6 for
-// every layer). In each, sums and average pooling take norm, element-wise activations pass.
+// every layer). In each, sums and average pooling take norm (Zennit's stabiliser, 1e-6), element-wise
+// activations pass. "epsilon0": ε = 0 for every layer and no stabiliser on sums: LRP-0, which with the
+// identity and attention rules is LXT's Gradient × Input (its `efficient` form); LXT's recipe for a
+// ViT adds type:Conv2d=gamma:0.25 and type:Linear=gamma:0.05 as overrides.
 const std::vector<std::string>& compositeNames();
 // The rule the composite gives a layer; `first`: the first convolution or dense layer the input
 // reaches (Zennit's first layer: any linear layer for the _flat composites, a convolution for
@@ -59,9 +64,19 @@ struct RuleOverride {
     std::string toString() const;
 };
 
+// How relevance crosses attention (LXT's definitions, lxt.efficient 2.1, in its Gradient × Input form):
+//   cp        CP-LRP (Ali et al. 2022): queries and keys carry none, the attention weights are held
+//             fixed, the values take it as a linear layer would (LXT's vit_torch cp_LRP)
+//   attnlrp   AttnLRP (Achtibat et al. 2024): the uniform rule on the products q·kᵀ and A·v (q and
+//             k get a quarter each, v half), the softmax by its gradient × input
+// Both: LayerNorm's standard deviation held fixed (the identity rule on normalisation), element-wise
+// activations pass (the identity rule), constants added as biases absorb their share.
+const std::vector<std::string>& attentionRuleNames();
+
 // What a relevance run rewrites the model's graph with.
 struct RelevanceSettings {
     std::string composite = "epsilon_plus_flat";
+    std::string attention = "cp"; // attentionRuleNames()
     std::vector<RuleOverride> overrides;
     // zbox: the lowest and highest value of each input channel, as the preprocessing makes them
     // from pixels in [0, 1] ((0 − mean) / std, (1 − mean) / std); empty: zbox is refused.

@@ -15,6 +15,12 @@ Cases (random weights: no download; the models are scripted into a temporary fol
             CausalMetric runs) and Quantus's PixelFlipping (deletion only).
   sanity    Cascading randomisation of ResNet-18 (every layer), saliency, 10 images of 112 x 112: TorchScope's
             sanity against Quantus's MPRT with Captum's Saliency.
+  lrp       LRP of ResNet-50 (epsilon_plus_flat, batch norms merged, residual sums split), a batch of 8 at
+            224 x 224: TorchScope's lrp and, on the same graph, its input_x_gradient (one gradient pass: the
+            issue's bound is LRP <= 1.5 x that); Zennit 0.5.1's EpsilonPlusFlat with its ResNetCanonizer.
+  vit       LRP of torchvision's ViT-B/16 (CP-LRP, LXT's gamma recipe), a batch of 4 at 224 x 224: TorchScope's
+            lrp and its input_x_gradient; LXT 2.1's cp_LRP patches with Zennit's Gamma through LXT's
+            monkey_patch_zennit.
 """
 import argparse
 import json
@@ -37,6 +43,19 @@ model = getattr(torchvision.models, '{arch}')(weights=None)
 model.load_state_dict(torch.jit.load('{model}').state_dict())
 model.eval()
 x = torch.load('{inputs}')
+"""
+
+
+ZENNIT_05 = pathlib.Path(sys.prefix) / "oracles" / "zennit-0.5.1"  # scripts/python_env.sh puts it there
+
+LXT_PRELUDE = """
+import importlib, os, types, lxt
+for package in ('lxt.efficient', 'lxt.efficient.models'):  # their __init__s import transformers
+    stub = types.ModuleType(package)
+    stub.__path__ = [os.path.join(os.path.dirname(lxt.__file__), *package.split('.')[1:])]
+    sys.modules[package] = stub
+vit_torch = importlib.import_module('lxt.efficient.models.vit_torch')
+importlib.import_module('lxt.efficient.zennit_patches').monkey_patch_zennit()
 """
 
 
@@ -109,7 +128,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("cli")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--cases", default="ig,scorecam,deletion,sanity")
+    parser.add_argument("--cases", default="ig,scorecam,deletion,sanity,lrp,vit")
     parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args()
     python, threads, cli = sys.executable, args.threads, args.cli
@@ -230,6 +249,63 @@ print('compute', time.perf_counter() - started)
                                 "--seed", "42", "--threads", str(threads), "--preprocess", "none", "--out",
                                 str(folder / "sanity.json")], None),
                 ("quantus MPRT", peer(mprt, python, **fields), None),
+            ], args.repeats)
+        if "lrp" in cases:
+            model, inputs = script(folder, "resnet50", 224, 8, 5)
+            fields = dict(threads=threads, arch="resnet50", model=model, inputs=inputs)
+            zennit = f"""
+sys.path.insert(0, '{ZENNIT_05}')
+from zennit.attribution import Gradient
+from zennit.composites import EpsilonPlusFlat
+from zennit.torchvision import ResNetCanonizer
+with torch.no_grad():
+    logits = model(x)
+target = logits.argmax(1)
+seed = torch.zeros_like(logits)
+seed[torch.arange(len(x)), target] = logits[torch.arange(len(x)), target]
+started = time.perf_counter()
+with Gradient(model=model, composite=EpsilonPlusFlat(canonizers=[ResNetCanonizer()])) as attributor:
+    attributor(x, seed)
+print('compute', time.perf_counter() - started)
+"""
+            common = ["--input", str(inputs), "--threads", str(threads), "--preprocess", "none"]
+            compare("lrp resnet50 224 batch 8, epsilon_plus_flat", [
+                ("torchscope", [cli, "attribute", str(model), *common, "--method", "lrp", "--composite",
+                                "epsilon_plus_flat", "--out", str(folder / "lrp.npz")], None),
+                ("torchscope input_x_gradient", [cli, "attribute", str(model), *common, "--method",
+                                                 "input_x_gradient", "--out", str(folder / "ixg.npz")], None),
+                ("zennit 0.5.1", peer(zennit, python, **fields), None),
+            ], args.repeats)
+        if "vit" in cases:
+            model, inputs = script(folder, "vit_b_16", 224, 4, 6)
+            fields = dict(threads=threads, arch="vit_b_16", model=model, inputs=inputs)
+            lxt = f"""
+sys.path.insert(0, '{ZENNIT_05}')
+{LXT_PRELUDE}
+from zennit.composites import LayerMapComposite
+from zennit.rules import Gamma
+for module in model.modules():
+    for cls, patch in vit_torch.cp_LRP.items():
+        if isinstance(module, cls):
+            if patch.keywords.get('keep_original'):
+                module.original_forward = module.forward
+            module.forward = types.MethodType(patch.args[0], module)
+LayerMapComposite([(torch.nn.Conv2d, Gamma(0.25)), (torch.nn.Linear, Gamma(0.05))]).register(model)
+started = time.perf_counter()
+x.requires_grad_()
+logits = model(x)
+logits[torch.arange(len(x)), logits.argmax(1)].sum().backward()
+(x * x.grad).detach()
+print('compute', time.perf_counter() - started)
+"""
+            common = ["--input", str(inputs), "--threads", str(threads), "--preprocess", "none"]
+            compare("lrp vit_b_16 224 batch 4, cp-lrp with gamma (LXT's recipe)", [
+                ("torchscope", [cli, "attribute", str(model), *common, "--method", "lrp", "--composite", "epsilon0",
+                                "--rule", "type:Conv2d=gamma:0.25", "--rule", "type:Linear=gamma:0.05",
+                                "--out", str(folder / "vit_lrp.npz")], None),
+                ("torchscope input_x_gradient", [cli, "attribute", str(model), *common, "--method",
+                                                 "input_x_gradient", "--out", str(folder / "vit_ixg.npz")], None),
+                ("lxt 2.1", peer(lxt, python, **fields), None),
             ], args.repeats)
 
 

@@ -19,6 +19,7 @@ import torch
 import torch.nn as nn
 import torchvision
 
+import zennit05  # noqa: F401  (Zennit 0.5.1 first on the path)
 from comparisons import relative_diff
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)

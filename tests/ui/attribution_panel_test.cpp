@@ -13,6 +13,7 @@
 #include "model/model.h"
 #include "panels/attribution_panel.h"
 #include "panels/job_setup_column.h"
+#include "relevance/relevance_rules.h"
 #include "views/attribution_grid.h"
 #include "window/main_window.h"
 
@@ -20,6 +21,7 @@
 
 #include <QComboBox>
 #include <QLabel>
+#include <QLineEdit>
 #include <QListWidget>
 #include <QProgressBar>
 #include <QPushButton>
@@ -41,6 +43,15 @@ QStringList probeImages()
 {
     return {test::fixture("probe/footwear/00.png"), test::fixture("probe/rest/00.png"),
         test::fixture("probe/footwear/01.png")};
+}
+
+// The probe images as the window's input setup makes them, for core's own run on them.
+at::Tensor probeBatch(MainWindow& window)
+{
+    std::vector<std::string> paths;
+    for (const auto& image : probeImages())
+        paths.push_back(image.toStdString());
+    return loadImageBatch(paths, window.document()->preprocessing());
 }
 
 void tick(QListWidget* list, const QStringList& names)
@@ -127,10 +138,7 @@ private Q_SLOTS:
         // The core on the same images, model and settings.
         auto model = Model::load(test::demoModel().toStdString());
         Engine engine(model);
-        std::vector<std::string> paths;
-        for (const auto& image : probeImages())
-            paths.push_back(image.toStdString());
-        const at::Tensor images = loadImageBatch(paths, window.document()->preprocessing());
+        const at::Tensor images = probeBatch(window);
         InputAttributionRequest request;
         request.methods = {"saliency", "integrated_gradients", "grad_cam"};
         request.layer = "features.2";
@@ -193,6 +201,46 @@ print(m['grad_cam'].shape, m['targets'].tolist() == [e['target'] for e in j['ima
 )")
                                                     .arg(dir.filePath("maps.npz"), dir.filePath("metrics.json")));
         QCOMPARE(checked, QString("(3, 28, 28) True True %1").arg(layers.size()));
+    }
+
+    // LRP's composite, attention rule and per-layer rules come from the form, as the CLI's --composite,
+    // --attention-rule and --rule: the map equals core's with the same settings, and differs from the
+    // default composite's; a rule that does not parse is said, and nothing runs.
+    void lrpTakesItsCompositeAndRulesFromTheForm()
+    {
+        MainWindow window;
+        test::openDemo(window);
+        window.document()->addImages(probeImages());
+        AttributionPanel* panel = window.attributionPanel();
+        tick(panel->methodList(), {"lrp"});
+        tick(panel->metricList(), {});
+        panel->compositeBox()->setCurrentText("epsilon");
+        QCOMPARE(panel->compositeBox()->currentText(), QString("epsilon"));
+        panel->relevanceRulesEdit()->setText("type:Linear=epsilon:0.25;  type:Conv2d=gamma:0.1");
+        const AttributionWorkbenchResultPtr result = explain(panel);
+        QVERIFY(result);
+
+        auto model = Model::load(test::demoModel().toStdString());
+        Engine engine(model);
+        const at::Tensor images = probeBatch(window);
+        InputAttributionRequest request;
+        request.methods = {"lrp"};
+        request.relevance.composite = "epsilon";
+        request.relevance.overrides
+            = {RuleOverride::parse("type:Linear=epsilon:0.25"), RuleOverride::parse("type:Conv2d=gamma:0.1")};
+        const at::Tensor expected = pixelImportance(attributeInputs(engine, images, request).maps.at("lrp"), 28, 28);
+        request.relevance = RelevanceSettings{};
+        const at::Tensor byDefault = pixelImportance(attributeInputs(engine, images, request).maps.at("lrp"), 28, 28);
+        QVERIFY(!at::allclose(expected, byDefault, 1e-3, 1e-5)); // the settings change the map
+        for (int64_t i = 0; i < 3; ++i)
+            QVERIFY(at::allclose(
+                shown(result->maps.at("lrp")[static_cast<size_t>(i)].importance), expected[i], 1e-5, 1e-7));
+
+        panel->relevanceRulesEdit()->setText("features.0=gama");
+        QSignalSpy finished(panel, &AttributionPanel::finished);
+        panel->start();
+        QVERIFY(panel->column()->summary()->text().contains("unknown relevance rule 'gama'"));
+        QVERIFY(!finished.wait(500));
     }
 
     void aCancelKeepsWhatFinishedAndANewModelResets()

@@ -10,6 +10,7 @@
 #include "jobs/workbench_jobs.h"
 #include "panels/job_setup_column.h"
 #include "panels/setup_and_results.h"
+#include "relevance/relevance_rules.h"
 #include "views/attribution_grid.h"
 #include "views/attribution_plots.h"
 #include "views/color_bar.h"
@@ -23,9 +24,11 @@
 #include <QFormLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLineEdit>
 #include <QListWidget>
 #include <QMenu>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTableWidget>
@@ -95,6 +98,9 @@ AttributionPanel::AttributionPanel(Document* document, RunController* controller
     , noise_(new QDoubleSpinBox)
     , metrics_(checkList())
     , sanity_(new QComboBox)
+    , composite_(new QComboBox)
+    , attentionRule_(new QComboBox)
+    , relevanceRules_(new QLineEdit)
     , sharedScale_(new QCheckBox(tr("One colour scale per method")))
     , start_(new QPushButton(tr("Explain the Images")))
     , grid_(new AttributionGrid)
@@ -150,6 +156,18 @@ void AttributionPanel::buildForm()
     sanity_->addItem(tr("independent randomisation"), QString("independent"));
     sanity_->setToolTip(tr("Adebayo et al. (2018): re-initialise the layers (a copy of the model) and compare each "
                            "map with the original"));
+    for (const auto& name : compositeNames())
+        composite_->addItem(QString::fromStdString(name));
+    composite_->setToolTip(tr("LRP: the rules by layer, as Zennit's composites; epsilon0 (ε = 0 everywhere) is "
+                              "LXT's Gradient × Input for transformers"));
+    attentionRule_->addItem(tr("CP-LRP (weights held fixed)"), QString("cp"));
+    attentionRule_->addItem(tr("AttnLRP (uniform rule)"), QString("attnlrp"));
+    attentionRule_->setToolTip(tr("LRP through attention, as LXT defines it: CP-LRP passes relevance through the "
+                                  "values only; AttnLRP through queries, keys and values"));
+    relevanceRules_->setPlaceholderText(tr("e.g. type:Linear=gamma:0.05 features.0=flat"));
+    relevanceRules_->setToolTip(tr("LRP: PATH=RULE overrides, separated by spaces or semicolons (a module, a glob as "
+                                   "layer3.*, type:NAME); rules: epsilon[:e], gamma[:g], zplus, alphabeta[:a:b], "
+                                   "flat, wsquare, zbox, norm, gradient"));
     sharedScale_->setChecked(true);
     sharedScale_->setToolTip(tr("Off: each map on its own scale, its range written under it"));
 
@@ -163,6 +181,9 @@ void AttributionPanel::buildForm()
     form->addRow(tr("Noise σ:"), noise_);
     form->addRow(tr("Metrics:"), metrics_);
     form->addRow(tr("Sanity check:"), sanity_);
+    form->addRow(tr("LRP composite:"), composite_);
+    form->addRow(tr("LRP attention:"), attentionRule_);
+    form->addRow(tr("LRP rules:"), relevanceRules_);
     column_->addBelow(sharedScale_);
 }
 
@@ -260,6 +281,16 @@ void AttributionPanel::start()
         needsLayer = needsLayer || (m.layer && methods.contains(QString::fromStdString(m.name)));
     if (problem.isEmpty() && needsLayer && layer_->currentText().isEmpty())
         problem = tr("The CAMs need a layer: pick one under Layer.");
+    std::vector<std::string> relevanceRules;
+    for (const auto& rule : relevanceRules_->text().split(QRegularExpression("[;\\s]+"), Qt::SkipEmptyParts)) {
+        try {
+            RuleOverride::parse(rule.toStdString());
+            relevanceRules.push_back(rule.toStdString());
+        } catch (const std::exception& e) {
+            if (problem.isEmpty())
+                problem = tr("LRP rules: %1").arg(QString::fromStdString(e.what()));
+        }
+    }
     if (!problem.isEmpty()) {
         column_->summary()->setText(problem);
         return;
@@ -281,6 +312,9 @@ void AttributionPanel::start()
     for (const auto& metric : ticked(metrics_))
         request.metrics.push_back(metric.toStdString());
     request.sanityMode = sanity_->currentData().toString().toStdString();
+    request.composite = composite_->currentText().toStdString();
+    request.attentionRule = attentionRule_->currentData().toString().toStdString();
+    request.relevanceRules = relevanceRules;
     shown_ = request;
     JobHandle* job = controller_->start<AttributionAnalysis>(request, this);
     connect(job, &JobHandle::progress, this, [this, job](qint64, qint64, const QString& stage) {
@@ -429,6 +463,12 @@ QString AttributionPanel::exportTo(const QString& path, const QString& plot) con
         manifest.settings = {{"layer", shown_.layer}, {"steps", std::to_string(shown_.steps)},
             {"baseline", shown_.baseline}, {"samples", std::to_string(shown_.samples)},
             {"noise", std::to_string(shown_.noise)}, {"sanity", shown_.sanityMode}};
+        if (std::find(shown_.methods.begin(), shown_.methods.end(), "lrp") != shown_.methods.end()) {
+            manifest.settings.emplace_back("composite", shown_.composite);
+            manifest.settings.emplace_back("attention_rule", shown_.attentionRule);
+            for (const auto& rule : shown_.relevanceRules)
+                manifest.settings.emplace_back("rule", rule);
+        }
         writeAttributionMaps(path.toStdString(), *result_, &manifest);
     } catch (const std::exception& e) {
         return QString::fromStdString(e.what());

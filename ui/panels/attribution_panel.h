@@ -8,6 +8,7 @@
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QLineEdit;
 class QListWidget;
 class QPushButton;
 class QSpinBox;
@@ -34,6 +35,9 @@ public:
     QListWidget* metricList() const { return metrics_; }
     QComboBox* layerBox() const { return layer_; }
     QComboBox* sanityBox() const { return sanity_; }
+    QComboBox* compositeBox() const { return composite_; }
+    QComboBox* attentionRuleBox() const { return attentionRule_; }
+    QLineEdit* relevanceRulesEdit() const { return relevanceRules_; }
     QCheckBox* sharedScaleBox() const { return sharedScale_; }
     QPushButton* startButton() const { return start_; }
     JobSetupColumn* column() const { return column_; }
@@ -77,6 +81,9 @@ private:
     QDoubleSpinBox* noise_;
     QListWidget* metrics_;
     QComboBox* sanity_;
+    QComboBox* composite_;
+    QComboBox* attentionRule_;
+    QLineEdit* relevanceRules_;
     QCheckBox* sharedScale_;
     QPushButton* start_;
     AttributionGrid* grid_;
