@@ -136,6 +136,12 @@ const std::initializer_list<const char*> Moves{"aten::max_pool1d", "aten::max_po
 const std::initializer_list<const char*> Linear{"aten::add", "aten::add_", "aten::sub", "aten::sub_", "aten::mul",
     "aten::mul_", "aten::div", "aten::div_", "aten::matmul", "aten::bmm"};
 const std::initializer_list<const char*> Products{"aten::mul", "aten::mul_", "aten::matmul", "aten::bmm"};
+// Ops whose output no relevance reaches though they read a carrier: new tensors of its size or
+// type, comparisons, indices (Swin's shifted-window mask is made from `x.new_zeros`).
+const std::initializer_list<const char*> NoRelevance{"aten::new_full", "aten::new_zeros", "aten::new_ones",
+    "aten::new_empty", "aten::full_like", "aten::empty_like", "aten::zeros_like", "aten::ones_like", "aten::eq",
+    "aten::ne", "aten::lt", "aten::le", "aten::gt", "aten::ge", "aten::argmax", "aten::argmin", "aten::sign",
+    "aten::isnan", "aten::isinf", "aten::isfinite", "aten::logical_not", "aten::logical_and", "aten::logical_or"};
 const std::initializer_list<const char*> Softmaxes{"aten::softmax", "aten::_softmax"};
 const std::initializer_list<const char*> FusedAttention{"aten::scaled_dot_product_attention"};
 
@@ -211,6 +217,8 @@ public:
                 gradientTimesInput(node, {{0, 1.0}}, "softmax: gradient × input (attnlrp)");
             else if (isOp(node, Linear) && linearInOne(node))
                 continue;
+            else if (isOp(node, {"aten::einsum"}) && einsum(node))
+                continue;
             else if (attnLrp_ && isOp(node, Products) && productOfTwo(node))
                 gradientTimesInput(
                     node, {{0, 0.5}, {1, 0.5}}, std::string(node->kind().toUnqualString()) + ": uniform (attnlrp)");
@@ -240,7 +248,7 @@ private:
         for (size_t before = 0; before != carriers_.size();) {
             before = carriers_.size();
             forEachNode(graph_.block(), [&](Node* node) {
-                if (isOp(node, {"aten::detach"}))
+                if (isOp(node, {"aten::detach"}) || isOp(node, NoRelevance))
                     return; // nothing flows back through it
                 bool reached = carries(node);
                 for (const auto* block : node->blocks())
@@ -371,6 +379,10 @@ private:
         for (const auto& use : node->output()->uses()) {
             if (isOp(use.user, {"aten::matmul", "aten::bmm", "aten::einsum"}))
                 return true;
+            if (use.user->kind() == c10::prim::ListConstruct) // einsum's operands
+                for (const auto& listUse : use.user->output()->uses())
+                    if (isOp(listUse.user, {"aten::einsum"}))
+                        return true;
             if (isOp(use.user,
                     {"aten::dropout", "aten::dropout_", "aten::contiguous", "aten::to", "aten::type_as", "aten::clone",
                         "aten::feature_dropout"})
@@ -498,6 +510,35 @@ private:
     {
         return node->inputs().size() >= 2 && node->outputs().size() == 1 && isTensor(node->input(0))
             && isTensor(node->input(1)) && carriers_.count(node->input(0)) && carriers_.count(node->input(1));
+    }
+
+    // An einsum of one operand that carries relevance (the ε form, as linearInOne), or of two under
+    // AttnLRP (the uniform rule); its operands are a list built for it.
+    bool einsum(Node* node)
+    {
+        Node* list = node->input(1)->node();
+        if (list->kind() != c10::prim::ListConstruct || node->outputs().size() != 1)
+            return false;
+        std::vector<size_t> carrying;
+        for (size_t i = 0; i < list->inputs().size(); ++i)
+            if (carriers_.count(list->input(i)))
+                carrying.push_back(i);
+        const bool uniform = attnLrp_ && carrying.size() == 2;
+        if (carrying.size() != 1 && !uniform)
+            return false;
+        WithInsertPoint after(node->next());
+        std::vector<Value*> operands(list->inputs().begin(), list->inputs().end());
+        for (size_t i : carrying)
+            operands[i] = uniform ? timesInput(operands[i], 0.5) : times(operands[i], operands[i]);
+        Node* operandList = graph_.insertNode(graph_.createList(list->output()->type()->containedType(0), operands));
+        Node* copy = graph_.createClone(node, [](Value* v) { return v; });
+        copy->replaceInput(1, operandList->output());
+        graph_.insertNode(copy);
+        Value* t = ratio(copy->output(), stabilised(node->output(), Tiny));
+        finish(node->output(), t, t->node());
+        if (uniform)
+            coverage_.layers.push_back(where(node) + " einsum: uniform (attnlrp)");
+        return true;
     }
 
     // LayerNorm with its standard deviation held fixed: y = (x − mean) / σ · w + b is linear in x,
