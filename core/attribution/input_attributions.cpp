@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "graph/engine.h"
+#include "model/batch_limit.h"
 #include "model/model.h"
 #include "relevance/input_relevance.h"
 
@@ -141,7 +142,8 @@ InputAttributionResult attributeInputs(
     // its path points and noisy copies go one at a time.
     const auto& arguments = engine.model().forwardArguments();
     const bool listInput = !arguments.empty() && arguments[0].type == "List[Tensor]";
-    const int64_t batch = listInput ? 1 : batchUnderCap(request.memoryBytes, perSample, useful);
+    const int64_t batch
+        = listInput ? 1 : std::min(batchUnderCap(request.memoryBytes, perSample, useful), largestBatch(engine.model()));
     const ScoreSource source = scoreSourceOf(request);
 
     InputAttributionResult result;

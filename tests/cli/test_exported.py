@@ -10,6 +10,7 @@ ExportedProgram.module()(x) and the eager model's. A module export leaves no nod
 later code reads (a tuple when several values are).
 """
 
+import json
 import os
 import pathlib
 import re
@@ -20,6 +21,7 @@ import unittest
 import warnings
 import zipfile
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torchvision
@@ -633,6 +635,31 @@ class ExportedEngineFeatures(ExportedCase):
         shown = self.run_cli("setup", copy).stdout
         self.assertIn("setup (the model's torchscope.json): 16×16", shown)
         self.assertIn("torch.export program", self.run_cli("inspect", copy).stdout)
+
+    def test_many_inputs_go_in_batches_the_program_takes(self):
+        """A program exported with Dim("batch", max=4): Integrated Gradients (2 images × 16 path
+        points) and deletion (81 steps an image) evaluate at most 4 inputs a forward pass, equal to the
+        scripted model; they sent 16 and 81 at a time before, which the program refuses."""
+        torch.manual_seed(0)
+        model = Small().eval()
+        x = torch.randn(2, 3, 12, 20)
+        program = torch.export.export(model, (x,), dynamic_shapes=({0: Dim("batch", min=1, max=4)},))
+        exported, scripted, inputs = self.dir / "small.pt2", self.dir / "small.pt", self.dir / "x.pt"
+        torch.export.save(program, exported)
+        torch.jit.save(torch.jit.script(model), scripted)
+        torch.save(x, inputs)
+        common = ["--input", inputs, "--preprocess", "none", "--method", "integrated_gradients", "--steps", "16",
+                  "--target", TARGET]
+        results = {}
+        for path in (scripted, exported):
+            maps, metrics = self.dir / f"{path.suffix[1:]}.npz", self.dir / f"{path.suffix[1:]}.json"
+            done = self.run_cli("attribute", path, *common, "--out", maps)
+            self.run_cli("evaluate", path, *common, "--metric", "deletion", "--out", metrics)
+            results[path.suffix] = (np.load(maps)["integrated_gradients"], json.loads(metrics.read_text()))
+        self.assertIn("4 input(s) at a time", done.stdout)
+        np.testing.assert_allclose(results[".pt2"][0], results[".pt"][0], rtol=1e-4, atol=1e-6)
+        deletion = [r[1]["methods"]["integrated_gradients"]["deletion"]["per_image"] for r in results.values()]
+        np.testing.assert_allclose(deletion[1], deletion[0], rtol=1e-4, atol=1e-6)
 
     def test_the_tree_and_the_dynamic_batch_are_shown(self):
         _, path = self.export("tuple_out", TupleOut(), size=16)

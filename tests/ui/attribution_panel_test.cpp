@@ -212,7 +212,15 @@ print(m['grad_cam'].shape, m['targets'].tolist() == [e['target'] for e in j['ima
         test::openDemo(window);
         window.document()->addImages(probeImages());
         AttributionPanel* panel = window.attributionPanel();
+        // LRP's rows show while lrp is ticked, as IG's and the CAMs' while theirs are.
+        tick(panel->methodList(), {"saliency", "grad_cam"});
+        QVERIFY(!panel->compositeBox()->isVisibleTo(panel));
+        QVERIFY(!panel->relevanceRulesEdit()->isVisibleTo(panel));
+        QVERIFY(panel->layerBox()->isVisibleTo(panel));
         tick(panel->methodList(), {"lrp"});
+        QVERIFY(panel->compositeBox()->isVisibleTo(panel));
+        QVERIFY(panel->attentionRuleBox()->isVisibleTo(panel));
+        QVERIFY(!panel->layerBox()->isVisibleTo(panel));
         tick(panel->metricList(), {});
         panel->compositeBox()->setCurrentText("epsilon");
         QCOMPARE(panel->compositeBox()->currentText(), QString("epsilon"));

@@ -185,6 +185,31 @@ void AttributionPanel::buildForm()
     form->addRow(tr("LRP attention:"), attentionRule_);
     form->addRow(tr("LRP rules:"), relevanceRules_);
     column_->addBelow(sharedScale_);
+    // A method's own settings show while it is ticked: the form fits a laptop's height without
+    // scrolling past rows that do nothing.
+    connect(methods_, &QListWidget::itemChanged, this, &AttributionPanel::showMethodRows);
+    showMethodRows();
+}
+
+void AttributionPanel::showMethodRows()
+{
+    const QStringList methods = ticked(methods_);
+    bool layer = false;
+    for (const auto& m : attributionMethodChoices())
+        layer = layer || (m.layer && methods.contains(QString::fromStdString(m.name)));
+    const bool integrated = methods.contains("integrated_gradients");
+    const bool noisy
+        = methods.contains("smoothgrad") || methods.contains("smoothgrad_sq") || methods.contains("vargrad");
+    const bool lrp = methods.contains("lrp");
+    QFormLayout* form = column_->form();
+    form->setRowVisible(layer_, layer);
+    form->setRowVisible(steps_, integrated);
+    form->setRowVisible(baseline_, integrated);
+    form->setRowVisible(samples_, noisy);
+    form->setRowVisible(noise_, noisy);
+    form->setRowVisible(composite_, lrp);
+    form->setRowVisible(attentionRule_, lrp);
+    form->setRowVisible(relevanceRules_, lrp);
 }
 
 void AttributionPanel::buildExportMenu()

@@ -59,6 +59,7 @@ public Q_SLOTS:
 
 private:
     void buildForm();
+    void showMethodRows();
     void buildExportMenu();
     void connectJobs();
     void fillLayers();

@@ -1,0 +1,17 @@
+#pragma once
+
+// How many inputs one forward pass of a model may take. Torch-free.
+
+#include <cstdint>
+
+namespace torchscope {
+
+class Model;
+
+// A torch.export program's bound on its first input's batch dimension ("x: float32[s77, 3, 224, 224]"
+// with "s77 in [1, 64]": 64; a static first dimension: its size); INT64_MAX for anything else (a
+// TorchScript model, an unbounded Dim). Methods that evaluate many inputs batch them under both this
+// and their memory cap: a program exported with Dim("batch", max=64) refuses a 65th input.
+int64_t largestBatch(const Model& model);
+
+} // namespace torchscope
