@@ -225,8 +225,7 @@ public:
             else if (isOp(node, {"aten::_native_multi_head_attention"}) && node->owningBlock() != graph_.block())
                 fastPathNotTaken(node);
             else if (node->kind().is_aten() && !isOp(node, Moves) && returnsTensor(node))
-                ++uncovered[node->kind().toQualString() + std::string(" in ")
-                    + (inliner_.pathOf(node).empty() ? "the model's forward" : inliner_.pathOf(node))];
+                ++uncovered[node->kind().toQualString() + std::string(" in ") + where(node)];
         }
         collapseRepeats(coverage_.layers);
         for (const auto& [what, count] : uncovered)
@@ -302,12 +301,7 @@ private:
                     return true;
                 continue;
             }
-            if (user->kind() == c10::prim::If || user->kind() == c10::prim::Loop) {
-                if (live(user))
-                    return true;
-                continue;
-            }
-            if (live(user))
+            if (live(user)) // an if or a loop whose output lives reads its condition and inputs too
                 return true;
         }
         return false;
@@ -426,6 +420,24 @@ private:
         }
     }
 
+    // The node's output forward; backward, R_out / stab(out) through `numerator`'s gradient: the
+    // ε form of every rule written as the op again on modified inputs.
+    void carryRatio(Node* node, Value* numerator, double stabiliser)
+    {
+        Value* t = ratio(numerator, stabilised(node->output(), stabiliser));
+        finish(node->output(), t, t->node());
+    }
+
+    // The op again with its input `index` as x ⊙ stop_grad(x): linear in x, its gradient is x ⊙ Jᵀ(·).
+    Value* onSquared(Node* node, size_t index)
+    {
+        Value* x = node->input(index);
+        Node* copy = graph_.createClone(node, [](Value* v) { return v; });
+        copy->replaceInput(index, times(x, x));
+        graph_.insertNode(copy);
+        return copy->output();
+    }
+
     // x forward; backward, its gradient times c·x (Gradient × Input's conversion at an input).
     Value* timesInput(Value* x, double c)
     {
@@ -443,8 +455,7 @@ private:
         for (const auto& [index, c] : inputs)
             copy->replaceInput(index, timesInput(node->input(index), c));
         graph_.insertNode(copy);
-        Value* t = ratio(copy->output(), stabilised(node->output(), Tiny));
-        finish(node->output(), t, t->node());
+        carryRatio(node, copy->output(), Tiny);
         coverage_.layers.push_back(where(node) + " " + what);
     }
 
@@ -463,11 +474,8 @@ private:
         if (carrying.size() != 1)
             return false;
         const bool sum = isOp(node, {"aten::add", "aten::add_", "aten::sub", "aten::sub_"});
-        if (sum && node->inputs().size() > 2) {
-            const auto alpha = torch::jit::toIValue(node->input(2));
-            if (!alpha || !((alpha->isInt() && alpha->toInt() == 1) || (alpha->isDouble() && alpha->toDouble() == 1.0)))
-                return false;
-        }
+        if (sum && !alphaIsOne(node))
+            return false;
         if (isOp(node, {"aten::div", "aten::div_"}) && carrying[0] != 0)
             return false; // 1 / x is not linear
         node = outOfPlace(node);
@@ -479,13 +487,9 @@ private:
             if (carrying[0] == 1 && isOp(node, {"aten::sub"}))
                 t = op("aten::neg", {t});
         } else {
-            Node* copy = graph_.createClone(node, [](Value* v) { return v; });
-            copy->replaceInput(carrying[0], times(x, x));
-            graph_.insertNode(copy);
-            t = copy->output();
+            t = onSquared(node, carrying[0]);
         }
-        t = ratio(t, stabilised(node->output(), Tiny));
-        finish(node->output(), t, t->node());
+        carryRatio(node, t, Tiny);
         return true;
     }
 
@@ -534,8 +538,7 @@ private:
         Node* copy = graph_.createClone(node, [](Value* v) { return v; });
         copy->replaceInput(1, operandList->output());
         graph_.insertNode(copy);
-        Value* t = ratio(copy->output(), stabilised(node->output(), Tiny));
-        finish(node->output(), t, t->node());
+        carryRatio(node, copy->output(), Tiny);
         if (uniform)
             coverage_.layers.push_back(where(node) + " einsum: uniform (attnlrp)");
         return true;
@@ -569,8 +572,7 @@ private:
         Value* linear = op("aten::div", {centred(times(x, x)), stopped(sd)});
         if (w)
             linear = op("aten::mul", {linear, w});
-        Value* t = ratio(linear, stabilised(node->output(), Tiny));
-        finish(node->output(), t, t->node());
+        carryRatio(node, linear, Tiny);
         coverage_.layers.push_back(where(node) + " layer_norm: σ held fixed");
         return true;
     }
@@ -756,8 +758,7 @@ private:
         const bool first = !firstSeen_;
         firstSeen_ = true;
         const RelevanceRule rule = ruleFor(node, path, first);
-        std::string described
-            = (path.empty() ? std::string("the model's forward") : path) + " " + node->kind().toUnqualString();
+        std::string described = where(node) + " " + node->kind().toUnqualString();
         if (rule.kind == RuleKind::Pass)
             throw Error("relevance rule 'pass' at '" + path
                 + "': it passes relevance on unchanged, which only an element-wise op can; a "
@@ -919,16 +920,20 @@ private:
         finish(node->output(), node->input(0), node); // t = x: the gradient passes as it is
     }
 
+    // add / sub's third input, alpha, is 1 (or absent): the op is a plain sum or difference.
+    static bool alphaIsOne(const Node* node)
+    {
+        if (node->inputs().size() <= 2)
+            return true;
+        const auto alpha = torch::jit::toIValue(node->input(2));
+        return alpha && ((alpha->isInt() && alpha->toInt() == 1) || (alpha->isDouble() && alpha->toDouble() == 1.0));
+    }
+
     bool sumOfTwo(const Node* node) const
     {
         if (node->inputs().size() < 2 || !isTensor(node->input(0)) || !isTensor(node->input(1)))
             return false;
-        if (node->inputs().size() > 2) {
-            const auto alpha = torch::jit::toIValue(node->input(2));
-            if (!alpha || !((alpha->isInt() && alpha->toInt() == 1) || (alpha->isDouble() && alpha->toDouble() == 1.0)))
-                return false;
-        }
-        return carriers_.count(node->input(0)) && carriers_.count(node->input(1));
+        return alphaIsOne(node) && carriers_.count(node->input(0)) && carriers_.count(node->input(1));
     }
 
     // A residual sum: each term keeps its share (norm), so the two branches do not both get all.
@@ -938,26 +943,16 @@ private:
         Value* a = node->input(0);
         Value* b = node->input(1);
         WithInsertPoint after(node->next());
-        Value* t = ratio(sum(times(a, a), times(b, b)), stabilised(node->output(), normStabiliser()));
-        finish(node->output(), t, t->node());
-        coverage_.layers.push_back(
-            (inliner_.pathOf(node).empty() ? std::string("the model's forward") : inliner_.pathOf(node))
-            + " sum: norm");
+        carryRatio(node, sum(times(a, a), times(b, b)), normStabiliser());
+        coverage_.layers.push_back(where(node) + " sum: norm");
     }
 
     // Average pooling and means: linear, norm (Zennit's AvgPool rule).
     void normalise(Node* node)
     {
-        Value* x = node->input(0);
         WithInsertPoint after(node->next());
-        Node* copy = graph_.createClone(node, [](Value* v) { return v; });
-        copy->replaceInput(0, times(x, x));
-        graph_.insertNode(copy);
-        Value* t = ratio(copy->output(), stabilised(node->output(), normStabiliser()));
-        finish(node->output(), t, t->node());
-        coverage_.layers.push_back(
-            (inliner_.pathOf(node).empty() ? std::string("the model's forward") : inliner_.pathOf(node)) + " "
-            + node->kind().toUnqualString() + ": norm");
+        carryRatio(node, onSquared(node, 0), normStabiliser());
+        coverage_.layers.push_back(where(node) + " " + node->kind().toUnqualString() + ": norm");
     }
 
     Graph& graph_;
