@@ -1,14 +1,13 @@
 #include "relevance/relevance_graph.h"
 
+#include "relevance/graph_preparation.h"
+
 #include "common/error.h"
 #include "common/strings.h"
 #include "graph/instrumenter.h"
 #include "model/torch_names.h"
 
-#include <torch/csrc/jit/api/function_impl.h>
-#include <torch/csrc/jit/passes/constant_propagation.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
-#include <torch/csrc/jit/passes/peephole.h>
 
 #include <algorithm>
 #include <functional>
@@ -21,93 +20,14 @@
 namespace torchscope {
 namespace {
 
+using relevance::holdsTensors;
+using relevance::isOp;
+using relevance::isTensor;
 using torch::jit::Graph;
 using torch::jit::NamedValue;
 using torch::jit::Node;
 using torch::jit::Value;
 using torch::jit::WithInsertPoint;
-
-bool isOp(const Node* node, std::initializer_list<const char*> names)
-{
-    for (const char* name : names)
-        if (node->kind() == c10::Symbol::fromQualString(name))
-            return true;
-    return false;
-}
-
-bool isTensor(const Value* value)
-{
-    return value->type()->isSubtypeOf(*c10::TensorType::get());
-}
-
-bool holdsTensors(const c10::TypePtr& type)
-{
-    if (type->isSubtypeOf(*c10::TensorType::get()))
-        return true;
-    for (const auto& contained : type->containedTypes())
-        if (holdsTensors(contained))
-            return true;
-    return false;
-}
-
-// Every module and function call inlined, each op remembering the module it came from.
-class Inliner {
-public:
-    void run(Graph& graph)
-    {
-        while (true) {
-            const auto modules = modulePaths(graph);
-            Node* call = nullptr;
-            std::string path;
-            torch::jit::GraphFunction* function = nullptr;
-            forEachNode(graph.block(), [&](Node* node) {
-                if (call)
-                    return;
-                if (node->kind() == c10::prim::CallMethod) {
-                    if (const auto found = modules.find(node->input(0)); found != modules.end()) {
-                        call = node;
-                        path = found->second;
-                    }
-                } else if (node->kind() == c10::prim::CallFunction) {
-                    const auto type = node->input(0)->type()->cast<c10::FunctionType>();
-                    if ((function = type ? torch::jit::tryToGraphFunction(*type->function()) : nullptr)) {
-                        call = node;
-                        path = pathOf(node);
-                    }
-                }
-            });
-            if (!call)
-                return;
-            Node* before = call->prev();
-            Node* after = call->next();
-            if (function) {
-                call->removeInput(0); // the function constant: the callee's inputs are the rest
-                torch::jit::inlineCallTo(call, function, function->graph().get());
-            } else {
-                inlineModuleCall(call, path);
-            }
-            for (Node* node = before->next(); node != after; node = node->next()) {
-                paths_[node] = path;
-                for (auto* block : node->blocks()) // kept when a constant branch is taken out of its if
-                    forEachNode(block, [&](Node* nested) { paths_.emplace(nested, path); });
-            }
-        }
-    }
-
-    void tag(const Node* node, const std::string& path) { paths_[node] = path; }
-
-    // The module an op came from ("" for the model's own forward).
-    std::string pathOf(const Node* node) const
-    {
-        for (; node; node = node->owningBlock()->owningNode())
-            if (const auto found = paths_.find(node); found != paths_.end())
-                return found->second;
-        return {};
-    }
-
-private:
-    std::unordered_map<const Node*, std::string> paths_;
-};
 
 const std::initializer_list<const char*> Layers{"aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution",
     "aten::_convolution", "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d", "aten::linear"};
@@ -136,12 +56,6 @@ const std::initializer_list<const char*> Moves{"aten::max_pool1d", "aten::max_po
 const std::initializer_list<const char*> Linear{"aten::add", "aten::add_", "aten::sub", "aten::sub_", "aten::mul",
     "aten::mul_", "aten::div", "aten::div_", "aten::matmul", "aten::bmm"};
 const std::initializer_list<const char*> Products{"aten::mul", "aten::mul_", "aten::matmul", "aten::bmm"};
-// Ops whose output no relevance reaches though they read a carrier: new tensors of its size or
-// type, comparisons, indices (Swin's shifted-window mask is made from `x.new_zeros`).
-const std::initializer_list<const char*> NoRelevance{"aten::new_full", "aten::new_zeros", "aten::new_ones",
-    "aten::new_empty", "aten::full_like", "aten::empty_like", "aten::zeros_like", "aten::ones_like", "aten::eq",
-    "aten::ne", "aten::lt", "aten::le", "aten::gt", "aten::ge", "aten::argmax", "aten::argmin", "aten::sign",
-    "aten::isnan", "aten::isinf", "aten::isfinite", "aten::logical_not", "aten::logical_and", "aten::logical_or"};
 const std::initializer_list<const char*> Softmaxes{"aten::softmax", "aten::_softmax"};
 const std::initializer_list<const char*> FusedAttention{"aten::scaled_dot_product_attention"};
 
@@ -176,24 +90,19 @@ public:
 
     RelevanceCoverage run()
     {
-        inliner_.run(graph_);
-        foldModuleConstants();
-        // The branches the loaded module rules out taken away (`if bias is None` on a module that has
-        // one): no rule is applied in code that cannot run, to values it leaves typed Optional.
-        auto shared = graph_.shared_from_this();
-        torch::jit::PeepholeOptimize(shared, /*disable_shape_peepholes=*/true);
-        torch::jit::ConstantPropagation(shared);
+        relevance::prepareGraph(graph_, module_, inliner_);
         compositeRule(settings_.composite, LayerKind::Dense, false); // an unknown name throws now
         const auto& attentions = attentionRuleNames();
         if (std::find(attentions.begin(), attentions.end(), settings_.attention) == attentions.end())
             throw Error(
                 "unknown attention rule '" + settings_.attention + "'; expected one of " + join(attentions, ", "));
         attnLrp_ = settings_.attention == "attnlrp";
-        markCarriers();
-        if (!attnLrp_)
+        carriers_ = relevance::relevanceCarriers(graph_);
+        if (!attnLrp_) {
             holdAttentionFixed(); // CP-LRP: nothing flows through the attention weights
-        markCarriers();
-        markLive();
+            carriers_ = relevance::relevanceCarriers(graph_);
+        }
+        live_ = relevance::liveValues(graph_);
         std::vector<Node*> nodes;
         forEachNode(graph_.block(), [&](Node* node) { nodes.push_back(node); });
         std::set<Node*> merged; // batch norms folded into their layer
@@ -237,73 +146,11 @@ public:
     }
 
 private:
-    // The values the input's relevance can reach: those computed from the first input.
-    // Tensors only (a size read from one is no relevance); through if-branches too.
-    void markCarriers()
-    {
-        carriers_.clear();
-        for (size_t i = 1; i < graph_.inputs().size(); ++i)
-            carriers_.insert(graph_.inputs()[i]);
-        for (size_t before = 0; before != carriers_.size();) {
-            before = carriers_.size();
-            forEachNode(graph_.block(), [&](Node* node) {
-                if (isOp(node, {"aten::detach"}) || isOp(node, NoRelevance))
-                    return; // nothing flows back through it
-                bool reached = carries(node);
-                for (const auto* block : node->blocks())
-                    for (const Value* returned : block->return_node()->inputs())
-                        reached = reached || carriers_.count(returned);
-                if (reached)
-                    for (Value* output : node->outputs())
-                        if (holdsTensors(output->type()))
-                            carriers_.insert(output);
-            });
-        }
-    }
     bool carries(const Node* node) const
     {
         for (const Value* input : node->inputs())
             if (carriers_.count(input))
                 return true;
-        return false;
-    }
-
-    // The values the model's output is computed from through ops a gradient passes (a value only a
-    // held-fixed softmax or a shape reads takes no rule: nothing reaches it).
-    void markLive()
-    {
-        live_.clear();
-        for (Value* v : graph_.outputs())
-            live_.insert(v);
-        for (size_t before = 0, pass = 0; pass == 0 || before != live_.size(); ++pass) {
-            before = live_.size();
-            forEachNode(graph_.block(), [&](Node* node) {
-                for (Value* output : node->outputs())
-                    if (!live_.count(output) && readByLive(output))
-                        live_.insert(output);
-            });
-        }
-    }
-    bool readByLive(const Value* value) const
-    {
-        for (const auto& use : value->uses()) {
-            const Node* user = use.user;
-            if (isOp(user, {"aten::detach"}))
-                continue;
-            if (user->kind() == c10::prim::Return) {
-                const Node* owner = user->owningBlock()->owningNode();
-                if (!owner)
-                    return true; // the graph's own output
-                const size_t offset = owner->kind() == c10::prim::Loop ? use.offset - 1 : use.offset;
-                if (owner->kind() == c10::prim::Loop && use.offset == 0)
-                    continue; // the loop's condition
-                if (offset < owner->outputs().size() && live_.count(owner->outputs()[offset]))
-                    return true;
-                continue;
-            }
-            if (live(user)) // an if or a loop whose output lives reads its condition and inputs too
-                return true;
-        }
         return false;
     }
     bool live(const Node* node) const
@@ -384,40 +231,6 @@ private:
                 return true;
         }
         return false;
-    }
-
-    // A module's numbers, flags and names (not its tensors, nor `training`) as the constants they are in
-    // the loaded model, where the forward never assigns them: the branches they choose (timm's pooling by
-    // name, nn.MultiheadAttention's packed or separate projections) fold away, and no rule is given
-    // to, or reported for, code that cannot run.
-    void foldModuleConstants()
-    {
-        std::set<std::string> assigned;
-        std::vector<Node*> reads;
-        forEachNode(graph_.block(), [&](Node* node) {
-            if (node->kind() == c10::prim::SetAttr)
-                assigned.insert(node->s(c10::attr::name));
-            if (node->kind() == c10::prim::GetAttr)
-                reads.push_back(node);
-        });
-        const auto owners = modulePaths(graph_);
-        for (Node* read : reads) {
-            const auto kind = read->output()->type()->kind();
-            if (kind != c10::TypeKind::BoolType && kind != c10::TypeKind::IntType && kind != c10::TypeKind::FloatType
-                && kind != c10::TypeKind::StringType)
-                continue;
-            const std::string name = read->s(c10::attr::name);
-            if (name == "training" || assigned.count(name))
-                continue;
-            const auto owner = owners.find(read->input(0));
-            if (owner == owners.end())
-                continue;
-            const auto holder = moduleAt(owner->second);
-            if (!holder || !holder->hasattr(name))
-                continue;
-            WithInsertPoint before(read);
-            read->output()->replaceAllUsesWith(graph_.insertConstant(holder->attr(name)));
-        }
     }
 
     // The node's output forward; backward, R_out / stab(out) through `numerator`'s gradient: the
@@ -822,7 +635,7 @@ private:
         if (read->kind() == c10::prim::GetAttr) {
             const auto owners = modulePaths(graph_);
             if (const auto owner = owners.find(read->input(0)); owner != owners.end())
-                if (const auto holder = moduleAt(owner->second)) {
+                if (const auto holder = relevance::moduleAt(module_, owner->second)) {
                     if (holder->attr(read->s(c10::attr::name)).isNone())
                         return nullptr;
                     return graph_.insertUncheckedCast(value, c10::TensorType::get());
@@ -832,21 +645,6 @@ private:
             return value;
         throw Error("a layer's optional " + value->debugName()
             + " cannot be resolved to a tensor or None: TorchScope cannot apply an LRP rule to it");
-    }
-
-    // The module an op of a batch norm came from, when it is one (its attributes are what a graph
-    // computes from self.training and self.eps).
-    std::optional<torch::jit::Module> moduleAt(const std::string& path) const
-    {
-        try {
-            torch::jit::Module holder = module_;
-            for (const auto& part : split(path, '.'))
-                if (!part.empty())
-                    holder = holder.attr(part).toModule();
-            return holder;
-        } catch (const std::exception&) {
-            return std::nullopt;
-        }
     }
 
     // A batch norm in evaluation that reads this layer's output, which nothing else reads but for
@@ -870,7 +668,7 @@ private:
         auto training = torch::jit::toIValue(found->input(5));
         auto eps = torch::jit::toIValue(found->input(7));
         if (!training || !eps) { // read from the module it came from (nn.BatchNorm*d in evaluation)
-            const auto holder = moduleAt(inliner_.pathOf(found));
+            const auto holder = relevance::moduleAt(module_, inliner_.pathOf(found));
             if (!holder || !holder->hasattr("eps") || !holder->hasattr("running_mean"))
                 return std::nullopt;
             if (!training)
@@ -959,9 +757,8 @@ private:
     const torch::jit::Module& module_;
     const RelevanceSettings& settings_;
     const std::vector<ResolvedRuleOverride>& overrides_;
-    Inliner inliner_;
-    std::unordered_set<const Value*> carriers_;
-    std::unordered_set<const Value*> live_;
+    relevance::Inliner inliner_;
+    relevance::ValueSet carriers_, live_;
     bool attnLrp_ = false;
     // The stabiliser of the Gradient × Input conversions (LXT has none): only an exact zero is moved.
     static constexpr double Tiny = 1e-12;
