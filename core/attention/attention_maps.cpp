@@ -226,7 +226,7 @@ AttentionResult attentionMaps(
 
     const int64_t total = images.size(0);
     const int64_t perSample = request.bytesPerSample > 0 ? request.bytesPerSample : 64 * images[0].numel() * 4;
-    const int64_t batch = std::min(batchUnderCap(request.memoryBytes, perSample, total), largestBatch(engine.model()));
+    const int64_t batch = batchUnderCap(engine.model(), request.memoryBytes, perSample, total);
     std::vector<std::vector<at::Tensor>> probabilities(result.layers.size()), maps(result.layers.size()),
         entropy(result.layers.size()), distance(result.layers.size());
     std::vector<at::Tensor> rollouts, legrads;

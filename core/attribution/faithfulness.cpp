@@ -151,8 +151,8 @@ FaithfulnessResult evaluateFaithfulness(Engine& engine, const at::Tensor& images
     const int64_t perStep = request.pixelsPerStep > 0 ? request.pixelsPerStep : (pixels + 99) / 100;
     const int64_t perSample = request.bytesPerSample > 0 ? request.bytesPerSample
                                                          : 16 * images[0].numel() * static_cast<int64_t>(sizeof(float));
-    const int64_t batch = std::min(batchUnderCap(request.memoryBytes, perSample, (pixels + perStep - 1) / perStep + 1),
-        largestBatch(engine.model()));
+    const int64_t batch
+        = batchUnderCap(engine.model(), request.memoryBytes, perSample, (pixels + perStep - 1) / perStep + 1);
     const at::Tensor importance = pixelImportance(maps, height, width);
     const auto uses = [&](const char* metric) {
         return std::find(request.metrics.begin(), request.metrics.end(), metric) != request.metrics.end();

@@ -84,11 +84,6 @@ ScoreSource scoreSourceOf(const InputAttributionRequest& request)
     return ScoreSource{request.scores, request.target.region, request.labels, request.probe};
 }
 
-int64_t batchUnderCap(int64_t memoryBytes, int64_t bytesPerSample, int64_t useful)
-{
-    return std::clamp<int64_t>(memoryBytes / std::max<int64_t>(1, bytesPerSample), 1, std::max<int64_t>(1, useful));
-}
-
 int64_t evaluationBytesPerSample(Model& model, const at::Tensor& oneSample)
 {
     const auto hasShapes = [&] {
@@ -142,8 +137,7 @@ InputAttributionResult attributeInputs(
     // its path points and noisy copies go one at a time.
     const auto& arguments = engine.model().forwardArguments();
     const bool listInput = !arguments.empty() && arguments[0].type == "List[Tensor]";
-    const int64_t batch
-        = listInput ? 1 : std::min(batchUnderCap(request.memoryBytes, perSample, useful), largestBatch(engine.model()));
+    const int64_t batch = listInput ? 1 : batchUnderCap(engine.model(), request.memoryBytes, perSample, useful);
     const ScoreSource source = scoreSourceOf(request);
 
     InputAttributionResult result;

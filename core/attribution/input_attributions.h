@@ -65,9 +65,6 @@ struct InputAttributionRequest {
 // (the value and its gradient), from the model's dry run (made here when the model has none).
 int64_t evaluationBytesPerSample(Model& model, const at::Tensor& oneSample);
 
-// How many inputs one batch may hold under the cap, at least 1 and at most `useful`.
-int64_t batchUnderCap(int64_t memoryBytes, int64_t bytesPerSample, int64_t useful);
-
 struct InputAttributionResult {
     // method -> [N, C, H, W] float32, the input's shape; a CAM: [N, 1, h, w] at the layer's size
     // under its name and [N, 1, H, W] bilinearly upsampled under "NAME:input".

@@ -2,6 +2,7 @@
 
 #include "model/model.h"
 
+#include <algorithm>
 #include <cctype>
 #include <limits>
 #include <string>
@@ -50,6 +51,12 @@ int64_t largestBatch(const Model& model)
         return allDigits(high) ? std::max<int64_t>(1, std::stoll(high)) : Unbounded;
     }
     return Unbounded;
+}
+
+int64_t batchUnderCap(const Model& model, int64_t memoryBytes, int64_t bytesPerSample, int64_t useful)
+{
+    const int64_t fits = memoryBytes / std::max<int64_t>(1, bytesPerSample);
+    return std::clamp<int64_t>(std::min(fits, largestBatch(model)), 1, std::max<int64_t>(1, useful));
 }
 
 } // namespace torchscope

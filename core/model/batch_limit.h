@@ -1,6 +1,6 @@
 #pragma once
 
-// How many inputs one forward pass of a model may take. Torch-free.
+// How many inputs one forward pass of a model may take: its own bound and the memory cap's. Torch-free.
 
 #include <cstdint>
 
@@ -13,5 +13,9 @@ class Model;
 // TorchScript model, an unbounded Dim). Methods that evaluate many inputs batch them under both this
 // and their memory cap: a program exported with Dim("batch", max=64) refuses a 65th input.
 int64_t largestBatch(const Model& model);
+
+// How many inputs one batch may hold: under the memory cap (bytesPerSample each), no more than the
+// model takes (largestBatch), at least 1 and at most `useful`.
+int64_t batchUnderCap(const Model& model, int64_t memoryBytes, int64_t bytesPerSample, int64_t useful);
 
 } // namespace torchscope
