@@ -15,4 +15,7 @@ int runPatch(const CliOptions& options);
 // (what the window's Compare tab shows for a clicked cell).
 int runCompareMaps(const CliOptions& options, const CompareConfig& config);
 
+// torchscope-cli crp: core's computeConceptRelevance, written with writeConceptRelevance.
+int runCrp(const CliOptions& options);
+
 } // namespace torchscope::cli

@@ -175,6 +175,23 @@ void addDistributedTimeout(CLI::App* command, CliOptions& o)
         ->capture_default_str();
 }
 
+void addLrpOptions(CLI::App* command, CliOptions& o)
+{
+    command
+        ->add_option("--composite", o.composite,
+            "lrp: the rules by layer, as Zennit's composites: " + join(compositeNames(), ", ")
+                + " (epsilon_gamma_box's zbox bounds come from the input setup)")
+        ->check(CLI::IsMember(compositeNames()))
+        ->capture_default_str();
+    command
+        ->add_option("--attention-rule", o.attentionRule,
+            "lrp: how relevance crosses attention, as LXT defines it: cp (CP-LRP: the attention weights held "
+            "fixed, relevance through the values) or attnlrp (AttnLRP: the uniform rule on q·k and A·v, the "
+            "softmax by gradient × input)")
+        ->check(CLI::IsMember(attentionRuleNames()))
+        ->capture_default_str();
+}
+
 // The options every attribution command shares: attribute, evaluate and sanity.
 void addAttributionOptions(CLI::App* command, CliOptions& o)
 {
@@ -214,19 +231,7 @@ void addAttributionOptions(CLI::App* command, CliOptions& o)
                         + ") nor an lrp rule PATH=RULE";
             },
             "RULE"));
-    command
-        ->add_option("--composite", o.composite,
-            "lrp: the rules by layer, as Zennit's composites: " + join(compositeNames(), ", ")
-                + " (epsilon_gamma_box's zbox bounds come from the input setup)")
-        ->check(CLI::IsMember(compositeNames()))
-        ->capture_default_str();
-    command
-        ->add_option("--attention-rule", o.attentionRule,
-            "lrp: how relevance crosses attention, as LXT defines it: cp (CP-LRP: the attention weights held "
-            "fixed, relevance through the values) or attnlrp (AttnLRP: the uniform rule on q·k and A·v, the "
-            "softmax by gradient × input)")
-        ->check(CLI::IsMember(attentionRuleNames()))
-        ->capture_default_str();
+    addLrpOptions(command, o);
     command
         ->add_option("--baseline", o.baseline,
             "integrated_gradients' path start: black (zeros), blur (Gaussian, --blur-sigma), noise (uniform over "

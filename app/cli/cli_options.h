@@ -108,6 +108,10 @@ struct CliOptions {
     int samples = 25; // smoothgrad, smoothgrad_sq, vargrad
     double noise = 0.15;
     std::string probeTarget; // FILE.pt or FILE.pt@LAYER: explain the probe's class
+    // crp (its --layer is `layer`, --top `topK`, --rule PATH=RULE `rules`)
+    std::string crpChannels = "top:8";
+    std::string references; // a folder: RelMax / ActMax references
+    std::string referenceBy = "relevance";
 
     // evaluate
     std::vector<std::string> metrics;
@@ -149,6 +153,8 @@ void addModelOptions(CLI::App* command, CliOptions& o, const std::string& about 
 void addTarget(CLI::App* command, CliOptions& o);
 // --job-timeout: under torchrun, how long a rank waits for the others.
 void addDistributedTimeout(CLI::App* command, CliOptions& o);
+// LRP's --composite and --attention-rule (attribute's methods, crp).
+void addLrpOptions(CLI::App* command, CliOptions& o);
 // What attribute, evaluate and sanity share: the inputs, methods and every method's settings.
 void addAttributionOptions(CLI::App* command, CliOptions& o);
 // A fraction strictly between 0 and 1; "LO:HI" with LO < HI (--range).

@@ -55,6 +55,11 @@ ProbeSamples folderProbeSamples(const std::string& folder, const ModelSetup&, in
     refuse("--data " + folder, "give a tensor file {\"samples\": [N, ...], \"labels\": [N]}");
 }
 
+int runCrp(const CliOptions&)
+{
+    refuse("crp", "CRP reads the images it explains and its references from image files");
+}
+
 int runEachImage(const CliOptions& options)
 {
     refuse("run --each-image", "give tensors saved with torch.save and leave out --each-image");

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "common/error.h"
 #include "compare_command.h"
+#include "crp_command.h"
 #include "evaluate_command.h"
 #include "probe_command.h"
 #include "record_command.h"
@@ -24,8 +25,8 @@ int main(int argc, char** argv)
     using namespace torchscope::cli;
     // In the order --help lists them.
     const std::vector<Command> commands{inspectCommand(), analysesCommand(), setupCommand(), runCommand(),
-        gradCamCommand(), attributeCommand(), attentionCommand(), evaluateCommand(), sanityCommand(), patchCommand(),
-        recordCommand(), probeCommand(), compareCommand(), visualizeCommand()};
+        gradCamCommand(), attributeCommand(), attentionCommand(), crpCommand(), evaluateCommand(), sanityCommand(),
+        patchCommand(), recordCommand(), probeCommand(), compareCommand(), visualizeCommand()};
     try {
         const CliOptions options = parseCommandLine(argc, argv, commands);
         if (options.command == "help") {

@@ -57,6 +57,9 @@ std::vector<AnalysisInfo> makeTable()
         {"attention", "Attention Maps", Batch, "core/attention",
             "runAttentionWorkbench (attention/attention_workbench)", "AttentionWorkbenchRequest",
             "AttentionWorkbenchResult", {"attention"}, "Attention tab", TensorFiles, attentionMethods(), {}},
+        {"crp", "Concept Relevance", Batch, "core/relevance", "computeConceptRelevance (relevance/concept_relevance)",
+            "ConceptRelevanceRequest", "ConceptRelevanceResult", {"crp"}, "Relevance tab",
+            {"json", "pt", "npz", "safetensors"}, {}, {}},
     };
 }
 

@@ -108,6 +108,7 @@ ResolvedRequest Engine::resolve(const Request& request) const
         resolved.edits.push_back(edit);
     }
     resolved.attentionInPath = request.attentionInPath;
+    resolved.grabsOnPath = request.grabsOnPath;
     if (request.relevance) {
         resolved.relevance = request.relevance;
         for (const auto& o : request.relevance->overrides)

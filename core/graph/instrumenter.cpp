@@ -41,7 +41,7 @@ std::string ResolvedRequest::cacheKey() const
     key << "|t=" << truncateAt.value_or("");
     for (const auto& e : edits)
         key << "|e=" << e.toString();
-    key << "|a=" << attentionInPath;
+    key << "|a=" << attentionInPath << "|p=" << grabsOnPath;
     if (relevance)
         key << "|r=" << relevance->cacheKey();
     return key.str();
@@ -101,9 +101,11 @@ public:
 
         addEditInputs();
         instrumentAndInline(targets);
+        finishOutputs();
+        // After the outputs are in place: the rewrite's passes (peephole, constant propagation) may
+        // replace the lists the grabs collect in, and only the graph's own uses follow.
         if (request_.relevance)
             result_->relevance = rewriteForRelevance(*graph_, module_, *request_.relevance, request_.ruleOverrides);
-        finishOutputs();
         graph_->lint();
         if (std::getenv("TORCHSCOPE_DUMP_GRAPH"))
             std::cerr << "instrumented graph:\n" << *graph_ << '\n';
@@ -270,7 +272,7 @@ private:
             if (slot.path != path || slot.kind == CaptureKind::Input || slot.kind == CaptureKind::Attention)
                 continue;
             const bool isTensor = current->type()->isSubtypeOf(*c10::TensorType::get());
-            if (slot.kind == CaptureKind::Output) {
+            if (slot.kind == CaptureKind::Output && (!request_.grabsOnPath || !isTensor)) {
                 // A copy only where a later in-place op (ReLU(inplace=True), +=) could change the
                 // tensor we return. Containers are kept as they are.
                 append(s, isTensor && writes_.mayBeWritten(current) ? insertClone(*graph_, current) : current);

@@ -33,6 +33,7 @@ struct ResolvedRequest {
     std::vector<std::string> notes; // what the selectors skipped (modules that never run)
     bool attentionInPath = false; // Request::attentionInPath
     std::optional<RelevanceSettings> relevance; // Request::relevance
+    bool grabsOnPath = false; // Request::grabsOnPath
     std::vector<ResolvedRuleOverride> ruleOverrides; // its overrides, resolved to paths
 
     bool needsGradients() const;

@@ -85,6 +85,10 @@ struct Request {
     // The forward rewritten for Layer-wise Relevance Propagation (relevance/relevance_graph.h): the
     // gradients are then relevances, the input gradient the input's relevance for a seed of 1.
     std::optional<RelevanceSettings> relevance;
+    // Output grabs are then the very values the rest of the network is computed from (it goes on
+    // from a copy where it would write in place), so that a run that keeps its graph can
+    // differentiate the output by them (CRP's relevance at a layer).
+    bool grabsOnPath = false;
 
     // Adds a grab of the module's output, unless one is there already.
     void grabOutput(const std::string& path);

@@ -4,6 +4,7 @@
 #include "common/strings.h"
 #include "graph/engine.h"
 #include "record/channel_pass.h"
+#include "record/tensor_statistics.h"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/jit/serialization/pickle.h>
@@ -26,14 +27,10 @@ std::pair<double, double> rangeOfFirstBatch(const at::Tensor& values)
     return {lo == 0.0 ? 0.0 : lo - margin, hi + margin}; // keep ReLU outputs' zeros on the first edge
 }
 
-// The k highest of each column (channel) of values [M, C], with their samples ids [M, C]. Ties go
-// to the lower sample, so the result does not depend on the order samples came in (one process,
-// or several processes' results merged).
 std::pair<at::Tensor, at::Tensor> topPerChannel(const at::Tensor& values, const at::Tensor& ids, int64_t k)
 {
-    const auto [sortedIds, byId] = ids.sort(0);
-    const auto [top, order] = at::sort(values.gather(0, byId), /*stable=*/true, /*dim=*/0, /*descending=*/true);
-    return {top.narrow(0, 0, k), sortedIds.gather(0, order).narrow(0, 0, k)};
+    const at::Tensor rows = topRowsPerChannel(values, ids, k);
+    return {values.gather(0, rows), ids.gather(0, rows)};
 }
 
 // A grabbed value's rows that the condition selected, with their sample ids; nothing when the

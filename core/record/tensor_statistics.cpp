@@ -6,6 +6,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 namespace torchscope {
 
 LayerStatistics computeLayerStatistics(const at::Tensor& input, int bins)
@@ -18,6 +20,13 @@ LayerStatistics computeLayerStatistics(const at::Tensor& input, int bins)
     const ChannelPass pass = channelPass(input, bins, lo, hi > lo ? hi : lo + 1.0);
 
     return toLayerStatistics(pass, input.sizes().vec(), lo, hi > lo ? hi : lo + 1.0);
+}
+
+at::Tensor topRowsPerChannel(const at::Tensor& values, const at::Tensor& ids, int64_t k)
+{
+    const auto [sortedIds, byId] = ids.sort(0);
+    const auto order = std::get<1>(at::sort(values.gather(0, byId), /*stable=*/true, /*dim=*/0, /*descending=*/true));
+    return byId.gather(0, order).narrow(0, 0, std::min(k, values.size(0)));
 }
 
 } // namespace torchscope

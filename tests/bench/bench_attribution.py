@@ -21,6 +21,10 @@ Cases (random weights: no download; the models are scripted into a temporary fol
   vit       LRP of torchvision's ViT-B/16 (CP-LRP, LXT's gamma recipe), a batch of 4 at 224 x 224: TorchScope's
             lrp and its input_x_gradient; LXT 2.1's cp_LRP patches with Zennit's Gamma through LXT's
             monkey_patch_zennit.
+  crp       CRP of ResNet-50 at layer3 (epsilon_plus_flat): 4 images of 224 x 224, each image's 8 most relevant
+            channels' conditional maps; then RelMax references of those channels over a folder of 32 images
+            (top 9). TorchScope's crp against zennit-crp 0.6's CondAttribution (one pass for the channels'
+            relevance, one of 8 conditions per image) and its FeatureVisualization (batches of 8).
 """
 import argparse
 import json
@@ -128,7 +132,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("cli")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--cases", default="ig,scorecam,deletion,sanity,lrp,vit")
+    parser.add_argument("--cases", default="ig,scorecam,deletion,sanity,lrp,vit,crp")
     parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args()
     python, threads, cli = sys.executable, args.threads, args.cli
@@ -307,6 +311,72 @@ print('compute', time.perf_counter() - started)
                                                  "input_x_gradient", "--out", str(folder / "vit_ixg.npz")], None),
                 ("lxt 2.1", peer(lxt, python, **fields), None),
             ], args.repeats)
+        if "crp" in cases:
+            crp_case(folder, cli, python, threads, args.repeats)
+
+
+def crp_case(folder, cli, python, threads, repeats):
+    from PIL import Image
+    import numpy as np
+    torch.manual_seed(7)
+    model = torchvision.models.resnet50(weights=None).eval()
+    path = folder / "crp_resnet50.pt"
+    torch.jit.save(torch.jit.script(model), str(path))
+    rng = np.random.default_rng(7)
+    images, references = folder / "crp_images", folder / "crp_references"
+    for target, count in [(images, 4), (references, 32)]:
+        target.mkdir(exist_ok=True)
+        for i in range(count):
+            Image.fromarray(rng.integers(0, 256, (224, 224, 3), dtype=np.uint8)).save(target / f"{i:02d}.png")
+    prelude = f"""
+import sys, time, pathlib, torch, torchvision, numpy as np
+from PIL import Image
+torch.set_num_threads({threads})
+model = torchvision.models.resnet50(weights=None)
+model.load_state_dict(torch.jit.load('{path}').state_dict())
+model.eval()
+def load(p):
+    return torch.from_numpy(np.asarray(Image.open(p).convert('RGB'), dtype=np.float32) / 255.0).permute(2, 0, 1)
+from crp.attribution import CondAttribution
+from crp.concepts import ChannelConcept
+from zennit.composites import EpsilonPlusFlat
+from zennit.torchvision import ResNetCanonizer
+composite = EpsilonPlusFlat(canonizers=[ResNetCanonizer()])
+attribution = CondAttribution(model, no_param_grad=True)
+"""
+    conditional = prelude + f"""
+started = time.perf_counter()
+for p in sorted(pathlib.Path('{images}').glob('*.png')):
+    x = load(p).unsqueeze(0).requires_grad_()
+    with torch.no_grad():
+        target = int(model(x).argmax(1))
+    whole = attribution(x, [{{'y': [target]}}], composite, record_layer=['layer3'])
+    shares = ChannelConcept().attribute(whole.relevances['layer3'], abs_norm=True)[0]
+    channels = torch.argsort(shares, descending=True)[:8].tolist()
+    attribution(x, [{{'y': [target], 'layer3': [c]}} for c in channels], composite)
+print('compute', time.perf_counter() - started)
+"""
+    relmax = prelude + f"""
+import contextlib, io, os
+from crp.visualization import FeatureVisualization
+dataset = [(load(p), 0) for p in sorted(pathlib.Path('{references}').glob('*.png'))]
+started = time.perf_counter()
+fv = FeatureVisualization(attribution, dataset, {{'layer3': ChannelConcept()}}, path='{folder / "fv"}', device='cpu')
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    fv.run(composite, 0, len(dataset), batch_size=8)
+print('compute', time.perf_counter() - started)
+"""
+    common = [str(path), "--input", str(images), "--layer", "layer3", "--threads", str(threads), "--preprocess",
+              "none"]
+    compare("crp resnet50 layer3, 4 images of 224, top 8 channels' conditional maps", [
+        ("torchscope", [cli, "crp", *common, "--channels", "top:8", "--out", str(folder / "crp.npz")], None),
+        ("zennit-crp 0.6", [python, "-c", conditional], None),
+    ], repeats)
+    compare("crp resnet50 layer3 RelMax over 32 images of 224, top 9 (8 channels; zennit-crp: all)", [
+        ("torchscope", [cli, "crp", *common, "--channels", "top:8", "--references", str(references), "--top", "9",
+                        "--out", str(folder / "crp_refs.npz")], None),
+        ("zennit-crp 0.6", [python, "-c", relmax], None),
+    ], repeats)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@
 #include "probe/linear_probe.h"
 #include "record/folder_recording.h"
 #include "record/layer_statistics.h"
+#include "relevance/concept_relevance.h"
 #include "visualize/channel_visualization.h"
 
 #include <gtest/gtest.h>
@@ -54,7 +55,7 @@ TEST(AnalysisTable, EveryAnalysisTypeHasARowAndEveryNameIsOne)
 {
     const auto types = namesOfTypes<GradCamAnalysis, PatchAnalysis, SetupAdviceAnalysis, RecordAnalysis, ProbeAnalysis,
         ProbeScoresAnalysis, CompareAnalysis, LayerMapsAnalysis, VisualizeAnalysis, AttributionAnalysis,
-        AttentionAnalysis>();
+        AttentionAnalysis, ConceptRelevanceAnalysis>();
     for (const auto& name : types)
         EXPECT_EQ(analysisInfo(name).name, name);
     std::set<std::string> names;

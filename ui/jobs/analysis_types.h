@@ -10,6 +10,7 @@
 #include "model/model_setup.h"
 #include "patching/patch_images.h"
 #include "probe/folder_probes.h"
+#include "relevance/concept_relevance.h"
 
 #include <memory>
 #include <string>
@@ -27,5 +28,6 @@ using GradCamResultPtr = std::shared_ptr<const GradCamResult>;
 using PatchResultPtr = std::shared_ptr<const PatchResult>;
 using AttributionWorkbenchResultPtr = std::shared_ptr<const AttributionWorkbenchResult>;
 using AttentionWorkbenchResultPtr = std::shared_ptr<const AttentionWorkbenchResult>;
+using ConceptRelevanceResultPtr = std::shared_ptr<const ConceptRelevanceResult>;
 
 } // namespace torchscope

@@ -12,6 +12,7 @@
 #include "panels/predictions_panel.h"
 #include "panels/probes_panel.h"
 #include "panels/recorders_panel.h"
+#include "panels/relevance_panel.h"
 #include "panels/statistics_panel.h"
 #include "tree/module_tree_panel.h"
 #include "views/activation_view.h"
@@ -75,6 +76,7 @@ MainWindow::MainWindow(QWidget* parent)
     , compare_(new ComparePanel(document_, controller_))
     , attribution_(new AttributionPanel(document_, controller_))
     , attention_(new AttentionPanel(document_, controller_))
+    , relevance_(new RelevancePanel(document_, controller_))
     , setup_(new SetupActions(document_, controller_, this))
     , sessions_(new SessionIo(document_, controller_, activations_, this))
     , central_(new QTabWidget)
@@ -86,6 +88,7 @@ MainWindow::MainWindow(QWidget* parent)
     central_->addTab(gradCam_, tr("Grad-CAM / Saliency"));
     central_->addTab(attribution_, tr("Attribution"));
     central_->addTab(attention_, tr("Attention"));
+    central_->addTab(relevance_, tr("Relevance"));
     central_->addTab(patching_, tr("Patching / Ablation"));
     central_->addTab(recorders_, tr("Recorders"));
     central_->addTab(probes_, tr("Probes"));
@@ -107,6 +110,8 @@ MainWindow::MainWindow(QWidget* parent)
     connect(compare_, &ComparePanel::failed, this, &MainWindow::reportError);
     connect(attribution_, &AttributionPanel::failed, this, &MainWindow::reportError);
     connect(attention_, &AttentionPanel::failed, this, &MainWindow::reportError);
+    connect(relevance_, &RelevancePanel::failed, this, &MainWindow::reportError);
+    connect(relevance_, &RelevancePanel::channelPageRequested, this, &MainWindow::openChannelPage);
     connect(compare_, &ComparePanel::finished, this, [this](const CompareResultPtr& result) {
         log_->append(tr("Compared %1 images: %2 × %3 layers")
                          .arg(result->samples)
@@ -306,9 +311,9 @@ void MainWindow::createMenus()
     for (QDockWidget* dock : findChildren<QDockWidget*>())
         view->addAction(dock->toggleViewAction());
     view->addSeparator();
-    // CentralTab's order (Alt+1 … Alt+8).
+    // CentralTab's order (Alt+1 … Alt+9).
     const QStringList tabs{tr("&Activations"), tr("&Grad-CAM / Saliency"), tr("Attri&bution"), tr("Atte&ntion"),
-        tr("&Patching / Ablation"), tr("&Recorders"), tr("Pr&obes"), tr("&Compare")};
+        tr("R&elevance"), tr("&Patching / Ablation"), tr("&Recorders"), tr("Pr&obes"), tr("&Compare")};
     for (int i = 0; i < tabs.size(); ++i) {
         QAction* show = view->addAction(tabs[i], this, [this, i] { central_->setCurrentIndex(i); });
         show->setShortcut(QKeySequence(Qt::ALT | Qt::Key(Qt::Key_1 + i)));
@@ -402,7 +407,8 @@ QString MainWindow::shortcutsText()
               "Ctrl+I\tadd images\n"
               "Ctrl+S\tsave the session\n"
               "Ctrl+Shift+I\tinput setup\n"
-              "Alt+1 … Alt+8\tActivations, Grad-CAM, Attribution, Attention, Patching, Recorders, Probes, Compare\n"
+              "Alt+1 … Alt+9\tActivations, Grad-CAM, Attribution, Attention, Relevance, Patching, Recorders, Probes, "
+              "Compare\n"
               "Arrow keys\tnext or previous image (in the image grid)\n"
               "Delete\tremove the selected images from the grid\n"
               "F1\tthis list\n"

@@ -16,6 +16,7 @@ class ActivationView;
 class GradCamView;
 class ChannelPage;
 class AttentionPanel;
+class RelevancePanel;
 class AttributionPanel;
 class ComparePanel;
 class PatchingView;
@@ -57,8 +58,19 @@ public:
     ComparePanel* comparePanel() const { return compare_; }
     AttributionPanel* attributionPanel() const { return attribution_; }
     AttentionPanel* attentionPanel() const { return attention_; }
+    RelevancePanel* relevancePanel() const { return relevance_; }
     SetupActions* setupActions() const { return setup_; }
-    enum class CentralTab { Activations, Attribution, Workbench, Attention, Patching, Recorders, Probes, Compare };
+    enum class CentralTab {
+        Activations,
+        Attribution,
+        Workbench,
+        Attention,
+        Relevance,
+        Patching,
+        Recorders,
+        Probes,
+        Compare
+    };
     void showCentralTab(CentralTab tab);
 
     // Errors are shown in a message box unless the window is not interactive (tests, screenshots);
@@ -115,6 +127,7 @@ private:
     ComparePanel* compare_;
     AttributionPanel* attribution_;
     AttentionPanel* attention_;
+    RelevancePanel* relevance_;
     SetupActions* setup_;
     SessionIo* sessions_;
     QTabWidget* central_ = nullptr;
