@@ -115,8 +115,9 @@ TEST(ConceptRelevance, BadRequestsSayWhatIsWrong)
     Engine engine(Model::load(Demo));
     ConceptRelevanceRequest request = demoRequest();
     request.channels.channels = {64};
-    EXPECT_NE(errorOf([&] { computeConceptRelevance(engine, request); })
-                  .find("channel 64 is out of range: 'features.1' has 64 channels"),
+    EXPECT_NE(errorOf([&] {
+        computeConceptRelevance(engine, request);
+    }).find("channel 64 is out of range: 'features.1' has 64 channels"),
         std::string::npos);
     request = demoRequest();
     request.layer = "classifier.0";
