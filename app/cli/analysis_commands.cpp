@@ -1,6 +1,7 @@
 #include "analysis_commands.h"
 
 #include "attribution/grad_cam_images.h"
+#include "attribution/input_attributions.h"
 #include "attribution_setup.h"
 #include "cli_manifest.h"
 #include "common/error.h"
@@ -9,6 +10,7 @@
 #include "compare/layer_pair_maps.h"
 #include "graph/engine.h"
 #include "image_inputs.h"
+#include "imaging/image_tensor.h"
 #include "inputs.h"
 #include "model/model.h"
 #include "open_model.h"
@@ -215,6 +217,11 @@ int runCrp(const CliOptions& options)
     request.top = options.topK;
     request.referenceBy = options.referenceBy;
     request.memoryBytes = options.memoryMb > 0 ? options.memoryMb << 20 : defaultMemoryBudget();
+    try { // what one image costs, from a dry run on the first (an unreadable one is the operation's to report)
+        if (!request.images.empty())
+            request.bytesPerSample = evaluationBytesPerSample(
+                *model, loadImageBatch({request.images.front()}, request.setup.preprocessing));
+    } catch (const Error&) { }
     Engine engine(model);
     ConceptRelevanceResult result;
     {

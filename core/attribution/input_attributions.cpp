@@ -86,24 +86,10 @@ ScoreSource scoreSourceOf(const InputAttributionRequest& request)
 
 int64_t evaluationBytesPerSample(Model& model, const at::Tensor& oneSample)
 {
-    const auto hasShapes = [&] {
-        for (const auto& m : model.modules())
-            if (!m.outputShapes.empty())
-                return true;
-        return false;
-    };
-    if (!hasShapes())
-        dryRun(model, forwardInputsFromBatch(model, oneSample));
-    int64_t values = oneSample.numel();
-    for (const auto& m : model.modules())
-        if (!m.path.empty()) // the root's output is counted by its last module's
-            for (const auto& shape : m.outputShapes) {
-                int64_t n = 1;
-                for (size_t d = 1; d < shape.size(); ++d) // without the batch dimension
-                    n *= std::max<int64_t>(1, shape[d]);
-                values += n;
-            }
-    return 2 * values * static_cast<int64_t>(sizeof(float));
+    if (const int64_t recorded = recordedBytesPerSample(model, oneSample.numel()); recorded > 0)
+        return recorded;
+    dryRun(model, forwardInputsFromBatch(model, oneSample));
+    return recordedBytesPerSample(model, oneSample.numel());
 }
 
 InputAttributionResult attributeInputs(

@@ -59,4 +59,20 @@ int64_t batchUnderCap(const Model& model, int64_t memoryBytes, int64_t bytesPerS
     return std::clamp<int64_t>(std::min(fits, largestBatch(model)), 1, std::max<int64_t>(1, useful));
 }
 
+int64_t recordedBytesPerSample(const Model& model, int64_t inputValues)
+{
+    int64_t values = inputValues;
+    bool recorded = false;
+    for (const auto& m : model.modules())
+        if (!m.path.empty()) // the root's output is counted by its last module's
+            for (const auto& shape : m.outputShapes) {
+                int64_t n = 1;
+                for (size_t d = 1; d < shape.size(); ++d) // without the batch dimension
+                    n *= std::max<int64_t>(1, shape[d]);
+                values += n;
+                recorded = true;
+            }
+    return recorded ? 2 * values * static_cast<int64_t>(sizeof(float)) : 0;
+}
+
 } // namespace torchscope

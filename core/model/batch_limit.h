@@ -18,4 +18,9 @@ int64_t largestBatch(const Model& model);
 // model takes (largestBatch), at least 1 and at most `useful`.
 int64_t batchUnderCap(const Model& model, int64_t memoryBytes, int64_t bytesPerSample, int64_t useful);
 
+// What one evaluated input costs, from the output shapes a dry run recorded in the model's tree: twice
+// every module's output (forward and backward) plus the input, float32; 0 when no shapes are recorded.
+// `inputValues`: one input's number of values.
+int64_t recordedBytesPerSample(const Model& model, int64_t inputValues);
+
 } // namespace torchscope

@@ -59,6 +59,9 @@ struct ConceptRelevanceRequest {
     int top = 9; // references per channel
     std::string referenceBy = "relevance"; // referenceModes()
     int64_t memoryBytes = int64_t{1} << 30; // what one batch may take
+    // What one evaluated input costs (evaluationBytesPerSample); 0: from the output shapes the model's
+    // tree records (recordedBytesPerSample), else 64 × its size.
+    int64_t bytesPerSample = 0;
 };
 
 struct CrpChannel {

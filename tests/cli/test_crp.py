@@ -184,7 +184,11 @@ class CrpAgainstZennitCrp(unittest.TestCase):
         path = self.dir / "vgg11_bn.pt"
         torch.jit.save(torch.jit.script(model), path)
         _, done = self.check(model, path, [SequentialMergeBatchNorm()], "features.10", k=3)
-        self.assertNotIn("batch norm keeps its plain gradient", done.stderr)
+        self.assertNotIn("measured before the batch norm", done.stderr)
+        # At the convolution itself, its batch norm cannot be merged: the warning says so and what to take.
+        _, done = self.crp(path, "features.8", "--channels", "top:2", out="conv_bn.npz")
+        self.assertIn("'features.8' is a convolution or linear layer measured before the batch norm", done.stderr)
+        self.assertIn("aten::batch_norm in features.9", done.stderr)
 
     def test_a_convolution_an_in_place_relu_follows(self):
         """VGG-11's features.3 is read by ReLU(inplace=True): TorchScope measures the convolution's own

@@ -144,6 +144,7 @@ void RelevancePanel::buildForm()
     auto* imageRow = new QFormLayout;
     imageRow->addRow(tr("Image shown:"), image_);
     column_->addBelow(imageRow);
+    column_->addBelow(caption_); // the figures of the image and channel shown, where the form leaves room
 }
 
 QWidget* RelevancePanel::buildResults()
@@ -180,7 +181,6 @@ QWidget* RelevancePanel::buildResults()
     auto* lowerColumn = new QVBoxLayout(lower);
     lowerColumn->setContentsMargins(4, 0, 4, 0);
     lowerColumn->addLayout(maps_);
-    lowerColumn->addWidget(caption_);
     lowerColumn->addWidget(referenceTitle_);
     lowerColumn->addWidget(referenceScroll);
     lowerColumn->addWidget(channelPage_, 0, Qt::AlignLeft);
@@ -570,10 +570,10 @@ void RelevancePanel::placeMaps(bool beside)
 bool RelevancePanel::eventFilter(QObject* watched, QEvent* event)
 {
     if (event->type() == QEvent::Resize && watched == lowerScroll_->viewport()) {
-        // Two maps with their colour bars side by side in the width there is, 150 to 320 pixels each;
-        // one above the other where two of 150 do not fit.
+        // Two maps with their colour bars side by side in the width there is, 130 to 320 pixels each;
+        // one above the other where two of 130 do not fit.
         const int width = lowerScroll_->viewport()->width();
-        const bool beside = (width - 2 * BarWidth - 40) / 2 >= 150;
+        const bool beside = (width - 2 * BarWidth - 40) / 2 >= 130;
         const int size
             = beside ? std::min((width - 2 * BarWidth - 40) / 2, 320) : std::clamp(width - BarWidth - 30, 120, 320);
         if (beside != mapsBeside_)
