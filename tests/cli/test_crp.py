@@ -22,6 +22,9 @@ import torch.nn as nn
 import torchvision
 from PIL import Image
 
+from comparisons import relative_diff
+from relevance_models import randomised_norms
+
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 warnings.filterwarnings("ignore", category=FutureWarning)
 
@@ -50,29 +53,6 @@ torch.set_num_threads(int(THREADS))
 def cli(*args):
     return subprocess.run([CLI, *map(str, args), "--device", "cpu", "--threads", THREADS], capture_output=True,
                           text=True, timeout=TIMEOUT)
-
-
-def randomised_norms(model):
-    """Batch norms that do something, with eps 0 (test_relevance.randomised_norms says why)."""
-    generator = torch.Generator().manual_seed(1)
-    torch.manual_seed(2)
-    for module in model.modules():
-        if isinstance(module, (nn.Conv2d, nn.Linear)):
-            module.reset_parameters()
-        if isinstance(module, nn.BatchNorm2d):
-            module.eps = 0.0
-            n = module.num_features
-            module.running_mean.copy_(torch.rand(n, generator=generator) - 0.5)
-            module.running_var.copy_(torch.rand(n, generator=generator) * 1.5 + 0.5)
-            module.weight.data.copy_(torch.rand(n, generator=generator) + 0.5)
-            module.bias.data.copy_((torch.rand(n, generator=generator) - 0.5) * 0.4)
-    return model.eval()
-
-
-def scale_free_error(ours, exact):
-    """max |ours − exact| / max |exact|; NaN fails."""
-    error = ((torch.as_tensor(ours).double() - exact).abs().max() / exact.abs().max()).item()
-    return error if error == error else float("inf")
 
 
 def load(path):
@@ -154,7 +134,7 @@ class CrpAgainstZennitCrp(unittest.TestCase):
                                          ("relevance", got["relevance"][i], exact[1], single[1]),
                                          ("lrp", got["lrp"][i], exact[2], single[2]),
                                          ("maps", got["maps"][i], exact[3], single[3])]:
-                    error, theirs = scale_free_error(ours, e), scale_free_error(s, e)
+                    error, theirs = relative_diff(ours, e), relative_diff(s, e)
                     if os.environ.get("TORCHSCOPE_MEASURE"):
                         print(f"{pathlib.Path(model_file).name} image {i} {name}: {error:.2e} vs {theirs:.2e}")
                     self.assertLessEqual(error, ROUNDING_FACTOR * theirs + RELATIVE_TOLERANCE,

@@ -21,6 +21,7 @@ import torchvision
 
 import zennit05  # noqa: F401  (Zennit 0.5.1 first on the path)
 from comparisons import relative_diff
+from relevance_models import randomised_norms
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 warnings.filterwarnings("ignore", category=FutureWarning)
@@ -51,27 +52,6 @@ def cli(*args):
                           text=True, timeout=TIMEOUT)
 
 
-def randomised_norms(model):
-    """Batch norms that do something: random statistics and affine parameters. Their eps is 0:
-    Zennit's canonizer leaves each merged batch norm in place with running_var = 1, which then
-    divides by √(1 + eps), 1 − 5e-6 for the default eps, so its relevance and its forward carry
-    that factor once per batch norm (test_zennit_leaves_a_factor_per_merged_norm). With eps = 0 it
-    is the identity, and the two definitions agree."""
-    generator = torch.Generator().manual_seed(1)
-    torch.manual_seed(2)  # the same weights whichever test runs first
-    for module in model.modules():
-        if isinstance(module, (nn.Conv2d, nn.Linear)):
-            module.reset_parameters()
-        if isinstance(module, nn.BatchNorm2d):
-            module.eps = 0.0
-            n = module.num_features
-            module.running_mean.copy_(torch.rand(n, generator=generator) - 0.5)
-            module.running_var.copy_(torch.rand(n, generator=generator) * 1.5 + 0.5)
-            module.weight.data.copy_(torch.rand(n, generator=generator) + 0.5)
-            module.bias.data.copy_((torch.rand(n, generator=generator) - 0.5) * 0.4)
-    return model.eval()
-
-
 def bounds():
     low = torch.tensor([(0 - m) / s for m, s in zip(MEAN, STD)]).view(1, 3, 1, 1)
     high = torch.tensor([(1 - m) / s for m, s in zip(MEAN, STD)]).view(1, 3, 1, 1)
@@ -96,11 +76,6 @@ def zennit_relevance(model, x, composite, canonizers):
     with Gradient(model=model, composite=COMPOSITES[composite](canonizers)) as attributor:
         _, relevance = attributor(x.clone(), seed)
     return relevance, target, logits[torch.arange(len(x)), target]
-
-
-def scale_free_error(ours, exact):
-    """max |ours − exact| / max |exact|."""
-    return ((ours.double() - exact).abs().max() / exact.abs().max()).item()
 
 
 class RelevanceAgainstZennit(unittest.TestCase):
@@ -137,8 +112,8 @@ class RelevanceAgainstZennit(unittest.TestCase):
                 got, _ = self.attribute(model_file, composite)
                 self.assertEqual(got["targets"].tolist(), target.tolist())
                 self.assertEqual(got["lrp"].shape, (2, 3, 48, 64))
-                ours = scale_free_error(torch.from_numpy(got["lrp"]), exact)
-                zennits = scale_free_error(expected, exact)
+                ours = relative_diff(torch.from_numpy(got["lrp"]), exact)
+                zennits = relative_diff(expected, exact)
                 self.assertLessEqual(ours, ROUNDING_FACTOR * zennits + RELATIVE_TOLERANCE,
                                      f"TorchScope is {ours:.2e} from Zennit in float64, Zennit's float32 {zennits:.2e}")
                 np.testing.assert_allclose(got["lrp:logit"], logit.double().numpy(), rtol=1e-5)

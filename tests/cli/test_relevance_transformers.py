@@ -32,6 +32,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from comparisons import relative_diff
+
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 warnings.filterwarnings("ignore", category=FutureWarning)
 warnings.filterwarnings("ignore", category=UserWarning)
@@ -192,10 +194,6 @@ def lxt_relevance(model, x, attention, gammas=None):
     return (x * x.grad).detach(), target, logits[torch.arange(len(x)), target].detach()
 
 
-def scale_free_error(ours, exact):
-    return ((torch.as_tensor(ours).double() - exact).abs().max() / exact.abs().max()).item()
-
-
 class TransformerRelevanceAgainstLxt(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -225,8 +223,8 @@ class TransformerRelevanceAgainstLxt(unittest.TestCase):
         got, done = self.attribute(model_file, x, *extra)
         self.assertEqual(got["targets"].tolist(), target.tolist())
         self.assertEqual(got["lrp"].shape, tuple(x.shape))
-        ours = scale_free_error(got["lrp"], exact)
-        lxts = scale_free_error(expected, exact)
+        ours = relative_diff(got["lrp"], exact)
+        lxts = relative_diff(expected, exact)
         if os.environ.get("TORCHSCOPE_MEASURE"):
             print(f"\n{pathlib.Path(model_file).name} {attention}: TorchScope {ours:.2e}, LXT {lxts:.2e}", file=sys.stderr)
         self.assertLessEqual(ours, ROUNDING_FACTOR * lxts + RELATIVE_TOLERANCE,
