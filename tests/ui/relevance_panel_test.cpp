@@ -64,7 +64,7 @@ private Q_SLOTS:
         request.layer = "features.4";
         request.channels = ChannelChoice::parse("top:3");
         request.referenceFolder = test::fixture("color").toStdString();
-        request.top = 8;
+        request.top = 9;
         Engine engine(Model::load(test::fixture("color_cnn.pt").toStdString()));
         const ConceptRelevanceResult expected = computeConceptRelevance(engine, request);
         for (size_t i = 0; i < 2; ++i) {

@@ -125,7 +125,7 @@ void RelevancePanel::buildForm()
     folder_->setToolTip(tr("A folder of images (class subfolders give each image its class): each conditioned "
                            "channel's top images in it"));
     top_->setRange(1, 64);
-    top_->setValue(8);
+    top_->setValue(9); // as the CLI's --top
     top_->setToolTip(tr("Reference images per channel"));
     for (const auto& mode : referenceModes())
         referenceBy_->addItem(QString::fromStdString(mode));
