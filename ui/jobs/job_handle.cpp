@@ -10,7 +10,7 @@ JobHandle::JobHandle(JobRunner* runner, QString title, QObject* owner)
 
 void JobHandle::cancel()
 {
-    if (running_ && id_ != 0)
+    if (running_ && id_ != 0 && runner_)
         runner_->cancel(id_);
 }
 
@@ -23,11 +23,12 @@ void JobHandle::abandon()
 void JobHandle::attach(JobId id)
 {
     id_ = id;
-    connect(runner_, &JobRunner::progress, this, [this](JobId job, qint64 done, qint64 total, const QString& stage) {
-        if (job == id_ && running_)
-            Q_EMIT progress(done, total, stage);
-    });
-    connect(runner_, &JobRunner::finished, this, [this](JobId job) {
+    connect(
+        runner_.data(), &JobRunner::progress, this, [this](JobId job, qint64 done, qint64 total, const QString& stage) {
+            if (job == id_ && running_)
+                Q_EMIT progress(done, total, stage);
+        });
+    connect(runner_.data(), &JobRunner::finished, this, [this](JobId job) {
         if (job == id_)
             end();
     });

@@ -9,6 +9,7 @@
 #include "jobs/job_runner.h"
 
 #include <QObject>
+#include <QPointer>
 #include <QString>
 
 #include <memory>
@@ -61,7 +62,9 @@ Q_SIGNALS:
     void finished(); // always last
 
 private:
-    JobRunner* runner_;
+    // The runner may go first when a window closes with a dialog's job still followed (the main
+    // window's members before its child dialogs): a cancel then has nothing to reach.
+    QPointer<JobRunner> runner_;
     QString title_;
     JobId id_ = 0;
     bool running_ = true;
