@@ -1,6 +1,7 @@
 #include "relevance/relevance_graph.h"
 
 #include "relevance/graph_preparation.h"
+#include "relevance/relevance_ops.h"
 
 #include "common/error.h"
 #include "common/strings.h"
@@ -90,6 +91,7 @@ public:
 
     RelevanceCoverage run()
     {
+        relevance::registerRelevanceOps();
         relevance::prepareGraph(graph_, module_, inliner_);
         compositeRule(settings_.composite, LayerKind::Dense, false); // an unknown name throws now
         const auto& attentions = attentionRuleNames();
@@ -419,46 +421,6 @@ private:
     // z forward, t's gradient backward.
     Value* combined(Value* z, Value* t) { return op("aten::add", {stopped(z), op("aten::sub", {t, stopped(t)})}); }
     Value* times(Value* x, Value* factor) { return op("aten::mul", {x, stopped(factor)}); }
-    Value* positive(Value* v)
-    {
-        return perhaps(v, [&](Value* t) { return op("aten::clamp_min", {t, 0.0}); });
-    }
-    Value* negative(Value* v)
-    {
-        return perhaps(v, [&](Value* t) { return op("aten::clamp_max", {t, 0.0}); });
-    }
-    // f(v) for a tensor; for an Optional[Tensor] (a bias a branch may leave None), f(v) when it is
-    // one at run time, else None; nullptr for none.
-    Value* perhaps(Value* v, const std::function<Value*(Value*)>& f)
-    {
-        if (!v || !v->type()->cast<c10::OptionalType>())
-            return v ? f(v) : nullptr;
-        Value* present = op("aten::__isnot__", {v, none()});
-        Node* branch = graph_.insertNode(graph_.create(c10::prim::If, {present}, 0));
-        torch::jit::Block* some = branch->addBlock();
-        torch::jit::Block* nothing = branch->addBlock();
-        {
-            WithInsertPoint inside(some);
-            some->registerOutput(f(graph_.insertUncheckedCast(v, c10::TensorType::get())));
-        }
-        {
-            WithInsertPoint inside(nothing);
-            nothing->registerOutput(none());
-        }
-        return branch->addOutput()->setType(c10::OptionalType::create(c10::TensorType::get()));
-    }
-
-    // The layer's op again with another input, weight and bias (nullptr: none).
-    Value* layer(Node* node, Value* x, Value* w, Value* b)
-    {
-        Node* copy = graph_.createClone(node, [](Value* v) { return v; });
-        copy->replaceInput(0, x);
-        copy->replaceInput(1, w);
-        if (copy->inputs().size() > 2)
-            copy->replaceInput(2, b ? b : none());
-        graph_.insertNode(copy);
-        return copy->output();
-    }
     Value* sum(Value* a, Value* b) { return op("aten::add", {a, b}); }
     Value* difference(Value* a, Value* b) { return op("aten::sub", {a, b}); }
     Value* ratio(Value* t, Value* denominator) { return op("aten::div", {t, stopped(denominator)}); }
@@ -474,94 +436,17 @@ private:
         return rule;
     }
 
-    Value* bound(const std::vector<double>& values, Value* x, int rank)
+    void requireBounds(const std::string& path) const
     {
-        std::vector<int64_t> shape(static_cast<size_t>(std::max(2, rank)), 1);
-        shape[1] = static_cast<int64_t>(values.size());
-        const at::Tensor constant = at::tensor(values).to(at::kFloat).reshape(shape);
-        return op("aten::expand_as", {op("aten::type_as", {graph_.insertConstant(constant), x}), x});
+        if (settings_.low.empty() || settings_.low.size() != settings_.high.size())
+            throw Error("the zbox rule (at '" + path
+                + "') needs the input's lowest and highest values per channel: give the input setup's "
+                  "normalisation (mean and std), or choose another rule for the first layer");
     }
-
-    // The rule's t (relevance_graph.h); z: the layer's output with the weights the rule starts from.
-    Value* ruleTerm(
-        Node* node, Value* x, Value* w, Value* b, Value* z, const RelevanceRule& rule, const std::string& path)
+    // zbox's bound per channel [C], as x's type.
+    Value* channelValues(const std::vector<double>& values, Value* x)
     {
-        constexpr double Stabiliser = 1e-6;
-        switch (rule.kind) {
-        case RuleKind::Epsilon:
-        case RuleKind::Norm:
-            return ratio(layer(node, times(x, x), w, nullptr),
-                stabilised(z, rule.kind == RuleKind::Epsilon ? rule.epsilon : Stabiliser));
-        case RuleKind::Gamma: {
-            // Zennit ≥ 0.5's generalised γ (Andéol et al. 2021): where the layer's output is positive,
-            // x⁺ through W + γW⁺ (bias b + γb⁺) and x⁻ through W + γW⁻; where it is negative, x⁺
-            // through W + γW⁻ (bias b + γb⁻) and x⁻ through W + γW⁺. For x ≥ 0 and a positive
-            // output it is the original γ-rule.
-            Value* xp = positive(x);
-            Value* xn = negative(x);
-            Value* up = sum(w, op("aten::mul", {positive(w), rule.gamma}));
-            Value* down = sum(w, op("aten::mul", {negative(w), rule.gamma}));
-            Value* bUp = perhaps(b, [&](Value* v) { return sum(v, op("aten::mul", {positive(v), rule.gamma})); });
-            Value* bDown = perhaps(b, [&](Value* v) { return sum(v, op("aten::mul", {negative(v), rule.gamma})); });
-            auto side = [&](Value* wForPositive, Value* wForNegative, Value* bias, const char* compare) {
-                Value* denominator = sum(layer(node, xp, wForPositive, bias), layer(node, xn, wForNegative, nullptr));
-                Value* numerator = sum(
-                    layer(node, times(x, xp), wForPositive, nullptr), layer(node, times(x, xn), wForNegative, nullptr));
-                Value* mask = op("aten::type_as", {op(compare, {z, 0.0}), z});
-                return ratio(op("aten::mul", {numerator, stopped(mask)}), stabilised(denominator, Stabiliser));
-            };
-            return sum(side(up, down, bUp, "aten::gt"), side(down, up, bDown, "aten::lt"));
-        }
-        case RuleKind::ZPlus:
-        case RuleKind::AlphaBeta: {
-            Value* xp = positive(x);
-            Value* xn = negative(x);
-            Value* wp = positive(w);
-            Value* wn = negative(w);
-            // α: x⁺ through W⁺ and x⁻ through W⁻ (bias⁺); β: the opposite signs (bias⁻).
-            Value* za = sum(layer(node, xp, wp, positive(b)), layer(node, xn, wn, nullptr));
-            Value* ta = ratio(sum(layer(node, times(x, xp), wp, nullptr), layer(node, times(x, xn), wn, nullptr)),
-                stabilised(za, Stabiliser));
-            if (rule.kind == RuleKind::ZPlus)
-                return ta;
-            Value* zb = sum(layer(node, xp, wn, negative(b)), layer(node, xn, wp, nullptr));
-            Value* tb = ratio(sum(layer(node, times(x, xp), wn, nullptr), layer(node, times(x, xn), wp, nullptr)),
-                stabilised(zb, Stabiliser));
-            return difference(op("aten::mul", {ta, rule.alpha}), op("aten::mul", {tb, rule.beta}));
-        }
-        case RuleKind::Flat:
-        case RuleKind::WSquare: {
-            Value* modified = rule.kind == RuleKind::Flat ? op("aten::ones_like", {w}) : op("aten::mul", {w, w});
-            Value* bias = rule.kind == RuleKind::WSquare ? perhaps(b,
-                              [&](Value* v) {
-                                  return op("aten::mul", {v, v});
-                              })
-                                                         : nullptr;
-            Value* ones = op("aten::ones_like", {x});
-            return ratio(layer(node, x, modified, nullptr), stabilised(layer(node, ones, modified, bias), Stabiliser));
-        }
-        case RuleKind::ZBox: {
-            if (settings_.low.empty() || settings_.low.size() != settings_.high.size())
-                throw Error("the zbox rule (at '" + path
-                    + "') needs the input's lowest and highest values per channel: give the input setup's "
-                      "normalisation (mean and std), or choose another rule for the first layer");
-            const int rank = std::max(2, weightRank(node));
-            Value* low = bound(settings_.low, x, rank);
-            Value* high = bound(settings_.high, x, rank);
-            Value* wp = positive(w);
-            Value* wn = negative(w);
-            Value* zbox = difference(difference(layer(node, x, w, b), layer(node, low, wp, positive(b))),
-                layer(node, high, wn, negative(b)));
-            Value* t
-                = difference(difference(layer(node, times(x, x), w, nullptr), layer(node, times(x, low), wp, nullptr)),
-                    layer(node, times(x, high), wn, nullptr));
-            return ratio(t, stabilised(zbox, Stabiliser));
-        }
-        case RuleKind::Pass:
-        case RuleKind::Gradient:
-            break;
-        }
-        return nullptr;
+        return op("aten::type_as", {graph_.insertConstant(at::tensor(values).to(at::kFloat)), x});
     }
 
     // A convolution or linear layer, with the batch norm that follows it merged in.
@@ -590,41 +475,27 @@ private:
         Value* output = node->output();
         Node* norm = nullptr;
         if (const auto eps = b && b->type()->cast<c10::OptionalType>() ? std::nullopt : foldableNorm(node, &norm)) {
-            // Zennit's SequentialMergeBatchNorm, on the graph, in its order of operations: w·s,
-            // (b − mean)·s + β, s = γ / (var + ε)^0.5. The merged layer's output goes forward, as
-            // in Zennit's canonised model (the model's own within float rounding).
+            // Zennit's SequentialMergeBatchNorm, for any model: the merged layer's output goes
+            // forward, as in Zennit's canonised model (the model's own within float rounding).
             WithInsertPoint atNorm(norm);
-            Value* gammaNorm = concrete(norm->input(1));
-            Value* beta = concrete(norm->input(2));
-            Value* scale = op("aten::pow", {op("aten::add", {concrete(norm->input(4)), *eps}), 0.5});
-            scale = gammaNorm ? op("aten::div", {gammaNorm, scale}) : op("aten::reciprocal", {scale});
-            std::vector<int64_t> shape(static_cast<size_t>(weightRank(node)), 1);
-            shape[0] = -1;
-            w = op("aten::mul", {w, op("aten::reshape", {scale, graph_.insertConstant(c10::IValue(shape))})});
-            Value* mean = concrete(norm->input(3));
-            Value* shifted = b ? difference(b, mean) : op("aten::neg", {mean});
-            b = op("aten::mul", {shifted, scale});
-            if (beta)
-                b = sum(b, beta);
-            Value* z = layer(node, x, w, b);
-            Value* t = ruleTerm(node, x, w, b, z, rule, path);
-            finish(norm->output(), t, norm, z);
+            const NormValues values{concrete(norm->input(1)), concrete(norm->input(2)), concrete(norm->input(3)),
+                concrete(norm->input(4)), *eps};
+            replace(norm->output(), ruleOp(node, x, w, b, rule, path, &values));
             merged.insert(norm);
             described += std::string(" + ") + norm->kind().toUnqualString() + std::string(" ") + inliner_.pathOf(norm)
                 + " merged";
             coverage_.layers.push_back(described + ": " + rule.toString());
             return;
         }
-        WithInsertPoint after(node->next()); // z is the layer's own output
-        Value* t = ruleTerm(node, x, w, b, output, rule, path);
-        finish(output, t, t->node());
+        WithInsertPoint after(node->next());
+        replace(output, ruleOp(node, x, w, b, rule, path));
         coverage_.layers.push_back(described + ": " + rule.toString());
     }
 
     // An optional tensor as what it is in the loaded module: nullptr for None, else the tensor (a
     // scripted Conv2d's bias is typed Optional[Tensor] in the graph, whatever the module holds). What
     // only the run can tell (a bias a branch of nn.functional chose) stays Optional where `runtime`
-    // allows: the rules take it through perhaps().
+    // allows: the rule's op takes it as it comes.
     Value* concrete(Value* value, bool runtime = false)
     {
         if (value->mustBeNone())
@@ -711,11 +582,106 @@ private:
         return twin;
     }
 
-    // The identity rule: R passes on unchanged.
+    // The identity rule: R passes on unchanged. lrp_pass returns the op's output itself, which an
+    // in-place op after it must not change (autograd forbids it): there, x's own path.
     void passThrough(Node* node)
     {
         node = outOfPlace(node);
-        finish(node->output(), node->input(0), node); // t = x: the gradient passes as it is
+        if (mutated(node->output())) {
+            finish(node->output(), node->input(0), node); // t = x: the gradient passes as it is
+            return;
+        }
+        WithInsertPoint after(node->next());
+        replace(node->output(), op(relevance::PassOp, {stopped(node->output()), node->input(0)}));
+    }
+
+    static bool mutated(const Value* value)
+    {
+        for (const auto& use : value->uses()) {
+            const std::string name = use.user->kind().toQualString();
+            if (name.back() == '_' && !endsWith(name, "__"))
+                return true;
+        }
+        return false;
+    }
+
+    // `output`'s uses after `out`'s node read `out`, which is rewritten in turn.
+    void replace(Value* output, Value* out)
+    {
+        output->replaceAllUsesAfterNodeWith(out->node(), out);
+        carriers_.insert(out);
+    }
+
+    // The layer with its rule as one operator (relevance_ops.h), the rule's terms computed in the
+    // backward pass alone.
+    // A batch norm merged into the layer: its weight, bias (nullptr: none), running mean, variance, ε.
+    struct NormValues {
+        Value *weight, *bias, *mean, *variance;
+        double eps;
+    };
+
+    Value* ruleOp(Node* node, Value* x, Value* w, Value* b, const RelevanceRule& rule, const std::string& path,
+        const NormValues* norm = nullptr)
+    {
+        // stride, padding, padding's name, dilation, output padding, transposed, groups
+        Value* empty = graph_.insertConstant(c10::IValue(std::vector<int64_t>{}));
+        Value* numeric = graph_.insertConstant(std::string());
+        Value* no = graph_.insertConstant(false);
+        std::vector<NamedValue> geometry;
+        const auto in = [&](size_t i) { return node->input(i); };
+        if (isOp(node, {"aten::linear"})) {
+            geometry = {empty, empty, numeric, empty, empty, no, graph_.insertConstant(1)};
+        } else if (isOp(node, {"aten::conv1d", "aten::conv2d", "aten::conv3d"})) {
+            const bool named = in(4)->type()->kind() == c10::TypeKind::StringType;
+            geometry = {in(3), named ? empty : in(4), named ? in(4) : numeric, in(5), empty, no, in(6)};
+        } else if (isOp(node, {"aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d"})) {
+            geometry = {in(3), in(4), numeric, in(7), in(5), graph_.insertConstant(true), in(6)};
+        } else { // aten::convolution, aten::_convolution
+            geometry = {in(3), in(4), numeric, in(5), in(7), in(6), in(8)};
+        }
+        Value* low = none();
+        Value* high = none();
+        if (rule.kind == RuleKind::ZBox) {
+            requireBounds(path);
+            low = channelValues(settings_.low, x);
+            high = channelValues(settings_.high, x);
+        }
+        const auto orNone = [&](Value* v) { return v ? v : none(); };
+        std::vector<NamedValue> args{x, w, orNone(b)};
+        if (norm)
+            args.insert(args.end(),
+                {orNone(norm->weight), orNone(norm->bias), norm->mean, norm->variance,
+                    graph_.insertConstant(norm->eps)});
+        else
+            args.insert(args.end(), {none(), none(), none(), none(), graph_.insertConstant(0.0)});
+        args.insert(args.end(), geometry.begin(), geometry.end());
+        args.emplace_back(graph_.insertConstant(static_cast<int64_t>(rule.kind)));
+        args.emplace_back(
+            graph_.insertConstant(c10::IValue(std::vector<double>{rule.epsilon, rule.gamma, rule.alpha, rule.beta})));
+        args.emplace_back(low);
+        args.emplace_back(high);
+        args.emplace_back(graph_.insertConstant(nonNegative(x)));
+        return op(relevance::LayerOp, args);
+    }
+
+    // Whether the graph makes `value` nowhere negative: a ReLU's (or a sigmoid's, a softmax's)
+    // output, through pooling, reshaping and the identity rule.
+    static bool nonNegative(const Value* value)
+    {
+        const Node* node = value->node();
+        if (isOp(node,
+                {"aten::relu", "aten::relu_", "aten::relu6", "aten::relu6_", "aten::sigmoid", "aten::sigmoid_",
+                    "aten::hardsigmoid", "aten::hardsigmoid_", "aten::softmax", "aten::_softmax"}))
+            return true;
+        if (node->kind() == c10::Symbol::fromQualString(relevance::PassOp))
+            return nonNegative(node->input(0)); // the op's own output
+        if (isOp(node,
+                {"aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d", "aten::adaptive_max_pool1d",
+                    "aten::adaptive_max_pool2d", "aten::flatten", "aten::view", "aten::reshape", "aten::dropout",
+                    "aten::contiguous", "aten::clone", "aten::detach", "aten::permute", "aten::transpose"})
+            && value == node->output(0))
+            return nonNegative(node->input(0));
+        return false;
     }
 
     // add / sub's third input, alpha, is 1 (or absent): the op is a plain sum or difference.
@@ -741,7 +707,7 @@ private:
         Value* a = node->input(0);
         Value* b = node->input(1);
         WithInsertPoint after(node->next());
-        carryRatio(node, sum(times(a, a), times(b, b)), normStabiliser());
+        replace(node->output(), op(relevance::SumOp, {a, b, normStabiliser()}));
         coverage_.layers.push_back(where(node) + " sum: norm");
     }
 
