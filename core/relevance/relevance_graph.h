@@ -8,7 +8,9 @@
 // stop_grad(stabilize(z)), whose gradient maps an incoming relevance R to x ⊙ Wᵀ(R / stab(z)), as
 // Zennit's hooks do, relevance travelling in the gradient's place. So one backward pass from the
 // score (seeded with 1 per image) gives the relevance at the input; scaled by the score it is
-// conserved to the logit where the rules conserve.
+// conserved to the logit where the rules conserve. Convolutions, linear layers, residual sums and
+// activations take this form as operators with a backward of their own (relevance_ops.h), which
+// run the rule's terms in the backward pass only; the other covered ops as graph expressions.
 //
 // Canonised on the graph, not the model: a batch norm right after a convolution or linear layer
 // (its only use) is merged into it (Zennit's SequentialMergeBatchNorm, for any model), a residual

@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 
+#include <cctype>
 #include <cmath>
 #include <sstream>
 
@@ -171,6 +172,27 @@ RuleOverride RuleOverride::parse(const std::string& text)
     RuleOverride out;
     out.selector = text.substr(0, equals);
     out.rule = RelevanceRule::parse(text.substr(equals + 1));
+    return out;
+}
+
+std::vector<std::string> RuleOverride::parseList(const std::string& text)
+{
+    std::vector<std::string> out;
+    std::string current;
+    const auto flush = [&] {
+        if (!current.empty()) {
+            parse(current);
+            out.push_back(current);
+            current.clear();
+        }
+    };
+    for (const char c : text) {
+        if (c == ';' || std::isspace(static_cast<unsigned char>(c)))
+            flush();
+        else
+            current += c;
+    }
+    flush();
     return out;
 }
 

@@ -61,6 +61,9 @@ struct RuleOverride {
     std::string selector;
     RelevanceRule rule;
     static RuleOverride parse(const std::string& text);
+    // Overrides separated by spaces or semicolons (the window's rule field), each checked; throws
+    // torchscope::Error for the first that does not parse.
+    static std::vector<std::string> parseList(const std::string& text);
     std::string toString() const;
 };
 

@@ -28,7 +28,6 @@
 #include <QListWidget>
 #include <QMenu>
 #include <QPushButton>
-#include <QRegularExpression>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTableWidget>
@@ -307,14 +306,11 @@ void AttributionPanel::start()
     if (problem.isEmpty() && needsLayer && layer_->currentText().isEmpty())
         problem = tr("The CAMs need a layer: pick one under Layer.");
     std::vector<std::string> relevanceRules;
-    for (const auto& rule : relevanceRules_->text().split(QRegularExpression("[;\\s]+"), Qt::SkipEmptyParts)) {
-        try {
-            RuleOverride::parse(rule.toStdString());
-            relevanceRules.push_back(rule.toStdString());
-        } catch (const std::exception& e) {
-            if (problem.isEmpty())
-                problem = tr("LRP rules: %1").arg(QString::fromStdString(e.what()));
-        }
+    try {
+        relevanceRules = RuleOverride::parseList(relevanceRules_->text().toStdString());
+    } catch (const std::exception& e) {
+        if (problem.isEmpty())
+            problem = tr("LRP rules: %1").arg(QString::fromStdString(e.what()));
     }
     if (!problem.isEmpty()) {
         column_->summary()->setText(problem);

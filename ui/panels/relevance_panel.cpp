@@ -24,7 +24,6 @@
 #include <QLineEdit>
 #include <QPainter>
 #include <QPushButton>
-#include <QRegularExpression>
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QSplitter>
@@ -310,14 +309,11 @@ void RelevancePanel::start()
         if (problem.isEmpty())
             problem = tr("Channels: %1").arg(QString::fromStdString(e.what()));
     }
-    for (const auto& rule : rules_->text().split(QRegularExpression("[;\\s]+"), Qt::SkipEmptyParts)) {
-        try {
-            RuleOverride::parse(rule.toStdString());
-            request.relevanceRules.push_back(rule.toStdString());
-        } catch (const std::exception& e) {
-            if (problem.isEmpty())
-                problem = tr("LRP rules: %1").arg(QString::fromStdString(e.what()));
-        }
+    try {
+        request.relevanceRules = RuleOverride::parseList(rules_->text().toStdString());
+    } catch (const std::exception& e) {
+        if (problem.isEmpty())
+            problem = tr("LRP rules: %1").arg(QString::fromStdString(e.what()));
     }
     if (!problem.isEmpty()) {
         column_->summary()->setText(problem);
