@@ -383,8 +383,19 @@ void RelevancePanel::showResult(const ConceptRelevanceResultPtr& result)
     if (!result->referenceFolder.empty())
         lines << tr("References by %1 over %n image(s)", nullptr, static_cast<int>(result->referenceImages))
                      .arg(QString::fromStdString(result->referenceBy));
+    // What the rules do not cover: a few lines here (a squeeze-and-excitation gate per block would
+    // push the setup out of sight), all of them in the summary's tooltip.
+    QStringList uncovered;
     for (const auto& line : result->coverage.uncovered)
-        lines << tr("Not covered by the rules: %1").arg(QString::fromStdString(line));
+        uncovered << QString::fromStdString(line);
+    const int listed = uncovered.size() <= 3 ? static_cast<int>(uncovered.size()) : 2;
+    for (int i = 0; i < listed; ++i)
+        lines << tr("Not covered by the rules: %1").arg(uncovered[i]);
+    if (listed < uncovered.size())
+        lines << tr(
+            "… and %n more not covered (hover here for all)", nullptr, static_cast<int>(uncovered.size()) - listed);
+    column_->summary()->setToolTip(
+        uncovered.isEmpty() ? QString() : tr("Not covered by the rules:\n%1").arg(uncovered.join('\n')));
     for (const auto& warning : result->warnings)
         lines << QString::fromStdString(warning);
     if (result->cancelled)
