@@ -1,0 +1,103 @@
+#pragma once
+
+// A TopK sparse autoencoder (Gao et al. 2024, "Scaling and evaluating sparse autoencoders") on a
+// layer's activation vectors, with the recipe the field converged on:
+//   encode   f = TopK(ReLU((x̃ − b_dec) W_enc + b_enc)), k latents per vector (BatchTopK: k × B per
+//            batch, the largest over the whole batch)
+//   decode   x̂ = f W_dec + b_dec, over the k active rows only (a sparse decoder)
+//   inputs   x̃ = x · s, s = √d_in / E‖x‖ from the first batch (SAELens's
+//            "expected_average_only_in"), folded into the weights when saved
+//   init     W_dec's rows unit-norm, W_enc = W_decᵀ, b_enc = 0, b_dec = the first batch's mean
+//   train    ‖x̃ − x̂‖² + α·AuxK (the dead latents' top k_aux reconstructing the residual; α = 1/32,
+//            k_aux = d_in / 2, scaled by min(dead / k_aux, 1)), Adam with a linear warm-up (and a
+//            linear decay over the last fifth where the run's length is known); W_dec's
+//            rows kept unit-norm, the gradient's component along each row removed before a step
+//   dead     a latent that has not fired for `deadAfterVectors` vectors
+// Saved in SAELens's layout: a folder with sae_weights.safetensors (W_enc [d_in, d_sae],
+// W_dec [d_sae, d_in], b_enc [d_sae], b_dec [d_in], float32) and cfg.json (d_in, d_sae, k,
+// architecture "topk", normalize_activations "none" once s is folded in, and TorchScope's layer,
+// positions and model hash under "metadata").
+
+#include "common/progress.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace torchscope {
+
+struct SaeConfig {
+    int64_t dIn = 0;
+    int64_t dSae = 0;
+    int64_t k = 32;
+    bool batchTopK = false;
+    double learningRate = 4e-4;
+    int64_t warmupSteps = 1000;
+    // The steps a run will take, where known: the learning rate then falls linearly to 0 over the
+    // last `decayFraction` of them (0: no decay).
+    int64_t totalSteps = 0;
+    double decayFraction = 0.2;
+    double auxCoefficient = 1.0 / 32.0;
+    int64_t auxK = 0; // 0: d_in / 2
+    int64_t deadAfterVectors = 10'000'000;
+    uint64_t seed = 0;
+};
+
+// What a saved SAE says about where it came from (cfg.json's "metadata").
+struct SaeOrigin {
+    std::string layer; // the module path it reads
+    std::string positions = "all"; // all, class, patches, sample:N
+    std::string modelSha256;
+    std::map<std::string, std::string> extra;
+};
+
+struct SaeStepMetrics {
+    double loss = 0.0; // mse + α·aux
+    double mse = 0.0; // ‖x̃ − x̂‖² per vector, in the scaled space
+    double auxLoss = 0.0;
+    double fvu = 0.0; // Σ‖x − x̂‖² / Σ‖x − mean(x)‖² over the batch
+    double l0 = 0.0; // active latents per vector
+    double deadFraction = 0.0;
+    int64_t vectors = 0; // seen so far
+};
+
+class SparseAutoencoder {
+public:
+    // Throws torchscope::Error for sizes that make no SAE (d_in or d_sae < 1, k outside 1..d_sae).
+    SparseAutoencoder(const SaeConfig& config, const std::string& device = "cpu");
+    ~SparseAutoencoder();
+    SparseAutoencoder(SparseAutoencoder&&) noexcept;
+    SparseAutoencoder& operator=(SparseAutoencoder&&) noexcept;
+
+    const SaeConfig& config() const;
+    bool initialised() const;
+
+    // One step of training on raw activation vectors [B, d_in] (the first also initialises b_dec
+    // and the input scale from them). Throws torchscope::Error for a batch of another width.
+    SaeStepMetrics trainStep(const at::Tensor& vectors);
+
+    // Codes [B, d_sae] (k non-zero per row, or BatchTopK's threshold at inference) and the
+    // reconstruction [B, d_in] of raw activation vectors.
+    at::Tensor encode(const at::Tensor& vectors) const;
+    at::Tensor decode(const at::Tensor& codes) const;
+    at::Tensor reconstruct(const at::Tensor& vectors) const;
+
+    // The weights in raw-activation space (the scale folded in): W_enc, W_dec, b_enc, b_dec.
+    std::map<std::string, at::Tensor> weights() const;
+
+    // Writes sae_weights.safetensors and cfg.json into `folder` (made if missing), each atomically.
+    void save(const std::string& folder, const SaeOrigin& origin) const;
+    // Reads a folder SAELens's layout (TorchScope's or SAELens's own TopK SAE). Throws
+    // torchscope::Error saying what is missing or inconsistent, with the file.
+    static SparseAutoencoder load(
+        const std::string& folder, SaeOrigin* origin = nullptr, const std::string& device = "cpu");
+
+private:
+    struct State;
+    std::unique_ptr<State> state_;
+};
+
+} // namespace torchscope
