@@ -1,7 +1,8 @@
 // The TopK sparse autoencoder (sae/sparse_autoencoder.h): a planted dictionary (known unit
 // directions, k of them active per vector) recovered by training, the codes and reconstruction
 // against the formula written out with the saved weights, the step's FVU and L0 against a
-// recomputation, a save / load round trip in SAELens's layout, and bad input.
+// recomputation (and no codes where every pre-activation is negative), a save / load round trip in SAELens's layout,
+// and bad input.
 #include "sae/sparse_autoencoder.h"
 
 #include "common/error.h"
@@ -141,6 +142,26 @@ TEST(SparseAutoencoder, AStepReportsTheFvuAndL0OfTheBatchItWasGiven)
     EXPECT_NEAR(m.l0, l0, 1e-9);
     EXPECT_EQ(m.vectors, 512);
     EXPECT_TRUE(std::isfinite(m.loss));
+}
+
+TEST(SparseAutoencoder, NegativePreActivationsGiveNoCodesInTrainingAsInEncoding)
+{
+    Planted planted(16, 20, 9);
+    SaeConfig c = plantedConfig(false);
+    c.dIn = 20;
+    c.dSae = 8; // fewer latents than dimensions: vectors with every pre-activation −1 exist
+    c.k = 4;
+    SparseAutoencoder sae(c);
+    sae.trainStep(planted.draw(256, 3));
+    const auto w = sae.weights();
+    // Pre-activations (x − b_dec) W_enc + b_enc of −1 to −2.
+    const at::Tensor target = -(at::rand({64, c.dSae}) + 1.0) - w.at("b_enc");
+    const at::Tensor x = w.at("b_dec") + target.matmul(at::linalg_pinv(w.at("W_enc")));
+    EXPECT_EQ(sae.encode(x).ne(0).sum().item<int64_t>(), 0);
+    const at::Tensor before = sae.reconstruct(x); // b_dec alone
+    const SaeStepMetrics m = sae.trainStep(x);
+    EXPECT_NEAR(m.fvu, fvu(x, before), 1e-4) << "the step reconstructed from negative codes";
+    EXPECT_EQ(m.l0, 0.0);
 }
 
 TEST(SparseAutoencoder, SavedInSaeLensLayoutAndReadBack)
