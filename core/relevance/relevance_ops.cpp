@@ -497,9 +497,11 @@ at::Tensor lrpSum(const at::Tensor& a, const at::Tensor& b, double stabiliser)
 void registerRelevanceOps()
 {
     static std::once_flag once;
+    // Registrations live as long as their Library: for the whole process, held here (so that
+    // LeakSanitizer sees it reachable) and never destroyed (the dispatcher may go first at exit).
+    static torch::Library* library = nullptr;
     std::call_once(once, [] {
-        // Registrations live as long as their Library: for the whole process.
-        auto* library = new torch::Library(torch::Library::FRAGMENT, "torchscope", std::nullopt, __FILE__, __LINE__);
+        library = new torch::Library(torch::Library::FRAGMENT, "torchscope", std::nullopt, __FILE__, __LINE__);
         library->def("lrp_layer(Tensor x, Tensor weight, Tensor? bias, Tensor? norm_weight, Tensor? norm_bias, "
                      "Tensor? norm_mean, Tensor? norm_var, float norm_eps, int[] stride, int[] padding, "
                      "str padding_mode, int[] dilation, int[] output_padding, bool transposed, int groups, int rule, "
