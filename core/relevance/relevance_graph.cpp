@@ -421,7 +421,6 @@ private:
     // z forward, t's gradient backward.
     Value* combined(Value* z, Value* t) { return op("aten::add", {stopped(z), op("aten::sub", {t, stopped(t)})}); }
     Value* times(Value* x, Value* factor) { return op("aten::mul", {x, stopped(factor)}); }
-    Value* sum(Value* a, Value* b) { return op("aten::add", {a, b}); }
     Value* difference(Value* a, Value* b) { return op("aten::sub", {a, b}); }
     Value* ratio(Value* t, Value* denominator) { return op("aten::div", {t, stopped(denominator)}); }
 

@@ -74,6 +74,15 @@ SaeConfig plantedConfig(bool batchTopK)
     return c;
 }
 
+// The smaller SAE of the tests that check formulas, not recovery: 20 dimensions, `latents` latents.
+SaeConfig smallConfig(int64_t latents)
+{
+    SaeConfig c = plantedConfig(false);
+    c.dIn = 20;
+    c.dSae = latents;
+    return c;
+}
+
 SaeStepMetrics trainPlanted(SparseAutoencoder& sae, Planted& planted, int steps)
 {
     SaeStepMetrics last;
@@ -109,9 +118,7 @@ TEST(SparseAutoencoder, RecoversAPlantedDictionary)
 TEST(SparseAutoencoder, CodesAndReconstructionAreTheFormulaOfItsWeights)
 {
     Planted planted(32, 20, 5);
-    SaeConfig c = plantedConfig(false);
-    c.dIn = 20;
-    c.dSae = 40;
+    SaeConfig c = smallConfig(40);
     c.k = 4;
     SparseAutoencoder sae(c);
     trainPlanted(sae, planted, 30);
@@ -129,9 +136,7 @@ TEST(SparseAutoencoder, CodesAndReconstructionAreTheFormulaOfItsWeights)
 TEST(SparseAutoencoder, AStepReportsTheFvuAndL0OfTheBatchItWasGiven)
 {
     Planted planted(32, 20, 6);
-    SaeConfig c = plantedConfig(false);
-    c.dIn = 20;
-    c.dSae = 40;
+    SaeConfig c = smallConfig(40);
     SparseAutoencoder sae(c);
     sae.trainStep(planted.draw(256, 3)); // initialises
     const at::Tensor x = planted.draw(256, 3);
@@ -147,9 +152,7 @@ TEST(SparseAutoencoder, AStepReportsTheFvuAndL0OfTheBatchItWasGiven)
 TEST(SparseAutoencoder, NegativePreActivationsGiveNoCodesInTrainingAsInEncoding)
 {
     Planted planted(16, 20, 9);
-    SaeConfig c = plantedConfig(false);
-    c.dIn = 20;
-    c.dSae = 8; // fewer latents than dimensions: vectors with every pre-activation −1 exist
+    SaeConfig c = smallConfig(8); // fewer latents than dimensions: vectors with every pre-activation −1 exist
     c.k = 4;
     SparseAutoencoder sae(c);
     sae.trainStep(planted.draw(256, 3));
@@ -167,9 +170,7 @@ TEST(SparseAutoencoder, NegativePreActivationsGiveNoCodesInTrainingAsInEncoding)
 TEST(SparseAutoencoder, SavedInSaeLensLayoutAndReadBack)
 {
     Planted planted(32, 20, 7);
-    SaeConfig c = plantedConfig(false);
-    c.dIn = 20;
-    c.dSae = 40;
+    SaeConfig c = smallConfig(40);
     SparseAutoencoder sae(c);
     trainPlanted(sae, planted, 20);
     const auto folder = std::filesystem::temp_directory_path() / "torchscope_sae_test";
