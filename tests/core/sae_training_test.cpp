@@ -1,0 +1,100 @@
+// Training SAEs on the demo model's layers from one pass over its images (sae/sae_training.h):
+// the vectors a layer's output gives at each positions choice against a reshape written out, every
+// layer trained and saved, a vector budget kept, and bad requests.
+#include "test_support.h"
+
+#include "common/error.h"
+#include "graph/engine.h"
+#include "model/model.h"
+#include "model/model_setup.h"
+#include "sae/sae_training.h"
+
+#include <ATen/ATen.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+
+namespace torchscope::test {
+namespace {
+
+const std::string Demo = std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt";
+const std::string DemoImages = std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/images";
+
+TEST(SaeVectors, EveryPositionOfAMapIsOneVector)
+{
+    const at::Tensor map = at::randn({2, 3, 4, 5}); // 3 channels, height ≠ width, batch 2
+    const at::Tensor vectors = activationVectors(map, "all", 0);
+    ASSERT_EQ(vectors.sizes(), (std::vector<int64_t>{40, 3}));
+    // Image 1, row 2, column 3 is vector 20 + 2 · 5 + 3.
+    EXPECT_TRUE(at::equal(vectors[20 + 2 * 5 + 3], map[1].select(1, 2).select(1, 3)));
+    EXPECT_EQ(activationVectors(map, "sample:4", 1).size(0), 8);
+    EXPECT_THROW(activationVectors(map, "class", 0), Error);
+}
+
+TEST(SaeVectors, TokensWithAClassTokenAndAGrid)
+{
+    const at::Tensor tokens = at::randn({2, 1 + 3 * 3, 6});
+    EXPECT_TRUE(at::equal(activationVectors(tokens, "class", 0), tokens.select(1, 0)));
+    const at::Tensor patches = activationVectors(tokens, "patches", 0);
+    ASSERT_EQ(patches.sizes(), (std::vector<int64_t>{18, 6}));
+    EXPECT_TRUE(at::equal(patches[9], tokens[1][1]));
+    EXPECT_EQ(activationVectors(tokens, "all", 0).size(0), 20);
+    EXPECT_THROW(activationVectors(at::randn({2, 7, 6}), "class", 0), Error); // 6 is no square grid
+    EXPECT_THROW(activationVectors(at::randn({2, 4}), "sample:2", 0), Error);
+    EXPECT_THROW(activationVectors(tokens, "sample:0", 0), Error);
+}
+
+TEST(SaeTraining, TwoLayersFromOnePassAreTrainedAndSaved)
+{
+    Engine engine(Model::load(Demo));
+    SaeTrainingRequest request;
+    request.layers = {"features.1", "classifier.0"};
+    request.images = DemoImages;
+    request.setup = storedSetup(engine.model()).value_or(ModelSetup{});
+    request.expansion = 2;
+    request.k = 4;
+    request.batch = 5; // classifier.0 gives one vector an image: 10
+    request.learningRate = 1e-3;
+    request.out = (std::filesystem::temp_directory_path() / "torchscope_sae_training_test").string();
+    std::filesystem::remove_all(request.out);
+    int reports = 0;
+    const SaeTrainingResult result = trainSparseAutoencoders(engine, request, [&](const Progress& p) {
+        ++reports;
+        EXPECT_EQ(p.stage, "training");
+        return true;
+    });
+    EXPECT_FALSE(result.cancelled);
+    EXPECT_EQ(result.images, 10);
+    EXPECT_GT(reports, 0);
+    ASSERT_EQ(result.layers.size(), 2u);
+    for (const auto& layer : result.layers) {
+        EXPECT_FALSE(layer.steps.empty()) << layer.layer;
+        EXPECT_EQ(layer.dSae, 2 * layer.dIn) << layer.layer;
+        ASSERT_FALSE(layer.folder.empty()) << layer.layer;
+        SaeOrigin origin;
+        const SparseAutoencoder back = SparseAutoencoder::load(layer.folder, &origin);
+        EXPECT_EQ(origin.layer, layer.layer);
+        EXPECT_EQ(back.config().dIn, layer.dIn);
+    }
+    std::filesystem::remove_all(request.out);
+}
+
+TEST(SaeTraining, BadRequestsSayWhatIsWrong)
+{
+    Engine engine(Model::load(Demo));
+    SaeTrainingRequest request;
+    request.images = DemoImages;
+    request.out = "/tmp/unused";
+    EXPECT_THROW(trainSparseAutoencoders(engine, request), Error); // no layer
+    request.layers = {"features.1"};
+    request.positions = "corners";
+    EXPECT_THROW(trainSparseAutoencoders(engine, request), Error);
+    request.positions = "all";
+    request.images = "/nonexistent/folder";
+    EXPECT_THROW(trainSparseAutoencoders(engine, request), Error);
+}
+
+} // namespace
+} // namespace torchscope::test
