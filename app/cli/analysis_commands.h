@@ -17,5 +17,7 @@ int runCompareMaps(const CliOptions& options, const CompareConfig& config);
 
 // torchscope-cli crp: core's computeConceptRelevance, written with writeConceptRelevance.
 int runCrp(const CliOptions& options);
+// torchscope-cli sae train / sae evaluate (sae_run.cpp).
+int runSae(const CliOptions& options);
 
 } // namespace torchscope::cli

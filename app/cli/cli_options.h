@@ -113,6 +113,20 @@ struct CliOptions {
     std::string references; // a folder: RelMax / ActMax references
     std::string referenceBy = "relevance";
 
+    // sae train / sae evaluate (--layer: `layers`; --seed, --batch-images: `batch`, --memory-mb shared)
+    std::string imageFolder; // the folder the vectors come from
+    std::string sae; // sae evaluate: a saved SAE's folder
+    int64_t expansion = 16;
+    int64_t latents = 0;
+    int64_t saeK = 32;
+    std::string architecture = "topk";
+    std::string positions = "all";
+    int64_t tokens = 0; // 0: one pass over the folder
+    int64_t saeBatch = 4096;
+    double saeLearningRate = 4e-4;
+    bool resume = false;
+    int64_t maxImages = 0;
+
     // evaluate
     std::vector<std::string> metrics;
     std::string attributions; // FILE.npz, FILE.safetensors or FILE.pt of maps made elsewhere

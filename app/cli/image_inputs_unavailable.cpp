@@ -55,6 +55,11 @@ ProbeSamples folderProbeSamples(const std::string& folder, const ModelSetup&, in
     refuse("--data " + folder, "give a tensor file {\"samples\": [N, ...], \"labels\": [N]}");
 }
 
+int runSae(const CliOptions& options)
+{
+    refuse("sae " + options.subcommand, "sparse autoencoders are trained and evaluated on an image folder");
+}
+
 int runCrp(const CliOptions&)
 {
     refuse("crp", "CRP reads the images it explains and its references from image files");

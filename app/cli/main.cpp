@@ -12,6 +12,7 @@
 #include "evaluate_command.h"
 #include "probe_command.h"
 #include "record_command.h"
+#include "sae_command.h"
 #include "sanity_command.h"
 #include "setup_command.h"
 #include "visualize_command.h"
@@ -26,7 +27,7 @@ int main(int argc, char** argv)
     // In the order --help lists them.
     const std::vector<Command> commands{inspectCommand(), analysesCommand(), setupCommand(), runCommand(),
         gradCamCommand(), attributeCommand(), attentionCommand(), crpCommand(), evaluateCommand(), sanityCommand(),
-        patchCommand(), recordCommand(), probeCommand(), compareCommand(), visualizeCommand()};
+        patchCommand(), recordCommand(), probeCommand(), saeCommand(), compareCommand(), visualizeCommand()};
     try {
         const CliOptions options = parseCommandLine(argc, argv, commands);
         if (options.command == "help") {

@@ -60,6 +60,12 @@ std::vector<AnalysisInfo> makeTable()
         {"crp", "Concept Relevance", Batch, "core/relevance", "computeConceptRelevance (relevance/concept_relevance)",
             "ConceptRelevanceRequest", "ConceptRelevanceResult", {"crp"}, "Relevance tab",
             {"json", "pt", "npz", "safetensors"}, {}, {}},
+        {"sae_train", "SAE Training", Batch, "core/sae", "trainSparseAutoencoders (sae/sae_training)",
+            "SaeTrainingRequest", "SaeTrainingResult", {"sae train"}, "Features tab (to come)",
+            {"safetensors", "json", "csv"}, {}, {}},
+        {"sae_evaluate", "SAE Evaluation", Batch, "core/sae", "evaluateSparseAutoencoder (sae/sae_evaluation)",
+            "SaeEvaluationRequest", "SaeEvaluationResult", {"sae evaluate"}, "Features tab (to come)", {"json"}, {},
+            {}},
     };
 }
 

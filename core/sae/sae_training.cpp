@@ -1,5 +1,7 @@
 #include "sae/sae_training.h"
 
+#include "attention/attention_maps.h"
+#include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/memory_budget.h"
 #include "export/manifest.h"
@@ -11,11 +13,14 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 namespace torchscope {
 
@@ -73,7 +78,33 @@ struct ShuffleBuffer {
 
 } // namespace
 
-at::Tensor activationVectors(const at::Tensor& activation, const std::string& positions, uint64_t seed)
+std::pair<int64_t, int64_t> saeTokenRange(int64_t tokens, const std::string& positions, int64_t prefix)
+{
+    if (prefix < 0) {
+        const auto grid
+            = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(std::max<int64_t>(tokens - 1, 0)))));
+        prefix = tokens > 1 && grid * grid == tokens - 1 ? 1 : 0;
+    }
+    if (positions == "class") {
+        if (prefix < 1)
+            throw Error("positions 'class': these " + std::to_string(tokens)
+                + " tokens have no class token before their grid of patches");
+        return {0, 1};
+    }
+    if (positions == "patches")
+        return {prefix, tokens - prefix};
+    return {0, tokens};
+}
+
+int64_t saePrefixTokens(const Model& model, const at::Tensor& activation, int64_t height, int64_t width)
+{
+    if (activation.dim() != 3)
+        return -1;
+    const TokenLayout layout = tokenLayout(model, activation.size(1), height, width, 0);
+    return layout.spatial ? layout.prefix : -1;
+}
+
+at::Tensor activationVectors(const at::Tensor& activation, const std::string& positions, uint64_t seed, int64_t prefix)
 {
     const int64_t sampled = sampledPositions(positions);
     at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(seed);
@@ -86,17 +117,8 @@ at::Tensor activationVectors(const at::Tensor& activation, const std::string& po
         return sampled > 0 ? sampleRows(perImage, sampled, generator) : perImage.reshape({-1, a.size(1)});
     }
     if (a.dim() == 3) { // [N, T, D] tokens
-        const int64_t t = a.size(1);
-        const auto grid
-            = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(std::max<int64_t>(t - 1, 0)))));
-        const bool classToken = t > 1 && grid * grid == t - 1;
-        if (positions == "class") {
-            if (!classToken)
-                throw Error("positions 'class': these " + std::to_string(t) + " tokens are not a class token and a "
-                    + "square grid of patches");
-            return a.select(1, 0).contiguous();
-        }
-        const at::Tensor tokens = positions == "patches" && classToken ? a.narrow(1, 1, t - 1) : a;
+        const auto [first, count] = saeTokenRange(a.size(1), positions, prefix);
+        const at::Tensor tokens = a.narrow(1, first, count);
         return sampled > 0 ? sampleRows(tokens, sampled, generator) : tokens.reshape({-1, a.size(2)});
     }
     if (a.dim() == 2) {
@@ -109,6 +131,45 @@ at::Tensor activationVectors(const at::Tensor& activation, const std::string& po
         + "(expected [N, C, H, W], tokens [N, T, D] or [N, C])");
 }
 
+std::string saeFolderFor(const std::string& out, const std::string& layer)
+{
+    std::string name = layer;
+    std::replace(name.begin(), name.end(), '/', '_');
+    return (std::filesystem::path(out) / name).string();
+}
+
+namespace {
+
+constexpr const char* RunFile = "training.json";
+constexpr const char* LogHeader = "step,vectors,loss,mse,aux_loss,fvu,l0,dead_fraction\n";
+
+std::string logLine(int64_t step, const SaeStepMetrics& m)
+{
+    std::ostringstream line;
+    line.precision(9);
+    line << step << ',' << m.vectors << ',' << m.loss << ',' << m.mse << ',' << m.auxLoss << ',' << m.fvu << ',' << m.l0
+         << ',' << m.deadFraction << '\n';
+    return line.str();
+}
+
+std::string readText(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+// What a run was asked, as training.json holds it: a resume must ask the same.
+nlohmann::json runDescription(const SaeTrainingRequest& request, const std::string& modelHash)
+{
+    return {{"layers", request.layers}, {"images", std::filesystem::absolute(request.images).lexically_normal()},
+        {"positions", request.positions}, {"model_sha256", modelHash}, {"batch", request.batch},
+        {"seed", request.seed}};
+}
+
+} // namespace
+
 SaeTrainingResult trainSparseAutoencoders(
     Engine& engine, const SaeTrainingRequest& request, const ProgressCallback& progress)
 {
@@ -119,32 +180,104 @@ SaeTrainingResult trainSparseAutoencoders(
         throw Error("the training batch must be at least 1 vector, got " + std::to_string(request.batch));
     if (request.out.empty())
         throw Error("no folder to save the sparse autoencoders in");
-    const ImageFolder folder = ImageFolder::scan(request.images, request.setup.labels);
+    if (!request.latents && request.expansion < 1)
+        throw Error("the expansion must be at least 1, got " + std::to_string(request.expansion));
+    ImageFolder folder = ImageFolder::scan(request.images, request.setup.labels);
     if (folder.images.empty())
         throw Error("the folder '" + request.images + "' has no images");
+    const auto totalImages = static_cast<int64_t>(folder.images.size());
+    const std::string modelHash = sha256OfFile(engine.model().path());
+    const nlohmann::json asked = runDescription(request, modelHash);
+    const std::string runPath = (std::filesystem::path(request.out) / RunFile).string();
+
+    SaeTrainingResult result;
+    struct LayerState {
+        std::unique_ptr<SparseAutoencoder> sae;
+        ShuffleBuffer buffer;
+        std::string log; // training_log.csv's text
+    };
+    std::vector<LayerState> states(request.layers.size());
+    for (size_t i = 0; i < request.layers.size(); ++i)
+        result.layers.push_back(
+            SaeTrainingLayer{request.layers[i], saeFolderFor(request.out, request.layers[i]), 0, 0, {}});
+    if (request.resume) {
+        std::ifstream in(runPath);
+        if (!in)
+            throw Error("nothing to resume in '" + request.out + "': it has no " + RunFile);
+        nlohmann::json before;
+        try {
+            before = nlohmann::json::parse(in);
+        } catch (const nlohmann::json::exception& e) {
+            throw Error("'" + runPath + "' is not JSON: " + e.what());
+        }
+        for (const auto& [key, value] : asked.items())
+            if (!before.contains(key) || before[key] != value)
+                throw Error("'" + runPath + "' was a run with " + key + " "
+                    + (before.contains(key) ? before[key].dump() : std::string("unsaid")) + ", not " + value.dump()
+                    + ": resume it as it was asked, or train into another folder");
+        result.imagesBefore = before.value("images_done", int64_t{0});
+        if (result.imagesBefore < 0 || result.imagesBefore > totalImages)
+            throw Error("'" + runPath + "' says " + std::to_string(result.imagesBefore) + " images were done, but '"
+                + request.images + "' has " + std::to_string(totalImages));
+        for (size_t i = 0; i < states.size(); ++i) {
+            const std::string where = result.layers[i].folder;
+            if (!std::filesystem::exists(std::filesystem::path(where) / "trainer_state.json"))
+                continue; // that layer had no batch yet
+            states[i].sae
+                = std::make_unique<SparseAutoencoder>(SparseAutoencoder::resume(where, engine.model().device()));
+            result.layers[i].dIn = states[i].sae->config().dIn;
+            result.layers[i].dSae = states[i].sae->config().dSae;
+            states[i].log = readText((std::filesystem::path(where) / "training_log.csv").string());
+        }
+        folder.images.erase(folder.images.begin(), folder.images.begin() + result.imagesBefore);
+    }
 
     Request run;
     for (const auto& layer : request.layers)
         run.grabs.push_back(GrabSpec::parse(layer));
     engine.prepare(run);
 
-    SaeTrainingResult result;
-    struct LayerState {
-        std::unique_ptr<SparseAutoencoder> sae;
-        ShuffleBuffer buffer;
-        int64_t trained = 0;
-    };
-    std::vector<LayerState> states(request.layers.size());
-    for (size_t i = 0; i < request.layers.size(); ++i)
-        result.layers.push_back(SaeTrainingLayer{request.layers[i], {}, 0, 0, {}});
     const int64_t memory = request.memoryBytes > 0 ? request.memoryBytes : defaultMemoryBudget();
-    at::Generator shuffle = at::make_generator<at::CPUGeneratorImpl>(request.seed + 1);
-    const auto enough = [&](size_t i) { return request.vectors > 0 && states[i].trained >= request.vectors; };
+    at::Generator shuffle
+        = at::make_generator<at::CPUGeneratorImpl>(request.seed + 1 + static_cast<uint64_t>(result.imagesBefore));
+    const auto enough = [&](size_t i) {
+        return request.vectors > 0 && states[i].sae && states[i].sae->steps() * request.batch >= request.vectors;
+    };
+    const auto everyEnough = [&] {
+        for (size_t i = 0; i < states.size(); ++i)
+            if (!enough(i))
+                return false;
+        return true;
+    };
+    int64_t imagesDone = result.imagesBefore;
+    const auto save = [&] { // every SAE with its checkpoint and log, then training.json: consistent at each step
+        for (size_t i = 0; i < states.size(); ++i) {
+            if (!states[i].sae || states[i].sae->steps() == 0)
+                continue;
+            const std::string& where = result.layers[i].folder;
+            states[i].sae->save(where, SaeOrigin{request.layers[i], request.positions, modelHash, {}});
+            states[i].sae->saveCheckpoint(where);
+            writeFileAtomically((std::filesystem::path(where) / "training_log.csv").string(), states[i].log);
+        }
+        nlohmann::json state = asked;
+        state["images_done"] = imagesDone;
+        state["images_total"] = totalImages;
+        state["finished"] = imagesDone == totalImages || everyEnough();
+        writeFileAtomically(runPath, state.dump(2) + "\n");
+    };
+    std::error_code madeError;
+    std::filesystem::create_directories(request.out, madeError);
+    if (madeError)
+        throw Error("cannot make the folder '" + request.out + "': " + madeError.message());
+
     const auto trainOn = [&](size_t i, const at::Tensor& vectors) {
         LayerState& state = states[i];
         for (int64_t at = 0; at + request.batch <= vectors.size(0) && !enough(i); at += request.batch) {
-            result.layers[i].steps.push_back(state.sae->trainStep(vectors.narrow(0, at, request.batch)));
-            state.trained += request.batch;
+            const SaeStepMetrics m = state.sae->trainStep(vectors.narrow(0, at, request.batch));
+            if (state.log.empty())
+                state.log = LogHeader;
+            state.log += logLine(state.sae->steps(), m);
+            result.layers[i].steps.push_back(m);
         }
     };
     const auto shuffled = [&](const at::Tensor& data, int64_t n) {
@@ -155,42 +288,56 @@ SaeTrainingResult trainSparseAutoencoders(
     FolderRunOptions options;
     options.batchSize = std::max(1, request.imageBatch);
     const BatchStream stream = folderBatches(folder, request.setup.preprocessing, options);
-    int64_t batchNumber = 0;
+    int64_t batchNumber = result.imagesBefore;
+    int64_t lastCheckpoint = 0;
+    int64_t reported = 0; // images the stream has handed over (failures included), before this batch
     const auto report = [&](const Progress& p) {
+        reported = p.done;
+        imagesDone = result.imagesBefore + p.done;
         std::vector<double> values;
-        if (!result.layers.empty() && !result.layers[0].steps.empty()) {
+        if (!result.layers[0].steps.empty()) {
             const SaeStepMetrics& m = result.layers[0].steps.back();
-            values = {m.loss, m.fvu, m.l0, m.deadFraction};
+            values = {m.loss, m.fvu, m.l0, m.deadFraction, static_cast<double>(m.vectors)};
         }
-        bool done = true;
-        for (size_t i = 0; i < states.size(); ++i)
-            done = done && enough(i);
-        if (done)
+        if (everyEnough())
             return false; // every SAE has its vectors
-        return !progress || progress(Progress{p.done, p.total, "training", values});
+        return !progress || progress(Progress{result.imagesBefore + p.done, totalImages, "training", values});
     };
     const BatchLoop loop = forEachBatch(stream, report, [&](const ImageBatch& batch) {
         if (batch.error)
             std::rethrow_exception(batch.error);
         const RunResult out = engine.run(run, forwardInputsFromBatch(engine.model(), batch.images));
         for (size_t i = 0; i < request.layers.size(); ++i) {
-            const at::Tensor vectors = activationVectors(
-                out.tensor(request.layers[i]), request.positions, request.seed + static_cast<uint64_t>(batchNumber));
+            const at::Tensor activation = out.tensor(request.layers[i]);
+            const at::Tensor vectors
+                = activationVectors(activation, request.positions, request.seed + static_cast<uint64_t>(batchNumber),
+                    saePrefixTokens(engine.model(), activation, batch.images.size(2), batch.images.size(3)));
             LayerState& state = states[i];
             if (!state.sae) {
                 SaeConfig config;
                 config.dIn = vectors.size(1);
                 config.dSae = request.latents > 0 ? request.latents : request.expansion * config.dIn;
                 config.k = request.k;
+                config.batchTopK = request.batchTopK;
                 config.learningRate = request.learningRate;
                 config.seed = request.seed;
+                // The run's length, for the learning rate's decay: the folder's vectors at this
+                // image's count per image, or the vectors asked for.
+                const int64_t perImage = vectors.size(0) / std::max<int64_t>(batch.images.size(0), 1);
+                int64_t planned = perImage * totalImages;
+                if (request.vectors > 0)
+                    planned = std::min(planned, request.vectors);
+                config.totalSteps = planned / request.batch;
                 state.sae = std::make_unique<SparseAutoencoder>(config, vectors.device().str());
                 result.layers[i].dIn = config.dIn;
                 result.layers[i].dSae = config.dSae;
+            }
+            if (!state.buffer.data.defined()) {
+                const int64_t dIn = state.sae->config().dIn;
                 const int64_t perLayer = memory / static_cast<int64_t>(request.layers.size());
-                const int64_t capacity = std::max<int64_t>(
-                    2 * request.batch, perLayer / (config.dIn * static_cast<int64_t>(sizeof(float))));
-                state.buffer.data = at::empty({capacity, config.dIn}, vectors.options().dtype(at::kFloat));
+                const int64_t capacity
+                    = std::max<int64_t>(2 * request.batch, perLayer / (dIn * static_cast<int64_t>(sizeof(float))));
+                state.buffer.data = at::empty({capacity, dIn}, vectors.options().dtype(at::kFloat));
             }
             state.buffer.add(vectors.to(at::kFloat), [&](const at::Tensor& data) {
                 const int64_t half = data.size(0) / 2;
@@ -201,32 +348,35 @@ SaeTrainingResult trainSparseAutoencoders(
             });
         }
         ++batchNumber;
+        imagesDone
+            = result.imagesBefore + reported + static_cast<int64_t>(batch.indices.size() + batch.failures.size());
+        const int64_t steps = states[0].sae ? states[0].sae->steps() : 0;
+        if (request.checkpointSteps > 0 && steps - lastCheckpoint >= request.checkpointSteps) {
+            save();
+            lastCheckpoint = steps;
+        }
     });
-    result.images = loop.samples;
+    result.images = imagesDone - result.imagesBefore;
     result.failures = loop.failures;
-    bool everyDone = true;
-    for (size_t i = 0; i < states.size(); ++i)
-        everyDone = everyDone && enough(i);
-    result.cancelled = loop.cancelled && !everyDone;
+    result.cancelled = loop.cancelled && !everyEnough();
     if (!result.cancelled) // the rest of each buffer, shuffled
         for (size_t i = 0; i < states.size(); ++i)
             if (states[i].sae && states[i].buffer.filled > 0)
                 trainOn(i, shuffled(states[i].buffer.data, states[i].buffer.filled));
-
-    const std::string modelHash = sha256OfFile(engine.model().path());
-    for (size_t i = 0; i < states.size(); ++i) {
-        if (!states[i].sae || result.layers[i].steps.empty()) {
+    save();
+    for (size_t i = 0; i < states.size(); ++i)
+        if (!states[i].sae || states[i].sae->steps() == 0) {
             result.warnings.push_back("'" + request.layers[i] + "': no SAE trained (fewer vectors than one batch of "
                 + std::to_string(request.batch) + ")");
-            continue;
+            result.layers[i].folder.clear();
         }
-        std::string name = request.layers[i];
-        std::replace(name.begin(), name.end(), '/', '_');
-        const std::string where = (std::filesystem::path(request.out) / name).string();
-        states[i].sae->save(where, SaeOrigin{request.layers[i], request.positions, modelHash, {}});
-        result.layers[i].folder = where;
-    }
     return result;
+}
+
+SaeTrainingResult SaeTrainingAnalysis::run(AnalysisContext& context, const Request& request)
+{
+    auto engine = context.models.engine(context.model);
+    return trainSparseAutoencoders(*engine, request, context.progress);
 }
 
 } // namespace torchscope

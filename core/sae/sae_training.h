@@ -7,8 +7,16 @@
 // output one vector per image. Several layers train from the same pass. The vectors go through a
 // shuffle buffer per layer under the memory cap: when it is full, it is shuffled, its first half
 // trained on and its second half kept.
+//
+// The out folder holds one SAE folder per layer (named by the layer, '/' as '_'): the SAE in
+// SAELens's layout, its training checkpoint (SparseAutoencoder::saveCheckpoint) and
+// training_log.csv (every step's metrics), and training.json: what the run was asked (layers,
+// folder, positions, model hash) and how many of the folder's images it has consumed. A cancelled
+// run saves all of it; `resume` goes on from it with the images not yet consumed (the vectors that
+// were waiting in the shuffle buffers when it stopped are not trained on).
 
 #include "common/progress.h"
+#include "graph/analysis_context.h"
 #include "model/model_setup.h"
 #include "sae/sparse_autoencoder.h"
 
@@ -20,6 +28,7 @@
 namespace torchscope {
 
 class Engine;
+class Model;
 
 struct SaeTrainingRequest {
     std::vector<std::string> layers; // one SAE each, from one pass
@@ -28,6 +37,7 @@ struct SaeTrainingRequest {
     int64_t expansion = 16; // d_sae = expansion × d_in, unless latents is set
     int64_t latents = 0;
     int64_t k = 32;
+    bool batchTopK = false;
     std::string positions = "all"; // all, class, patches, sample:N (N positions per image)
     int64_t vectors = 0; // stop after this many per SAE (0: one pass over the folder)
     int64_t batch = 4096;
@@ -36,6 +46,8 @@ struct SaeTrainingRequest {
     int64_t memoryBytes = 0; // the shuffle buffers' cap (0: a quarter of the memory available)
     int imageBatch = 16;
     std::string out; // a folder: one SAE folder per layer, named by the layer
+    bool resume = false; // go on from out's checkpoint (the same layers, folder, positions and model)
+    int64_t checkpointSteps = 2000; // a checkpoint every this many steps of the first layer (0: only at the end)
 };
 
 struct SaeTrainingLayer {
@@ -48,21 +60,44 @@ struct SaeTrainingLayer {
 
 struct SaeTrainingResult {
     std::vector<SaeTrainingLayer> layers;
-    int64_t images = 0;
+    int64_t images = 0; // consumed by this call
+    int64_t imagesBefore = 0; // consumed by the run it resumed
     bool cancelled = false; // what was trained is saved
     std::vector<std::pair<std::string, std::string>> failures; // unreadable images: path, why
     std::vector<std::string> warnings;
 };
 
+// A layer's SAE folder under `out`: the layer's path with '/' as '_'.
+std::string saeFolderFor(const std::string& out, const std::string& layer);
+
+// Which of a layer's tokens [N, T, D] the SAE reads at `positions`: [first, first + count).
+// `prefix`: the class and register tokens before the patch grid (saePrefixTokens); negative: a
+// class token where T − 1 is a square grid, else none. "class" is token 0 (an error with no
+// prefix), "patches" the tokens after the prefix, "all" and "sample:N" every token.
+std::pair<int64_t, int64_t> saeTokenRange(int64_t tokens, const std::string& positions, int64_t prefix = -1);
+
+// The prefix tokens of a layer's tokens [N, T, D] on the model's input of height × width, as the
+// attention maps lay them out (attention/attention_maps.h, tokenLayout); -1 for no grid or no tokens.
+int64_t saePrefixTokens(const Model& model, const at::Tensor& activation, int64_t height, int64_t width);
+
 // The vectors an activation holds at `positions` (see above). Throws torchscope::Error for an
 // output with no positions to take vectors from, or positions it does not have.
-at::Tensor activationVectors(const at::Tensor& activation, const std::string& positions, uint64_t seed);
+at::Tensor activationVectors(
+    const at::Tensor& activation, const std::string& positions, uint64_t seed, int64_t prefix = -1);
 
 // Throws torchscope::Error for a request that cannot run (no layer, no images, k beyond the
-// latents, an unknown positions choice). `progress` after each image batch: done / total images,
-// values {loss, FVU, L0, dead fraction} of the first layer's last step; returning false cancels and
-// saves what was trained.
+// latents, an unknown positions choice, a resume whose checkpoint is missing or was asked for other
+// layers, images, positions or model). `progress` after each image batch: done / total images,
+// values {loss, FVU, L0, dead fraction, vectors} of the first layer's last step; returning false
+// cancels and saves what was trained.
 SaeTrainingResult trainSparseAutoencoders(
     Engine& engine, const SaeTrainingRequest& request, const ProgressCallback& progress = {});
+
+struct SaeTrainingAnalysis {
+    using Request = SaeTrainingRequest;
+    using Result = SaeTrainingResult;
+    static constexpr const char* name = "sae_train";
+    static Result run(AnalysisContext& context, const Request& request);
+};
 
 } // namespace torchscope

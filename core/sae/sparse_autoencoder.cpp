@@ -23,6 +23,9 @@ namespace {
 
 constexpr const char* WeightsFile = "sae_weights.safetensors";
 constexpr const char* ConfigFile = "cfg.json";
+constexpr const char* StateTensorsFile = "trainer_state.safetensors";
+constexpr const char* StateFile = "trainer_state.json";
+constexpr const char* ParameterNames[] = {"W_enc", "W_dec", "b_enc", "b_dec"};
 
 void checkConfig(const SaeConfig& c)
 {
@@ -283,6 +286,131 @@ void SparseAutoencoder::save(const std::string& folder, const SaeOrigin& origin)
             {"dtype", "float32"}, {"device", "cpu"}, {"apply_b_dec_to_input", true}, {"normalize_activations", "none"},
             {"activation_fn", "topk"}, {"activation_fn_kwargs", {{"k", c.k}}}, {"metadata", metadata}};
     writeFileAtomically((std::filesystem::path(folder) / ConfigFile).string(), cfg.dump(2) + "\n");
+}
+
+int64_t SparseAutoencoder::steps() const
+{
+    return state_->steps;
+}
+int64_t SparseAutoencoder::vectorsSeen() const
+{
+    return state_->vectors;
+}
+void SparseAutoencoder::setTotalSteps(int64_t steps)
+{
+    state_->config.totalSteps = std::max<int64_t>(steps, 0);
+}
+
+void SparseAutoencoder::saveCheckpoint(const std::string& folder) const
+{
+    const State& s = *state_;
+    const SaeConfig& c = s.config;
+    std::error_code error;
+    std::filesystem::create_directories(folder, error);
+    if (error)
+        throw Error("cannot make the folder '" + folder + "' for the SAE's checkpoint: " + error.message());
+    const at::NoGradGuard noGrad;
+    const std::vector<at::Tensor> parameters{s.encoderWeight, s.decoderWeight, s.encoderBias, s.decoderBias};
+    NamedTensors tensors;
+    int64_t adamStep = 0;
+    for (size_t i = 0; i < parameters.size(); ++i) {
+        tensors.emplace_back(ParameterNames[i], parameters[i].detach().cpu().contiguous());
+        const auto found = s.optimiser->state().find(parameters[i].unsafeGetTensorImpl());
+        if (found == s.optimiser->state().end())
+            continue; // no step yet
+        const auto& adam = static_cast<const torch::optim::AdamParamState&>(*found->second);
+        tensors.emplace_back(std::string("exp_avg.") + ParameterNames[i], adam.exp_avg().cpu().contiguous());
+        tensors.emplace_back(std::string("exp_avg_sq.") + ParameterNames[i], adam.exp_avg_sq().cpu().contiguous());
+        adamStep = adam.step();
+    }
+    tensors.emplace_back("since_fired", s.sinceFired.cpu().contiguous());
+    tensors.emplace_back("batch_threshold", s.batchThreshold.cpu().reshape({1}).contiguous());
+    writeSafetensors((std::filesystem::path(folder) / StateTensorsFile).string(), tensors);
+    const nlohmann::json state = {{"d_in", c.dIn}, {"d_sae", c.dSae}, {"k", c.k}, {"batch_topk", c.batchTopK},
+        {"learning_rate", c.learningRate}, {"warmup_steps", c.warmupSteps}, {"total_steps", c.totalSteps},
+        {"decay_fraction", c.decayFraction}, {"aux_coefficient", c.auxCoefficient}, {"aux_k", c.auxK},
+        {"dead_after_vectors", c.deadAfterVectors}, {"seed", c.seed}, {"scale", s.scale},
+        {"initialised", s.initialised}, {"steps", s.steps}, {"vectors", s.vectors}, {"adam_step", adamStep}};
+    writeFileAtomically((std::filesystem::path(folder) / StateFile).string(), state.dump(2) + "\n");
+}
+
+SparseAutoencoder SparseAutoencoder::resume(const std::string& folder, const std::string& device)
+{
+    const std::string statePath = (std::filesystem::path(folder) / StateFile).string();
+    const std::string tensorsPath = (std::filesystem::path(folder) / StateTensorsFile).string();
+    std::ifstream in(statePath);
+    if (!in)
+        throw Error("'" + folder + "' holds no training checkpoint: it has no " + StateFile);
+    nlohmann::json state;
+    try {
+        state = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+        throw Error("'" + statePath + "' is not JSON: " + e.what());
+    }
+    const auto field = [&](const char* key) -> const nlohmann::json& {
+        if (!state.contains(key) || state[key].is_null() || state[key].is_object() || state[key].is_array())
+            throw Error("'" + statePath + "' has no '" + key + "'");
+        return state[key];
+    };
+    SaeConfig c;
+    try {
+        c.dIn = field("d_in").get<int64_t>();
+        c.dSae = field("d_sae").get<int64_t>();
+        c.k = field("k").get<int64_t>();
+        c.batchTopK = field("batch_topk").get<bool>();
+        c.learningRate = field("learning_rate").get<double>();
+        c.warmupSteps = field("warmup_steps").get<int64_t>();
+        c.totalSteps = field("total_steps").get<int64_t>();
+        c.decayFraction = field("decay_fraction").get<double>();
+        c.auxCoefficient = field("aux_coefficient").get<double>();
+        c.auxK = field("aux_k").get<int64_t>();
+        c.deadAfterVectors = field("dead_after_vectors").get<int64_t>();
+        c.seed = field("seed").get<uint64_t>();
+    } catch (const nlohmann::json::exception& e) {
+        throw Error("'" + statePath + "': " + e.what());
+    }
+    SparseAutoencoder sae(c, device);
+    State& s = *sae.state_;
+    const auto tensors = readNamedTensors(tensorsPath);
+    const auto take = [&](const std::string& key, const at::Tensor& like) {
+        const auto found = tensors.find(key);
+        if (found == tensors.end())
+            throw Error("'" + tensorsPath + "' has no " + key);
+        if (found->second.sizes() != like.sizes() || found->second.scalar_type() != like.scalar_type()) {
+            std::ostringstream message;
+            message << "'" << tensorsPath << "': " << key << " is " << found->second.sizes() << " "
+                    << found->second.scalar_type() << ", but " << StateFile << " makes it " << like.sizes() << " "
+                    << like.scalar_type();
+            throw Error(message.str());
+        }
+        return found->second.to(s.device);
+    };
+    try {
+        s.scale = field("scale").get<double>();
+        s.initialised = field("initialised").get<bool>();
+        s.steps = field("steps").get<int64_t>();
+        s.vectors = field("vectors").get<int64_t>();
+        const auto adamStep = field("adam_step").get<int64_t>();
+        const at::NoGradGuard noGrad;
+        const std::vector<at::Tensor> parameters{s.encoderWeight, s.decoderWeight, s.encoderBias, s.decoderBias};
+        for (size_t i = 0; i < parameters.size(); ++i) {
+            parameters[i].copy_(take(ParameterNames[i], parameters[i]));
+            if (adamStep == 0)
+                continue;
+            auto adam = std::make_unique<torch::optim::AdamParamState>();
+            adam->step(adamStep);
+            adam->exp_avg(take(std::string("exp_avg.") + ParameterNames[i], parameters[i]).clone());
+            adam->exp_avg_sq(take(std::string("exp_avg_sq.") + ParameterNames[i], parameters[i]).clone());
+            s.optimiser->state()[parameters[i].unsafeGetTensorImpl()] = std::move(adam);
+        }
+        s.sinceFired.copy_(take("since_fired", s.sinceFired));
+        s.batchThreshold.copy_(take("batch_threshold", s.batchThreshold.reshape({1})).reshape({}));
+    } catch (const nlohmann::json::exception& e) {
+        throw Error("'" + statePath + "': " + e.what());
+    }
+    if (!(s.scale > 0.0) || !std::isfinite(s.scale))
+        throw Error("'" + statePath + "': the input scale " + std::to_string(s.scale) + " is not a positive number");
+    return sae;
 }
 
 SparseAutoencoder SparseAutoencoder::load(const std::string& folder, SaeOrigin* origin, const std::string& device)

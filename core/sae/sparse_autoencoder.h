@@ -90,6 +90,18 @@ public:
 
     // Writes sae_weights.safetensors and cfg.json into `folder` (made if missing), each atomically.
     void save(const std::string& folder, const SaeOrigin& origin) const;
+    // The training state beside the weights in `folder`: trainer_state.safetensors (the parameters
+    // in the scaled space, Adam's moments, the dead-latent counters) and trainer_state.json (the
+    // configuration, the scale, Adam's step and the counts), each written atomically. resume()
+    // restores it exactly: training on from it equals never having stopped.
+    void saveCheckpoint(const std::string& folder) const;
+    // Throws torchscope::Error naming the file and what is missing or inconsistent.
+    static SparseAutoencoder resume(const std::string& folder, const std::string& device = "cpu");
+    int64_t steps() const;
+    int64_t vectorsSeen() const;
+    // The steps the run will take, once known (the learning rate's decay).
+    void setTotalSteps(int64_t steps);
+
     // Reads a folder SAELens's layout (TorchScope's or SAELens's own TopK SAE). Throws
     // torchscope::Error saying what is missing or inconsistent, with the file.
     static SparseAutoencoder load(

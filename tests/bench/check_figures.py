@@ -6,7 +6,7 @@ mistake or a run that did nothing; echoed settings equal to what was asked). San
 the speed goals stay in the benchmarks' own output.
 
   check_figures.py BENCH -- COMMAND [ARG ...]     BENCH: engine, compare, visualize, record, gui, job,
-                                                  attention, exported
+                                                  attention, exported, sae
   check_figures.py --self-test                    the checks themselves fail on broken reports
 """
 import copy
@@ -175,9 +175,16 @@ def exported_rules(report):
     return rules
 
 
+def sae_rules(report):
+    return {"d_in": equals(32), "d_sae": equals(128), "k": equals(8), "batch": equals(256), "steps": equals(2),
+            "rounds": equals(1), "threads": within(1, 4096), "torchscope_vectors_per_second": within(1e-3, 1e9),
+            "eager_vectors_per_second": within(1e-3, 1e9), "ratio_to_eager": within(*RATIO),
+            "last_step_fvu": within(1e-6, 10.0)}
+
+
 BENCHES = {"engine": (engine_rules, engine_whole), "compare": (compare_rules, compare_whole),
            "visualize": (visualize_rules, None), "record": (record_rules, None), "gui": (gui_rules, gui_whole),
-           "job": (job_rules, None), "attention": (attention_rules, None), "exported": (exported_rules, None)}
+           "job": (job_rules, None), "attention": (attention_rules, None), "exported": (exported_rules, None), "sae": (sae_rules, None)}
 
 
 def problems(bench, report):
@@ -249,6 +256,9 @@ def self_test():
              "torchscript_grab_4_blocks_seconds": 0.021, "pt2_over_torchscript": 1.0, "pt2_over_python_eager": 0.8,
              "pt2_over_python_exported_module": 0.7, "pt2_grab_ratio_to_engine": 1.05,
              "torchscript_grab_ratio_to_engine": 1.05}]},
+        "sae": {"d_in": 32, "d_sae": 128, "k": 8, "batch": 256, "steps": 2, "rounds": 1, "threads": 2,
+                "torchscope_vectors_per_second": 9e4, "eager_vectors_per_second": 5e4, "ratio_to_eager": 1.8,
+                "last_step_fvu": 0.9},
     }
     for bench, report in good.items():
         assert not problems(bench, report), (bench, problems(bench, report))
@@ -260,6 +270,7 @@ def self_test():
         ("gui", "gui_ticks", "many"), ("attention", "attention_ratio_to_plain", 0.0),
         ("attention", "layers", 11), ("attention", "attention_12_layers_seconds", None),
         ("exported", "models", []), ("exported", "batch", 8),
+        ("sae", "ratio_to_eager", 0.0), ("sae", "last_step_fvu", float("nan")), ("sae", "d_sae", 64),
     ]
     for bench, key, value in broken:
         report = copy.deepcopy(good[bench])

@@ -27,6 +27,8 @@
 #include "record/folder_recording.h"
 #include "record/layer_statistics.h"
 #include "relevance/concept_relevance.h"
+#include "sae/sae_evaluation.h"
+#include "sae/sae_training.h"
 #include "visualize/channel_visualization.h"
 
 #include <gtest/gtest.h>
@@ -55,7 +57,7 @@ TEST(AnalysisTable, EveryAnalysisTypeHasARowAndEveryNameIsOne)
 {
     const auto types = namesOfTypes<GradCamAnalysis, PatchAnalysis, SetupAdviceAnalysis, RecordAnalysis, ProbeAnalysis,
         ProbeScoresAnalysis, CompareAnalysis, LayerMapsAnalysis, VisualizeAnalysis, AttributionAnalysis,
-        AttentionAnalysis, ConceptRelevanceAnalysis>();
+        AttentionAnalysis, ConceptRelevanceAnalysis, SaeTrainingAnalysis, SaeEvaluationAnalysis>();
     for (const auto& name : types)
         EXPECT_EQ(analysisInfo(name).name, name);
     std::set<std::string> names;

@@ -2,7 +2,7 @@
 // directions, k of them active per vector) recovered by training, the codes and reconstruction
 // against the formula written out with the saved weights, the step's FVU and L0 against a
 // recomputation (and no codes where every pre-activation is negative), a save / load round trip in SAELens's layout,
-// and bad input.
+// a training checkpoint resumed equal to a run that never stopped, and bad input.
 #include "sae/sparse_autoencoder.h"
 
 #include "common/error.h"
@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace torchscope::test {
 namespace {
@@ -201,6 +202,62 @@ TEST(SparseAutoencoder, SavedInSaeLensLayoutAndReadBack)
         EXPECT_NE(std::string(e.what()).find("W_enc is [20, 40]"), std::string::npos) << e.what();
     }
     std::filesystem::remove_all(folder);
+}
+
+TEST(SparseAutoencoder, ACheckpointResumedTrainsOnAsIfNeverStopped)
+{
+    for (const bool batchTopK : {false, true}) {
+        SaeConfig c = smallConfig(120); // more latents than the 32 atoms: some go unused
+        c.batchTopK = batchTopK;
+        c.deadAfterVectors = 300; // latents die within the run: AuxK and the counters matter
+        c.totalSteps = 8; // the decay's schedule is part of the state
+        c.warmupSteps = 2;
+        Planted planted(32, 20, 5);
+        std::vector<at::Tensor> batches;
+        for (int i = 0; i < 8; ++i)
+            batches.push_back(planted.draw(256, 3));
+        SparseAutoencoder straight(c);
+        SaeStepMetrics last;
+        for (const auto& batch : batches)
+            last = straight.trainStep(batch);
+        ASSERT_GT(last.deadFraction, 0.0) << "the run should have dead latents for AuxK to act on";
+
+        const auto folder = std::filesystem::temp_directory_path() / "torchscope_sae_checkpoint_test";
+        std::filesystem::remove_all(folder);
+        {
+            SparseAutoencoder first(c);
+            for (size_t i = 0; i < 4; ++i)
+                first.trainStep(batches[i]);
+            first.saveCheckpoint(folder.string());
+        }
+        SparseAutoencoder resumed = SparseAutoencoder::resume(folder.string());
+        EXPECT_EQ(resumed.steps(), 4);
+        EXPECT_EQ(resumed.vectorsSeen(), 4 * 256);
+        SaeStepMetrics resumedLast;
+        for (size_t i = 4; i < batches.size(); ++i)
+            resumedLast = resumed.trainStep(batches[i]);
+        EXPECT_DOUBLE_EQ(resumedLast.loss, last.loss) << (batchTopK ? "BatchTopK" : "TopK");
+        EXPECT_DOUBLE_EQ(resumedLast.deadFraction, last.deadFraction);
+        const auto a = straight.weights(), b = resumed.weights();
+        for (const auto& [key, value] : a)
+            EXPECT_TRUE(at::equal(value, b.at(key))) << key << (batchTopK ? " (BatchTopK)" : "");
+
+        // A checkpoint that lost a tensor, or whose sizes disagree with its JSON, is refused by name.
+        std::filesystem::rename(folder / "trainer_state.safetensors", folder / "moved.safetensors");
+        try {
+            SparseAutoencoder::resume(folder.string());
+            FAIL() << "no error";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("trainer_state.safetensors"), std::string::npos) << e.what();
+        }
+        std::filesystem::remove_all(folder);
+    }
+    try {
+        SparseAutoencoder::resume("/nonexistent/sae");
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("no trainer_state.json"), std::string::npos) << e.what();
+    }
 }
 
 TEST(SparseAutoencoder, BadInputSaysWhatIsWrong)

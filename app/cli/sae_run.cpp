@@ -1,0 +1,128 @@
+// torchscope-cli sae train / sae evaluate (sae_command.cpp defines their options): needs images.
+#include "analysis_commands.h"
+#include "attribution_setup.h"
+#include "cli_manifest.h"
+#include "common/error.h"
+#include "graph/engine.h"
+#include "model/model.h"
+#include "open_model.h"
+#include "sae/sae_evaluation.h"
+#include "sae/sae_training.h"
+
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+
+namespace torchscope::cli {
+namespace {
+
+int64_t memoryBytes(const CliOptions& options)
+{
+    return options.memoryMb > 0 ? options.memoryMb << 20 : 0;
+}
+
+int runSaeTrain(const CliOptions& options)
+{
+    const auto model = openModel(options);
+    SaeTrainingRequest request;
+    request.setup = chooseSetup(*model, options);
+    request.layers = options.layers;
+    request.images = options.imageFolder;
+    request.expansion = options.expansion;
+    request.latents = options.latents;
+    request.k = options.saeK;
+    request.batchTopK = options.architecture == "batchtopk";
+    request.positions = options.positions;
+    request.vectors = options.tokens;
+    request.batch = options.saeBatch;
+    request.learningRate = options.saeLearningRate;
+    request.seed = static_cast<uint64_t>(options.seed);
+    request.memoryBytes = memoryBytes(options);
+    request.imageBatch = options.batch;
+    request.out = options.out;
+    request.resume = options.resume;
+    Engine engine(model);
+    const StopRequests stops(false);
+    const ProgressCallback progress = [](const Progress& p) {
+        std::cerr << "\r" << p.done << " / " << p.total << " images";
+        if (p.values.size() >= 5)
+            std::cerr << std::setprecision(4) << "  vectors " << static_cast<int64_t>(p.values[4]) << "  loss "
+                      << p.values[0] << "  FVU " << p.values[1] << "  L0 " << p.values[2] << "  dead "
+                      << std::setprecision(3) << 100.0 * p.values[3] << " %   ";
+        std::cerr << std::flush;
+        return !StopRequests::asked();
+    };
+    const SaeTrainingResult result = trainSparseAutoencoders(engine, request, progress);
+    std::cerr << '\n';
+    for (const auto& [path, why] : result.failures)
+        std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
+    for (const auto& warning : result.warnings)
+        std::cerr << "torchscope-cli: warning: " << warning << '\n';
+    if (result.imagesBefore > 0)
+        std::cout << "resumed after " << result.imagesBefore << " images\n";
+    for (const auto& layer : result.layers) {
+        if (layer.folder.empty())
+            continue;
+        std::cout << layer.layer << ": d_in " << layer.dIn << ", d_sae " << layer.dSae;
+        if (!layer.steps.empty()) {
+            const SaeStepMetrics& m = layer.steps.back();
+            std::cout << ", " << layer.steps.size() << " steps here, " << m.vectors << " vectors in all; last step FVU "
+                      << m.fvu << ", L0 " << m.l0 << ", dead " << 100.0 * m.deadFraction << " %";
+        }
+        std::cout << "\nwrote " << layer.folder << '\n';
+    }
+    if (result.cancelled) {
+        std::cout << "interrupted after " << result.imagesBefore + result.images
+                  << " images; saved, go on with --resume\n";
+        return 130;
+    }
+    return 0;
+}
+
+int runSaeEvaluate(const CliOptions& options)
+{
+    const auto model = openModel(options);
+    SaeEvaluationRequest request;
+    request.setup = chooseSetup(*model, options);
+    request.sae = options.sae;
+    request.images = options.imageFolder;
+    request.layer = options.layers.empty() ? std::string() : options.layers.front();
+    request.maxImages = options.maxImages;
+    request.imageBatch = options.batch;
+    Engine engine(model);
+    SaeEvaluationResult result;
+    {
+        const InterruptibleProgress progress("images");
+        result = evaluateSparseAutoencoder(engine, request, progress.callback());
+    }
+    for (const auto& [path, why] : result.failures)
+        std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
+    for (const auto& warning : result.warnings)
+        std::cerr << "torchscope-cli: warning: " << warning << '\n';
+    std::cout << std::setprecision(4) << result.layer << " (" << result.positions << "), " << result.images
+              << " images, " << result.vectors << " vectors: FVU " << result.fvu << ", explained variance "
+              << result.explainedVariance << ", L0 " << result.l0 << ", dead " << result.deadLatents << " / "
+              << result.dSae << ", dense " << result.denseLatents << '\n';
+    if (result.downstream)
+        std::cout << "spliced: KL " << result.klSpliced << " nats, top-1 agreement " << 100.0 * result.top1Spliced
+                  << " %; zero-ablated: KL " << result.klZero << ", top-1 " << 100.0 * result.top1Zero
+                  << " %; loss recovered " << 100.0 * result.lossRecovered << " % (cross-entropy against "
+                  << result.lossAgainst << ": clean " << result.lossClean << ", spliced " << result.lossSpliced
+                  << ", zero-ablated " << result.lossZero << ")\n";
+    ExportManifest manifest = cliManifest(options, *model, request.setup, {});
+    manifest.settings.emplace_back("images", options.imageFolder);
+    writeSaeEvaluation(options.out, result, &manifest);
+    std::cout << "wrote " << options.out << '\n';
+    return result.cancelled ? 130 : 0;
+}
+
+} // namespace
+
+int runSae(const CliOptions& options)
+{
+    if (options.subcommand == "train")
+        return runSaeTrain(options);
+    return runSaeEvaluate(options);
+}
+
+} // namespace torchscope::cli

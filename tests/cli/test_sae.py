@@ -1,0 +1,303 @@
+"""Sparse autoencoders through torchscope-cli (`sae train`, `sae evaluate`) against oracles that
+share no code with it:
+
+- the file: Overcomplete's TopKSAE (0.3.0) built from the saved sae_weights.safetensors as read by
+  the safetensors library (its encoder Linear: W_enc^T, with b_dec's centring folded into its bias
+  b_enc - b_dec W_enc; its dictionary: W_dec, not renormalised; b_dec added to its decoding);
+- the evaluation: the eager model with the same weights and a forward hook that splices
+  Overcomplete's reconstruction (or zeros) into the layer's output; FVU, L0, each latent's firing
+  count, KL divergence, top-1 agreement, cross-entropy and the loss recovered recomputed from those
+  outputs in float64.
+
+Models (tests/fixtures/color_model.py): color_cnn.pt on 3 x 40 x 56 images (height != width), whose
+features.3 gives 12 maps of 20 x 28, with a folder of class sub-folders named by the model's labels
+(the cross-entropy against them); and register_vit.pt, a class token and two register tokens before
+a 5 x 7 patch grid, at positions `patches` and `class` (the cross-entropy against the clean
+predictions). Batches of 4 images."""
+
+import hashlib
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import torch
+from safetensors.torch import load_file
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "fixtures"))
+from color_model import RegisterVit, SETUP, color_model  # noqa: E402
+
+# Overcomplete's package imports its visualisation module (unused here), which still calls
+# matplotlib.cm.get_cmap, removed in matplotlib 3.9: the same function under its new name.
+import matplotlib  # noqa: E402
+import matplotlib.cm  # noqa: E402
+if not hasattr(matplotlib.cm, "get_cmap"):
+    matplotlib.cm.get_cmap = matplotlib.colormaps.get_cmap
+from overcomplete.sae import TopKSAE  # noqa: E402
+
+CLI = os.environ["TORCHSCOPE_CLI"]
+FIXTURES = pathlib.Path(os.environ["TORCHSCOPE_FIXTURES_DIR"])
+THREADS = os.environ.get("OMP_NUM_THREADS", "2")
+TIMEOUT = 900  # the sanitized CLI is several times slower
+IMAGES = ["astronaut_a", "disc", "stripes", "astronaut_b"]
+# TorchScope runs the scripted model in float32, the oracle the eager one: the figures agree to
+# float32 rounding of the activations, carried through a top-k and a softmax.
+RELATIVE, ABSOLUTE = 1e-4, 1e-6
+
+torch.set_num_threads(int(THREADS))
+
+
+def cli(*args):
+    return subprocess.run([CLI, *map(str, args), "--device", "cpu", "--threads", THREADS], capture_output=True,
+                          text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+
+
+def model_inputs(model, first, paths):
+    """The images as the model saw them in TorchScope: the input of its first layer, grabbed by `run`."""
+    batch = []
+    with tempfile.TemporaryDirectory() as folder:
+        for path in paths:
+            out = pathlib.Path(folder) / "input.pt"
+            result = cli("run", model, "--input", path, "--grab", f"{first}:in0", "--out", out)
+            assert result.returncode == 0, result.stderr
+            batch.append(torch.load(out)[f"{first}:in0"])
+    return torch.cat(batch)
+
+
+def overcomplete_sae(folder):
+    """Overcomplete's TopKSAE holding the saved SAE, and the b_dec it adds after decoding."""
+    cfg = json.loads((folder / "cfg.json").read_text())
+    w = load_file(str(folder / "sae_weights.safetensors"))
+    sae = TopKSAE(cfg["d_in"], cfg["d_sae"], top_k=cfg["k"], dictionary_params={"normalization": "identity"})
+    sae.untied(bias=True, copy_from_dictionary=False)
+    with torch.no_grad():
+        sae.encoder.weight.copy_(w["W_enc"].T)
+        sae.encoder.bias.copy_(w["b_enc"] - w["b_dec"] @ w["W_enc"])
+        sae.dictionary._weights.copy_(w["W_dec"])
+    sae.eval()
+    return sae, w["b_dec"]
+
+
+def oracle(model, module, x, folder, tokens=None, labels=None):
+    """The evaluation recomputed: `tokens` a slice of the token axis ([N, T, D] outputs), else maps."""
+    sae, b_dec = overcomplete_sae(folder)
+    seen = {}
+    hook = module.register_forward_hook(lambda m, i, o: seen.__setitem__("a", o.detach().clone()))
+    with torch.no_grad():
+        clean = model(x)
+    hook.remove()
+    a = seen["a"]
+    vectors = a.permute(0, 2, 3, 1).reshape(-1, a.shape[1]) if a.dim() == 4 else a[:, tokens].reshape(-1, a.shape[2])
+    with torch.no_grad():
+        codes = sae.encode(vectors)[1]
+        reconstruction = sae.decode(codes) + b_dec
+
+    def splice(r):
+        if a.dim() == 4:
+            n, c, h, w = a.shape
+            return r.reshape(n, h, w, c).permute(0, 3, 1, 2)
+        out = a.clone()
+        out[:, tokens] = r.reshape(a.shape[0], -1, a.shape[2])
+        return out
+
+    def run_with(value):
+        hook = module.register_forward_hook(lambda m, i, o: value)
+        with torch.no_grad():
+            out = model(x)
+        hook.remove()
+        return torch.log_softmax(out.double(), 1)
+
+    log_clean = torch.log_softmax(clean.double(), 1)
+    log_spliced, log_zero = run_with(splice(reconstruction)), run_with(splice(torch.zeros_like(reconstruction)))
+    targets = labels if labels is not None else log_clean.argmax(1)
+    ce = {name: float(-lp.gather(1, targets[:, None]).mean())
+          for name, lp in (("clean", log_clean), ("spliced", log_spliced), ("zero", log_zero))}
+    v = vectors.double()
+    active = codes > 0
+    return {
+        "vectors": v.shape[0],
+        "fvu": float(((v - reconstruction.double()) ** 2).sum() / ((v - v.mean(0)) ** 2).sum()),
+        "l0": float(active.sum(1).double().mean()),
+        "fires": active.sum(0).tolist(),
+        "kl_spliced": float((log_clean.exp() * (log_clean - log_spliced)).sum(1).mean()),
+        "kl_zero_ablated": float((log_clean.exp() * (log_clean - log_zero)).sum(1).mean()),
+        "top1_agreement_spliced": float((log_spliced.argmax(1) == log_clean.argmax(1)).double().mean()),
+        "top1_agreement_zero_ablated": float((log_zero.argmax(1) == log_clean.argmax(1)).double().mean()),
+        "loss_clean": ce["clean"], "loss_spliced": ce["spliced"], "loss_zero_ablated": ce["zero"],
+        "loss_recovered": (ce["zero"] - ce["spliced"]) / (ce["zero"] - ce["clean"]),
+    }
+
+
+class SaeCase:
+    """Trains in setUpClass, in a temporary folder of the class's own."""
+
+    def assertFigure(self, name, actual, expected):
+        self.assertIsNotNone(actual, name)
+        self.assertTrue(np.isfinite(actual) and np.isfinite(expected), f"{name}: {actual} vs {expected}")
+        self.assertLessEqual(abs(actual - expected), ABSOLUTE + RELATIVE * abs(expected),
+                             f"{name}: TorchScope {actual}, oracle {expected}")
+
+    def check_evaluation(self, evaluation, expected, against):
+        self.assertEqual(evaluation["vectors"], expected["vectors"])
+        self.assertEqual(evaluation["images"], 4)
+        for key in ("fvu", "l0"):
+            self.assertFigure(key, evaluation[key], expected[key])
+        self.assertAlmostEqual(evaluation["explained_variance"], 1 - evaluation["fvu"], places=12)
+        frequency = np.array(evaluation["latent_frequency"])
+        np.testing.assert_allclose(frequency * expected["vectors"], expected["fires"], atol=1e-6)
+        self.assertEqual(evaluation["dead_latents"], sum(f == 0 for f in expected["fires"]))
+        downstream = evaluation["downstream"]
+        self.assertEqual(downstream["loss_against"], against)
+        for key in ("kl_spliced", "kl_zero_ablated", "top1_agreement_spliced", "top1_agreement_zero_ablated",
+                    "loss_clean", "loss_spliced", "loss_zero_ablated", "loss_recovered"):
+            self.assertFigure(key, downstream[key], expected[key])
+
+
+class SaeOnColorCnn(SaeCase, unittest.TestCase):
+    MODEL = FIXTURES / "color_cnn.pt"
+    LABELS = {"astronaut_a": "light", "disc": "red", "stripes": "green", "astronaut_b": "dark"}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.dir = pathlib.Path(cls.tmp.name)
+        cls.images = cls.dir / "labelled"
+        for name, label in cls.LABELS.items():
+            (cls.images / label).mkdir(parents=True)
+            shutil.copy(FIXTURES / "color" / f"{name}.png", cls.images / label / f"{name}.png")
+        cls.out = cls.dir / "saes"
+        cls.train = cli("sae", "train", cls.MODEL, "--layer", "features.3", "--layer", "features.0", "--images",
+                        cls.images, "--expansion", 4, "--k", 3, "--batch", 128, "--seed", 3, "--batch-images", 4,
+                        "--out", cls.out)
+        # The folder's images in its order (class folders by name, files by name), as the model saw them.
+        cls.paths = sorted(cls.images.glob("*/*.png"))
+        cls.labels = torch.tensor([SETUP["labels"].index(p.parent.name) for p in cls.paths])
+        cls.x = model_inputs(cls.MODEL, "features.0", cls.paths)
+        cls.model = color_model(cls.MODEL)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_two_layers_train_from_one_pass(self):
+        self.assertEqual(self.train.returncode, 0, self.train.stderr)
+        run = json.loads((self.out / "training.json").read_text())
+        self.assertEqual(run["images_done"], 4)
+        self.assertTrue(run["finished"])
+        self.assertEqual(run["layers"], ["features.3", "features.0"])
+        sha = hashlib.sha256(self.MODEL.read_bytes()).hexdigest()
+        for layer, channels, per_image in (("features.3", 12, 20 * 28), ("features.0", 8, 40 * 56)):
+            with self.subTest(layer=layer):
+                folder = self.out / layer
+                cfg = json.loads((folder / "cfg.json").read_text())
+                self.assertEqual((cfg["d_in"], cfg["d_sae"], cfg["k"]), (channels, 4 * channels, 3))
+                self.assertEqual(cfg["metadata"]["hook_name"], layer)
+                self.assertEqual(cfg["metadata"]["model_sha256"], sha)
+                log = (folder / "training_log.csv").read_text().splitlines()
+                self.assertEqual(log[0], "step,vectors,loss,mse,aux_loss,fvu,l0,dead_fraction")
+                # Every vector of the pass trained on, in whole batches of 128.
+                self.assertEqual(len(log) - 1, 4 * per_image // 128)
+                self.assertEqual(int(log[-1].split(",")[1]), (4 * per_image // 128) * 128)
+
+    def test_evaluation_equals_the_eager_model_spliced_by_overcomplete(self):
+        self.assertEqual(self.train.returncode, 0, self.train.stderr)
+        out = self.dir / "evaluation.json"
+        result = cli("sae", "evaluate", self.MODEL, "--sae", self.out / "features.3", "--images", self.images,
+                     "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        evaluation = json.loads(out.read_text())
+        self.assertEqual(evaluation["layer"], "features.3")
+        expected = oracle(self.model, self.model.features[3], self.x, self.out / "features.3", labels=self.labels)
+        self.check_evaluation(evaluation, expected, "folder labels")
+        manifest = json.loads((self.dir / "evaluation.manifest.json").read_text())
+        self.assertEqual(manifest["command"], "torchscope-cli sae evaluate")
+
+    def test_a_resume_asked_otherwise_is_refused(self):
+        self.assertEqual(self.train.returncode, 0, self.train.stderr)
+        result = cli("sae", "train", self.MODEL, "--layer", "features.3", "--layer", "features.0", "--images",
+                     self.images, "--batch", 128, "--seed", 3, "--positions", "sample:8", "--resume", "--out",
+                     self.out)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("training.json' was a run with positions", result.stderr)
+        # Resuming a finished run trains nothing more.
+        before = (self.out / "features.3" / "training_log.csv").read_text()
+        again = cli("sae", "train", self.MODEL, "--layer", "features.3", "--layer", "features.0", "--images",
+                    self.images, "--batch", 128, "--seed", 3, "--resume", "--out", self.out)
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertIn("resumed after 4 images", again.stdout)
+        self.assertEqual((self.out / "features.3" / "training_log.csv").read_text(), before)
+
+    def test_bad_input_says_what_is_wrong(self):
+        empty = self.dir / "empty"
+        empty.mkdir(exist_ok=True)
+        result = cli("sae", "evaluate", self.MODEL, "--sae", empty, "--images", self.images, "--out",
+                     self.dir / "x.json")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("is not a saved SAE: it has no cfg.json", result.stderr)
+        self.assertEqual(self.train.returncode, 0, self.train.stderr)
+        result = cli("sae", "evaluate", self.MODEL, "--sae", self.out / "features.3", "--layer", "features.0",
+                     "--images", self.images, "--out", self.dir / "x.json")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("'features.0' gives vectors of 8 values", result.stderr)
+        self.assertFalse((self.dir / "x.json").exists())
+        result = cli("sae", "train", self.MODEL, "--layer", "features.3", "--images", self.images, "--positions",
+                     "class", "--out", self.dir / "class")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("positions 'class' are a transformer's tokens", result.stderr)
+
+
+class SaeOnRegisterVit(SaeCase, unittest.TestCase):
+    MODEL = FIXTURES / "register_vit.pt"
+    LAYER = "encoder.layers.1"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.dir = pathlib.Path(cls.tmp.name)
+        cls.paths = [FIXTURES / "color" / f"{name}.png" for name in IMAGES]
+        cls.images = cls.dir / "images"
+        cls.images.mkdir()
+        for path in cls.paths:
+            shutil.copy(path, cls.images / path.name)
+        cls.paths = sorted(cls.images.glob("*.png"))
+        cls.x = model_inputs(cls.MODEL, "conv_proj", cls.paths)
+        cls.model = RegisterVit().eval()
+        cls.model.load_state_dict(torch.jit.load(str(cls.MODEL)).state_dict())
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def check_positions(self, positions, tokens, batch, vectors):
+        out = self.dir / positions
+        train = cli("sae", "train", self.MODEL, "--layer", self.LAYER, "--images", self.images, "--positions",
+                    positions, "--expansion", 2, "--k", 4, "--batch", batch, "--out", out)
+        self.assertEqual(train.returncode, 0, train.stderr)
+        folder = out / self.LAYER
+        cfg = json.loads((folder / "cfg.json").read_text())
+        self.assertEqual(cfg["metadata"]["positions"], positions)
+        log = (folder / "training_log.csv").read_text().splitlines()
+        self.assertEqual(int(log[-1].split(",")[1]), vectors // batch * batch)
+        path = self.dir / f"{positions}.json"
+        result = cli("sae", "evaluate", self.MODEL, "--sae", folder, "--images", self.images, "--out", path)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        evaluation = json.loads(path.read_text())
+        self.assertEqual(evaluation["positions"], positions)
+        expected = oracle(self.model, self.model.encoder.layers[1], self.x, folder, tokens=tokens)
+        self.assertEqual(expected["vectors"], vectors)
+        self.check_evaluation(evaluation, expected, "clean predictions")
+
+    def test_patches_leave_the_class_and_register_tokens_alone(self):
+        self.check_positions("patches", slice(3, None), 35, 4 * 35)
+
+    def test_the_class_token(self):
+        self.check_positions("class", slice(0, 1), 2, 4)
+
+
+if __name__ == "__main__":
+    unittest.main()
