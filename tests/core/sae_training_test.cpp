@@ -114,6 +114,17 @@ TEST(SaeTraining, ACancelledRunIsSavedAndResumesWithTheImagesLeft)
     request.imageBatch = 2;
     request.memoryBytes = 128 * 64 * 4; // a buffer of 128 vectors: 2 steps each time it fills
     request.out = freshFolder("sae_resume").string();
+    {
+        // Uncancelled, every vector is trained on but the last part-batch: each time the buffer fills,
+        // its half is trained and its other half kept; at the end the rest.
+        SaeTrainingRequest whole = request;
+        whole.out = freshFolder("sae_whole").string();
+        const SaeTrainingResult all = trainSparseAutoencoders(engine, whole);
+        EXPECT_EQ(all.layers[0].steps.size(), 10u * 49u / 32u);
+        // The run's length is known from the first batch, for the learning rate's decay.
+        EXPECT_EQ(SparseAutoencoder::resume(all.layers[0].folder).config().totalSteps, 10 * 49 / 32);
+        std::filesystem::remove_all(whole.out);
+    }
     const SaeTrainingResult first = trainSparseAutoencoders(engine, request, [](const Progress& p) {
         return p.done < 4; // cancelled after the second batch
     });
