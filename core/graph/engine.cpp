@@ -164,9 +164,9 @@ RunResult Engine::execute(const Request& request, const std::vector<c10::IValue>
 
     size_t tensorEdits = 0;
     for (const auto& e : resolved.edits)
-        tensorEdits += e.takesTensor() ? 1 : 0;
+        tensorEdits += static_cast<size_t>(e.tensorCount());
     if (editTensors.size() != tensorEdits)
-        throw Error("the edits need " + std::to_string(tensorEdits) + " tensor(s) (add/replace), but "
+        throw Error("the edits need " + std::to_string(tensorEdits) + " tensor(s) (add/replace: 1, sae: 4), but "
             + std::to_string(editTensors.size()) + " were given");
 
     const auto instrumentedFunction = instrumented(resolved);

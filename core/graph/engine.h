@@ -42,7 +42,7 @@ public:
     ~Engine();
 
     // inputs: one per forward argument (missing trailing arguments take their defaults).
-    // editTensors: one per Add / Replace edit, in the order of request.edits.
+    // editTensors: each edit's (EditSpec::tensorCount), in the order of request.edits.
     RunResult run(const Request& request, const std::vector<c10::IValue>& inputs,
         const std::vector<at::Tensor>& editTensors = {});
 

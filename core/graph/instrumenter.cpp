@@ -40,7 +40,7 @@ std::string ResolvedRequest::cacheKey() const
         key << c.key << ';';
     key << "|t=" << truncateAt.value_or("");
     for (const auto& e : edits)
-        key << "|e=" << e.toString();
+        key << "|e=" << e.cacheKey();
     key << "|a=" << attentionInPath << "|p=" << grabsOnPath;
     if (relevance)
         key << "|r=" << relevance->cacheKey();
@@ -212,8 +212,9 @@ private:
     void addEditInputs()
     {
         for (size_t i = 0; i < request_.edits.size(); ++i)
-            if (request_.edits[i].takesTensor())
-                editTensors_[i] = graph_->addInput("edit_tensor_" + std::to_string(i))->setType(c10::TensorType::get());
+            for (int t = 0; t < request_.edits[i].tensorCount(); ++t)
+                editTensors_[i].push_back(graph_->addInput("edit_tensor_" + std::to_string(i) + "_" + std::to_string(t))
+                                              ->setType(c10::TensorType::get()));
         lists_.assign(result_->slots.size(), nullptr);
     }
 
@@ -262,8 +263,8 @@ private:
         Value* current = original;
         for (size_t e = 0; e < request_.edits.size(); ++e)
             if (request_.edits[e].path == path)
-                current = insertEdit(
-                    *graph_, current, request_.edits[e], editTensors_.count(e) ? editTensors_.at(e) : nullptr);
+                current = insertEdit(*graph_, current, request_.edits[e],
+                    editTensors_.count(e) ? editTensors_.at(e) : std::vector<Value*>{});
         if (current != original)
             original->replaceAllUsesAfterNodeWith(anchor->prev(), current);
 
@@ -352,7 +353,7 @@ private:
     std::shared_ptr<InstrumentedFunction> result_;
     std::set<Node*> tapped_;
     WriteAnalysis writes_;
-    std::map<size_t, Value*> editTensors_;
+    std::map<size_t, std::vector<Value*>> editTensors_;
     std::vector<Value*> lists_;
     std::string truncationProblem_;
     Value* truncationList_ = nullptr;

@@ -166,7 +166,8 @@ EditSpec EditSpec::parse(const std::string& text)
 {
     const auto parts = split(text, ':');
     const std::string what = "edit '" + text + "'";
-    const std::string usage = "; use PATH:zero:C1,C2, PATH:scale:C1,C2:FACTOR, PATH:add or PATH:replace";
+    const std::string usage = "; use PATH:zero:C1,C2, PATH:scale:C1,C2:FACTOR, PATH:add, PATH:replace or "
+                              "PATH:sae:DIR:ablate:L1,L2 | scale:L1,L2:FACTOR | steer:L1,L2:AMOUNT";
     if (parts.size() < 2 || parts[0].empty())
         throw Error(what + " is incomplete" + usage);
     EditSpec spec;
@@ -181,6 +182,17 @@ EditSpec EditSpec::parse(const std::string& text)
         spec.factor = parseNumber(parts[3], what);
     } else if ((op == "add" || op == "replace") && parts.size() == 2) {
         spec.kind = op == "add" ? EditKind::Add : EditKind::Replace;
+    } else if (op == "sae" && parts.size() >= 5 && !parts[2].empty()) {
+        spec.kind = EditKind::SaeLatents;
+        spec.sae = parts[2];
+        spec.latentOp = parts[3];
+        spec.channels = parseChannels(parts[4], what);
+        if (spec.latentOp == "ablate" && parts.size() == 5)
+            spec.factor = 0.0;
+        else if ((spec.latentOp == "scale" || spec.latentOp == "steer") && parts.size() == 6)
+            spec.factor = parseNumber(parts[5], what);
+        else
+            throw Error(what + " is not understood" + usage);
     } else {
         throw Error(what + " is not understood" + usage);
     }
@@ -207,7 +219,22 @@ std::string EditSpec::toString() const
     case EditKind::Replace:
         out << ":replace";
         break;
+    case EditKind::SaeLatents:
+        out << ":sae:" << sae << ':' << latentOp << ':' << join(channelText, ",");
+        if (latentOp != "ablate")
+            out << ':' << shortestText(factor);
+        break;
     }
+    return out.str();
+}
+
+std::string EditSpec::cacheKey() const
+{
+    if (kind != EditKind::SaeLatents)
+        return toString();
+    std::ostringstream out;
+    out << toString() << "#k=" << saeK << ",t=" << shortestText(saeThreshold) << ",p=" << positions
+        << ",prefix=" << prefixTokens;
     return out.str();
 }
 

@@ -45,21 +45,42 @@ enum class EditKind {
     ZeroChannels, // channels along dim 1 set to 0
     ScaleChannels, // channels along dim 1 multiplied by factor
     Add, // a tensor added (broadcast)
-    Replace // the output replaced by a tensor (activation patching)
+    Replace, // the output replaced by a tensor (activation patching)
+    SaeLatents // a sparse autoencoder's latents edited, its error term kept (sae/sae_splice.h)
 };
 
 // nethook's edit_output: changes a module's output before the rest of the network sees it.
 // Applies to every call of the module. Add and Replace take the tensor given with the run.
+// SaeLatents splices a sparse autoencoder in at the module: its vectors x (sae/sae_training.h's
+// positions) become x + (f' − f) W_dec, f the SAE's codes of x and f' those codes with `channels`
+// (latents) ablated, scaled by `factor` or steered (factor added): the reconstruction with the edit
+// plus the SAE's error term, so an edit that changes no code changes nothing. It takes the SAE's
+// four tensors (W_enc, b_enc, W_dec, b_dec) with the run; sae/sae_splice.h's prepareSaeEdit reads
+// the SAE and fills the fields below `sae`.
 struct EditSpec {
     std::string path;
     EditKind kind = EditKind::ZeroChannels;
     std::vector<int64_t> channels;
     double factor = 1.0;
+    // SaeLatents
+    std::string sae; // the SAE's folder
+    std::string latentOp; // "ablate", "scale", "steer"
+    int64_t saeK = 0; // TopK's k; 0: BatchTopK's threshold
+    double saeThreshold = 0.0;
+    std::string positions = "all"; // the SAE's positions: all, class, patches (sample:N splices all)
+    int64_t prefixTokens = 1; // tokens before a ViT's patch grid
 
-    // "layer2:zero:0,5,7", "layer3:scale:1,2:2.5", "layer1:add", "layer3:replace".
+    // "layer2:zero:0,5,7", "layer3:scale:1,2:2.5", "layer1:add", "layer3:replace",
+    // "layer3:sae:DIR:ablate:5,9", "layer3:sae:DIR:scale:5:2", "layer3:sae:DIR:steer:5:4".
     static EditSpec parse(const std::string& text);
-    bool takesTensor() const { return kind == EditKind::Add || kind == EditKind::Replace; }
+    // The tensors it takes with the run: 1 for Add and Replace, 4 for SaeLatents.
+    int tensorCount() const
+    {
+        return kind == EditKind::SaeLatents ? 4 : kind == EditKind::Add || kind == EditKind::Replace ? 1 : 0;
+    }
+    bool takesTensor() const { return tensorCount() > 0; }
     std::string toString() const;
+    std::string cacheKey() const; // toString and what prepareSaeEdit filled in
 };
 
 struct Request {

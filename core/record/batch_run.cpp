@@ -64,7 +64,9 @@ Request recordingRequest(Engine& engine, const RecorderConfig& config)
     for (const auto& edit : request.edits)
         if (edit.takesTensor())
             throw Error("a recording applies zero and scale edits only; " + edit.path
-                + " adds or replaces a tensor, which fits one input, not a folder (use run)");
+                + (edit.kind == EditKind::SaeLatents ? " splices a sparse autoencoder in, which only run does so far"
+                                                     : " adds or replaces a tensor, which fits one input, not a "
+                                                       "folder (use run)"));
     engine.prepare(request);
     return request;
 }

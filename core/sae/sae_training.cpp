@@ -195,6 +195,7 @@ SaeTrainingResult trainSparseAutoencoders(
         std::unique_ptr<SparseAutoencoder> sae;
         ShuffleBuffer buffer;
         std::string log; // training_log.csv's text
+        int64_t prefix = -1; // tokens before the patch grid, from the first batch
     };
     std::vector<LayerState> states(request.layers.size());
     for (size_t i = 0; i < request.layers.size(); ++i)
@@ -255,7 +256,8 @@ SaeTrainingResult trainSparseAutoencoders(
             if (!states[i].sae || states[i].sae->steps() == 0)
                 continue;
             const std::string& where = result.layers[i].folder;
-            states[i].sae->save(where, SaeOrigin{request.layers[i], request.positions, modelHash, {}});
+            states[i].sae->save(
+                where, SaeOrigin{request.layers[i], request.positions, modelHash, states[i].prefix, {}});
             states[i].sae->saveCheckpoint(where);
             writeFileAtomically((std::filesystem::path(where) / "training_log.csv").string(), states[i].log);
         }
@@ -309,9 +311,12 @@ SaeTrainingResult trainSparseAutoencoders(
         const RunResult out = engine.run(run, forwardInputsFromBatch(engine.model(), batch.images));
         for (size_t i = 0; i < request.layers.size(); ++i) {
             const at::Tensor activation = out.tensor(request.layers[i]);
-            const at::Tensor vectors
-                = activationVectors(activation, request.positions, request.seed + static_cast<uint64_t>(batchNumber),
-                    saePrefixTokens(engine.model(), activation, batch.images.size(2), batch.images.size(3)));
+            const int64_t prefix
+                = saePrefixTokens(engine.model(), activation, batch.images.size(2), batch.images.size(3));
+            if (activation.dim() == 3)
+                states[i].prefix = prefix >= 0 ? prefix : saeTokenRange(activation.size(1), "patches", -1).first;
+            const at::Tensor vectors = activationVectors(
+                activation, request.positions, request.seed + static_cast<uint64_t>(batchNumber), prefix);
             LayerState& state = states[i];
             if (!state.sae) {
                 SaeConfig config;

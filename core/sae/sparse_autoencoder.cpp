@@ -279,6 +279,8 @@ void SparseAutoencoder::save(const std::string& folder, const SaeOrigin& origin)
     writeSafetensors((std::filesystem::path(folder) / WeightsFile).string(), tensors);
     nlohmann::json metadata = {{"hook_name", origin.layer}, {"positions", origin.positions},
         {"model_sha256", origin.modelSha256}, {"writer", "TorchScope"}};
+    if (origin.prefixTokens >= 0)
+        metadata["prefix_tokens"] = origin.prefixTokens;
     for (const auto& [key, value] : origin.extra)
         metadata[key] = value;
     const nlohmann::json cfg
@@ -479,6 +481,8 @@ SparseAutoencoder SparseAutoencoder::load(const std::string& folder, SaeOrigin* 
         origin->layer = m.value("hook_name", std::string());
         origin->positions = m.value("positions", std::string("all"));
         origin->modelSha256 = m.value("model_sha256", std::string());
+        if (m.contains("prefix_tokens") && m["prefix_tokens"].is_number_integer())
+            origin->prefixTokens = m["prefix_tokens"].get<int64_t>();
     }
     return sae;
 }

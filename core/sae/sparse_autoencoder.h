@@ -51,6 +51,7 @@ struct SaeOrigin {
     std::string layer; // the module path it reads
     std::string positions = "all"; // all, class, patches, sample:N
     std::string modelSha256;
+    int64_t prefixTokens = -1; // a ViT's tokens before its patch grid (class, registers); -1: not tokens
     std::map<std::string, std::string> extra;
 };
 

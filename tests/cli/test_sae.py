@@ -133,6 +133,47 @@ def oracle(model, module, x, folder, tokens=None, labels=None):
     }
 
 
+def spliced_by_hook(model, module, x, folder, edit, tokens=None, target=None):
+    """The eager model with the SAE spliced in at `module`, its latents edited: x + (f' - f) W_dec
+    on the vectors the SAE reads, f Overcomplete's codes. `edit`: ("ablate", latents),
+    ("scale", latents, factor) or ("steer", latents, amount). With `target`, also the gradient of
+    that class's score (summed over the batch) with respect to the first layer's output."""
+    sae, b_dec = overcomplete_sae(folder)
+    w_dec = load_file(str(folder / "sae_weights.safetensors"))["W_dec"]
+    op, latents = edit[0], list(edit[1])
+
+    def hook(m, i, a):
+        v = a.permute(0, 2, 3, 1) if a.dim() == 4 else a[:, tokens]
+        codes = sae.encode(v.reshape(-1, v.shape[-1]))[1].reshape(*v.shape[:-1], -1)
+        chosen = codes[..., latents]
+        edited = chosen * 0 if op == "ablate" else chosen * edit[2] if op == "scale" else chosen + edit[2]
+        spliced = v + (edited - chosen) @ w_dec[latents]
+        if a.dim() == 4:
+            return spliced.permute(0, 3, 1, 2)
+        out = a.clone()
+        out[:, tokens] = spliced
+        return out
+
+    handle = module.register_forward_hook(hook)
+    try:
+        if target is None:
+            with torch.no_grad():
+                return model(x), None
+        first = {}
+
+        def keep(m, i, o):
+            o.retain_grad()
+            first["o"] = o
+
+        first_hook = model.features[0].register_forward_hook(keep)
+        out = model(x)
+        out[:, target].sum().backward()
+        first_hook.remove()
+        return out.detach(), first["o"].grad
+    finally:
+        handle.remove()
+
+
 class SaeCase:
     """Trains in setUpClass, in a temporary folder of the class's own."""
 
@@ -232,6 +273,45 @@ class SaeOnColorCnn(SaeCase, unittest.TestCase):
         self.assertIn("resumed after 4 images", again.stdout)
         self.assertEqual((self.out / "features.3" / "training_log.csv").read_text(), before)
 
+    def run_edit(self, *edit_and_grabs):
+        out = self.dir / "run.pt"
+        result = cli("run", self.MODEL, *[a for p in self.paths for a in ("--input", p)], *edit_and_grabs,
+                     "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return torch.load(out)
+
+    def test_a_splice_that_changes_no_code_changes_nothing(self):
+        self.assertEqual(self.train.returncode, 0, self.train.stderr)
+        clean = self.run_edit()["output"]
+        kept = self.run_edit("--edit", f"features.3:sae:{self.out / 'features.3'}:scale:0,5,9:1")["output"]
+        self.assertTrue(torch.equal(clean, kept), (clean - kept).abs().max())
+
+    def test_latent_edits_equal_an_eager_hook_on_the_same_weights(self):
+        self.assertEqual(self.train.returncode, 0, self.train.stderr)
+        folder = self.out / "features.3"
+        # The latents that fire most on these images, so that every edit changes something.
+        evaluation = self.dir / "frequency.json"
+        self.assertEqual(cli("sae", "evaluate", self.MODEL, "--sae", folder, "--images", self.images, "--out",
+                             evaluation).returncode, 0)
+        frequency = json.loads(evaluation.read_text())["latent_frequency"]
+        busiest = sorted(range(len(frequency)), key=lambda i: -frequency[i])[:2]
+        clean = self.run_edit()["output"]
+        for edit in (("ablate", busiest), ("scale", busiest, 3.0), ("steer", busiest[:1], 2.5)):
+            with self.subTest(edit=edit[0]):
+                text = f"features.3:sae:{folder}:{edit[0]}:{','.join(map(str, edit[1]))}"
+                if len(edit) == 3:
+                    text += f":{edit[2]}"
+                got = self.run_edit("--edit", text)["output"]
+                expected, _ = spliced_by_hook(self.model, self.model.features[3], self.x, folder, edit)
+                self.assertGreater((expected - clean).abs().max(), 1e-3, "the edit should change the output")
+                self.assertLess((got - expected).abs().max(), ABSOLUTE + RELATIVE * expected.abs().max())
+        # Gradients see the splice: the first layer's gradient of class 1's score with the ablation in.
+        text = f"features.3:sae:{folder}:ablate:{','.join(map(str, busiest))}"
+        got = self.run_edit("--edit", text, "--grab", "features.0:grad", "--target", "1")["features.0:grad"]
+        _, expected = spliced_by_hook(self.model, self.model.features[3], self.x, folder, ("ablate", busiest),
+                                      target=1)
+        self.assertLess((got - expected).abs().max(), ABSOLUTE + RELATIVE * expected.abs().max())
+
     def test_bad_input_says_what_is_wrong(self):
         empty = self.dir / "empty"
         empty.mkdir(exist_ok=True)
@@ -249,6 +329,14 @@ class SaeOnColorCnn(SaeCase, unittest.TestCase):
                      "class", "--out", self.dir / "class")
         self.assertEqual(result.returncode, 1)
         self.assertIn("positions 'class' are a transformer's tokens", result.stderr)
+        result = cli("run", self.MODEL, "--input", self.paths[0], "--edit",
+                     f"features.3:sae:{self.out / 'features.3'}:ablate:48", "--out", self.dir / "x.pt")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("latent 48 is out of range", result.stderr)
+        result = cli("run", self.MODEL, "--input", self.paths[0], "--edit",
+                     f"features.0:sae:{self.out / 'features.3'}:ablate:1", "--out", self.dir / "x.pt")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("the SAE reads vectors of 12 values, but this output has 8 channels", result.stderr)
 
 
 class SaeOnRegisterVit(SaeCase, unittest.TestCase):
@@ -294,6 +382,17 @@ class SaeOnRegisterVit(SaeCase, unittest.TestCase):
 
     def test_patches_leave_the_class_and_register_tokens_alone(self):
         self.check_positions("patches", slice(3, None), 35, 4 * 35)
+        folder = self.dir / "patches" / self.LAYER
+        self.assertEqual(json.loads((folder / "cfg.json").read_text())["metadata"]["prefix_tokens"], 3)
+        # Spliced back with two latents ablated: only the patch tokens change, as an eager hook has it.
+        out = self.dir / "run.pt"
+        result = cli("run", self.MODEL, *[a for p in self.paths for a in ("--input", p)], "--edit",
+                     f"{self.LAYER}:sae:{folder}:ablate:0,1,2,3", "--grab", self.LAYER, "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        got = torch.load(out)
+        expected, _ = spliced_by_hook(self.model, self.model.encoder.layers[1], self.x, folder,
+                                      ("ablate", [0, 1, 2, 3]), tokens=slice(3, None))
+        self.assertLess((got["output"] - expected).abs().max(), ABSOLUTE + RELATIVE * expected.abs().max())
 
     def test_the_class_token(self):
         self.check_positions("class", slice(0, 1), 2, 4)

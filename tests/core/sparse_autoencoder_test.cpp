@@ -176,7 +176,7 @@ TEST(SparseAutoencoder, SavedInSaeLensLayoutAndReadBack)
     trainPlanted(sae, planted, 20);
     const auto folder = std::filesystem::temp_directory_path() / "torchscope_sae_test";
     std::filesystem::remove_all(folder);
-    sae.save(folder.string(), SaeOrigin{"layer3", "all", "abc123", {}});
+    sae.save(folder.string(), SaeOrigin{"layer3", "all", "abc123", -1, {}});
     std::ifstream in(folder / "cfg.json");
     const auto cfg = nlohmann::json::parse(in);
     EXPECT_EQ(cfg["d_in"], 20);
