@@ -34,7 +34,9 @@ BUILD_LOCK = "/tmp/torchscope-build.lock"
 
 def private_copy(target):
     """The committed files of the checkout, copied to `target` (files that did not change keep their
-    time stamps, so the copy's build stays incremental). Returns the copy's root."""
+    time stamps, so the copy's build stays incremental; a changed file is stamped now, not with the
+    checkout's time, which can be older than an object the copy built from a mutated version of it
+    since, and would leave that object stale). Returns the copy's root."""
     files = subprocess.run(["git", "-C", str(CHECKOUT), "ls-files", "-z", "--", *BUILT], capture_output=True,
                            check=True).stdout.decode().split("\0")
     wanted = set()
@@ -46,7 +48,7 @@ def private_copy(target):
         if copy.is_file() and copy.read_bytes() == source.read_bytes():
             continue
         copy.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, copy)
+        shutil.copy(source, copy)
     for old in target.rglob("*"):  # files the checkout no longer has
         if old.is_file() and old not in wanted:
             old.unlink()

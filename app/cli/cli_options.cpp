@@ -30,6 +30,8 @@ Grab specs: PATH (every call's output: PATH, PATH#1, ...), PATH:in0, PATH:in1 (i
 (gradient of the --target score), PATH:attention (the attention probabilities [N, heads, queries,
 keys] the module computes, even fused); PATH may be a glob ("layer3.*") or "type:Conv2d".
 Edit specs: PATH:zero:C1,C2  PATH:scale:C1,C2:FACTOR  PATH:add:FILE.pt  PATH:replace:FILE.pt
+PATH:sae:DIR:ablate:L1,L2  PATH:sae:DIR:scale:L1,L2:FACTOR  PATH:sae:DIR:steer:L1:AMOUNT (a saved SAE
+spliced in with those latents edited, its error term kept: sae train)
 The input setup (--preprocess): none, imagenet, or a JSON file {"preprocess": {"resize": 256,
 "crop": 224, "grayscale": false, "scale": 1, "channel_order": "RGB", "mean": [...], "std":
 [...]}, "labels": [...], "scores": "logits"} (or only the preprocess object); default: the model's

@@ -126,6 +126,8 @@ struct CliOptions {
     double saeLearningRate = 4e-4;
     bool resume = false;
     int64_t maxImages = 0;
+    int64_t effects = 256; // sae latents
+    std::string latentList; // sae latents --latents 1,5,9 (effects of these)
 
     // evaluate
     std::vector<std::string> metrics;

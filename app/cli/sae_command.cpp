@@ -16,6 +16,8 @@ Command saeCommand()
             CLI::App* train = sae->add_subcommand("train", "train TopK SAEs on layers, streamed over an image folder");
             CLI::App* evaluate
                 = sae->add_subcommand("evaluate", "an SAE's reconstruction, sparsity and what splicing it in costs");
+            CLI::App* latents = sae->add_subcommand(
+                "latents", "what each latent sees: frequency, histogram, top images with maps, ablation effects");
             addModelOptions(train, o,
                 "A TopK SAE (Gao et al. 2024) per --layer, all trained from one pass over --images: every\n"
                 "position of a map [N, C, H, W] is one C-vector, a ViT's tokens one vector each. The vectors go\n"
@@ -75,7 +77,30 @@ Command saeCommand()
             evaluate->add_option("--max-images", o.maxImages, "at most this many of the folder's images")
                 ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
             evaluate->add_option("--out,-o", o.out, "FILE.json")->required();
-            for (CLI::App* command : {train, evaluate})
+            addModelOptions(latents, o,
+                "One pass over --images encodes the layer's vectors with the SAE and keeps, per latent, how often it\n"
+                "fires, its mean and largest activation, a histogram of its activations (log10 bins, 1e-3 to 1e3)\n"
+                "and its --top images with the position where it peaks and its map over the image's positions.\n"
+                "Then, for the --effects most frequent latents (or --latents), its effect: the model run on its top\n"
+                "images with the latent's part of the reconstruction removed; the clean prediction's probability\n"
+                "before and after, each class's mean logit change, and the class whose logit falls most.\n");
+            latents->add_option("--sae", o.sae, "a saved SAE's folder")->required()->check(CLI::ExistingDirectory);
+            latents->add_option("--images", o.imageFolder, "a folder of images")
+                ->required()
+                ->check(CLI::ExistingDirectory);
+            repeatable(latents, "--layer", o.layers, "the module the SAE reads (default: the one its file names)")
+                ->expected(1);
+            latents->add_option("--top", o.topK, "top images per latent")
+                ->check(CLI::Range(1, 1000))
+                ->capture_default_str();
+            latents->add_option("--effects", o.effects, "the most frequent latents whose ablation is measured")
+                ->check(CLI::Range(int64_t{0}, int64_t{1} << 24))
+                ->capture_default_str();
+            latents->add_option("--latents", o.latentList, "measure these latents' effects instead (1,5,9)");
+            latents->add_option("--max-images", o.maxImages, "at most this many of the folder's images")
+                ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+            latents->add_option("--out,-o", o.out, "FILE.json")->required();
+            for (CLI::App* command : {train, evaluate, latents})
                 command->add_option("--batch-images", o.batch, "images per forward pass")
                     ->check(CLI::Range(1, 4096))
                     ->capture_default_str();

@@ -6,7 +6,9 @@
 #include "graph/engine.h"
 #include "model/model.h"
 #include "open_model.h"
+#include "common/strings.h"
 #include "sae/sae_evaluation.h"
+#include "sae/sae_latents.h"
 #include "sae/sae_training.h"
 
 #include <cmath>
@@ -116,12 +118,65 @@ int runSaeEvaluate(const CliOptions& options)
     return result.cancelled ? 130 : 0;
 }
 
+int runSaeLatents(const CliOptions& options)
+{
+    const auto model = openModel(options);
+    SaeLatentsRequest request;
+    request.setup = chooseSetup(*model, options);
+    request.sae = options.sae;
+    request.images = options.imageFolder;
+    request.layer = options.layers.empty() ? std::string() : options.layers.front();
+    request.top = options.topK;
+    request.effects = options.effects;
+    for (const auto& text : options.latentList.empty() ? std::vector<std::string>{} : split(options.latentList, ',')) {
+        try {
+            size_t used = 0;
+            request.effectLatents.push_back(std::stoll(text, &used));
+            if (used != text.size())
+                throw std::invalid_argument(text);
+        } catch (const std::exception&) {
+            throw UsageError("--latents '" + options.latentList + "': expected latent indices such as 1,5,9");
+        }
+    }
+    request.maxImages = options.maxImages;
+    request.imageBatch = options.batch;
+    Engine engine(model);
+    SaeLatentsResult result;
+    {
+        const StopRequests stops(false);
+        result = computeSaeLatents(engine, request, [](const Progress& p) {
+            std::cerr << "\r" << p.stage << ": " << p.done << " / " << p.total << "   " << std::flush;
+            return !StopRequests::asked();
+        });
+        std::cerr << '\n';
+    }
+    for (const auto& [path, why] : result.failures)
+        std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
+    for (const auto& warning : result.warnings)
+        std::cerr << "torchscope-cli: warning: " << warning << '\n';
+    int64_t alive = 0, measured = 0;
+    for (const auto& latent : result.latents) {
+        alive += latent.fires > 0 ? 1 : 0;
+        measured += latent.hasEffect ? 1 : 0;
+    }
+    std::cout << result.layer << ": " << result.latents.size() << " latents, " << alive << " fire on "
+              << result.images.size() << " images (" << result.vectors << " vectors); effects of " << measured
+              << '\n';
+    ExportManifest manifest = cliManifest(options, *model, request.setup, {});
+    manifest.settings.emplace_back("images", options.imageFolder);
+    writeSaeLatents(options.out, result, &manifest);
+    std::cout << "wrote " << options.out << '\n';
+    return result.cancelled ? 130 : 0;
+}
+
 } // namespace
 
 int runSae(const CliOptions& options)
 {
     if (options.subcommand == "train")
         return runSaeTrain(options);
+    if (options.subcommand == "latents")
+        return runSaeLatents(options);
     return runSaeEvaluate(options);
 }
 

@@ -66,6 +66,8 @@ std::vector<AnalysisInfo> makeTable()
         {"sae_evaluate", "SAE Evaluation", Batch, "core/sae", "evaluateSparseAutoencoder (sae/sae_evaluation)",
             "SaeEvaluationRequest", "SaeEvaluationResult", {"sae evaluate"}, "Features tab (to come)", {"json"}, {},
             {}},
+        {"sae_latents", "SAE Latents", Batch, "core/sae", "computeSaeLatents (sae/sae_latents)", "SaeLatentsRequest",
+            "SaeLatentsResult", {"sae latents"}, "Features tab (to come)", {"json"}, {}, {}},
     };
 }
 

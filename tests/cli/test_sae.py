@@ -312,6 +312,82 @@ class SaeOnColorCnn(SaeCase, unittest.TestCase):
                                       target=1)
         self.assertLess((got - expected).abs().max(), ABSOLUTE + RELATIVE * expected.abs().max())
 
+    def test_latent_pages_equal_codes_from_overcomplete_and_an_eager_ablation(self):
+        self.assertEqual(self.train.returncode, 0, self.train.stderr)
+        folder = self.out / "features.3"
+        out = self.dir / "latents.json"
+        result = cli("sae", "latents", self.MODEL, "--sae", folder, "--images", self.images, "--top", 3,
+                     "--latents", "0,7,21", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        pages = json.loads(out.read_text())
+        self.assertEqual(pages["grid"], [20, 28])
+        self.assertEqual(pages["images"], [str(p) for p in self.paths])
+        # The oracle's codes: the eager layer's maps encoded by Overcomplete, [N, 20 * 28, d_sae].
+        sae, b_dec = overcomplete_sae(folder)
+        seen = {}
+        hook = self.model.features[3].register_forward_hook(lambda m, i, o: seen.__setitem__("a", o.detach()))
+        with torch.no_grad():
+            self.model(self.x)
+            hook.remove()
+            a = seen["a"]
+            codes = sae.encode(a.permute(0, 2, 3, 1).reshape(-1, 12))[1].reshape(4, 20 * 28, -1)
+        edges = np.array(pages["histogram_edges"])
+        np.testing.assert_allclose(np.log10(edges), np.linspace(-3, 3, 49), atol=1e-12)
+        for latent in pages["latents"]:
+            i = latent["latent"]
+            c = codes[:, :, i]
+            with self.subTest(latent=i):
+                self.assertEqual(latent["fires"], int((c > 0).sum()))
+                self.assertFigure("max_activation", latent["max_activation"], float(c.max()))
+                active = c[c > 0].double().numpy()
+                if len(active):
+                    self.assertFigure("mean_active", latent["mean_active"], float(active.mean()))
+                bins = np.clip(np.floor((np.log10(active) + 3) * 8), 0, 47).astype(int)
+                self.assertEqual(latent["histogram"], np.bincount(bins, minlength=48).tolist())
+                # The images with the largest peaks, largest first. The two astronaut crops overlap, so
+                # their peaks can tie exactly: then either order is right, and each entry is held to its
+                # own image's peak.
+                best = c.max(1).values
+                expected_values = sorted((float(v) for v in best if v > 0), reverse=True)[:3]
+                self.assertEqual(len(latent["top"]), len(expected_values))
+                self.assertEqual(len({t["image"] for t in latent["top"]}), len(latent["top"]))
+                for t, value in zip(latent["top"], expected_values):
+                    self.assertFigure("top value", t["value"], value)
+                    self.assertFigure("its image's peak", t["value"], float(best[t["image"]]))
+                    self.assertFigure("the value where it peaks", float(c[t["image"], t["row"] * 28 + t["column"]]),
+                                      value)
+                    np.testing.assert_allclose(np.array(t["map"]), c[t["image"]].reshape(20, 28).numpy(),
+                                               rtol=RELATIVE, atol=ABSOLUTE)
+        # Effects: the latent's part of the reconstruction removed on its top images, in the eager model.
+        w_dec = load_file(str(folder / "sae_weights.safetensors"))["W_dec"]
+        measured = [latent for latent in pages["latents"] if "effect" in latent]
+        self.assertEqual(sorted(latent["latent"] for latent in measured), [0, 7, 21])
+        for latent in measured:
+            i, images = latent["latent"], [t["image"] for t in latent["top"]]
+            x = self.x[images]
+
+            def ablate(m, inputs, out):
+                v = out.permute(0, 2, 3, 1)
+                code = sae.encode(v.reshape(-1, 12))[1][:, i].reshape(*v.shape[:-1], 1)
+                return (v - code * w_dec[i]).permute(0, 3, 1, 2)
+
+            with torch.no_grad():
+                before = self.model(x).double()
+                handle = self.model.features[3].register_forward_hook(ablate)
+                after = self.model(x).double()
+                handle.remove()
+            predicted = before.argmax(1, keepdim=True)
+            change = (after - before).mean(0)
+            with self.subTest(effect=i):
+                effect = latent["effect"]
+                self.assertFigure("probability_before", effect["probability_before"],
+                                  float(before.softmax(1).gather(1, predicted).mean()))
+                self.assertFigure("probability_after", effect["probability_after"],
+                                  float(after.softmax(1).gather(1, predicted).mean()))
+                np.testing.assert_allclose(effect["logit_change"], change.numpy(), rtol=1e-4, atol=1e-5)
+                self.assertEqual(effect["supports"], int(change.argmin()))
+                self.assertEqual(effect["supports_label"], SETUP["labels"][int(change.argmin())])
+
     def test_bad_input_says_what_is_wrong(self):
         empty = self.dir / "empty"
         empty.mkdir(exist_ok=True)

@@ -28,6 +28,7 @@
 #include "record/layer_statistics.h"
 #include "relevance/concept_relevance.h"
 #include "sae/sae_evaluation.h"
+#include "sae/sae_latents.h"
 #include "sae/sae_training.h"
 #include "visualize/channel_visualization.h"
 
@@ -57,7 +58,8 @@ TEST(AnalysisTable, EveryAnalysisTypeHasARowAndEveryNameIsOne)
 {
     const auto types = namesOfTypes<GradCamAnalysis, PatchAnalysis, SetupAdviceAnalysis, RecordAnalysis, ProbeAnalysis,
         ProbeScoresAnalysis, CompareAnalysis, LayerMapsAnalysis, VisualizeAnalysis, AttributionAnalysis,
-        AttentionAnalysis, ConceptRelevanceAnalysis, SaeTrainingAnalysis, SaeEvaluationAnalysis>();
+        AttentionAnalysis, ConceptRelevanceAnalysis, SaeTrainingAnalysis, SaeEvaluationAnalysis,
+        SaeLatentsAnalysis>();
     for (const auto& name : types)
         EXPECT_EQ(analysisInfo(name).name, name);
     std::set<std::string> names;
