@@ -3,10 +3,10 @@
 #include "attribution_setup.h"
 #include "cli_manifest.h"
 #include "common/error.h"
+#include "common/strings.h"
 #include "graph/engine.h"
 #include "model/model.h"
 #include "open_model.h"
-#include "common/strings.h"
 #include "sae/sae_evaluation.h"
 #include "sae/sae_latents.h"
 #include "sae/sae_training.h"
@@ -160,8 +160,7 @@ int runSaeLatents(const CliOptions& options)
         measured += latent.hasEffect ? 1 : 0;
     }
     std::cout << result.layer << ": " << result.latents.size() << " latents, " << alive << " fire on "
-              << result.images.size() << " images (" << result.vectors << " vectors); effects of " << measured
-              << '\n';
+              << result.images.size() << " images (" << result.vectors << " vectors); effects of " << measured << '\n';
     ExportManifest manifest = cliManifest(options, *model, request.setup, {});
     manifest.settings.emplace_back("images", options.imageFolder);
     writeSaeLatents(options.out, result, &manifest);

@@ -81,8 +81,8 @@ SaeLatentsResult computeSaeLatents(Engine& engine, const SaeLatentsRequest& requ
     for (const auto& image : folder.images)
         result.images.push_back(image.path);
     for (int64_t b = 0; b <= HistogramBins; ++b)
-        result.histogramEdges.push_back(std::pow(
-            10.0, HistogramLow + (HistogramHigh - HistogramLow) * static_cast<double>(b) / HistogramBins));
+        result.histogramEdges.push_back(
+            std::pow(10.0, HistogramLow + (HistogramHigh - HistogramLow) * static_cast<double>(b) / HistogramBins));
 
     Request clean;
     clean.grabOutput(result.layer);
@@ -125,12 +125,12 @@ SaeLatentsResult computeSaeLatents(Engine& engine, const SaeLatentsRequest& requ
         sums += codes.sum({0, 1}, false, at::kDouble);
         maxima = at::maximum(maxima, codes.amax({0, 1}));
         const at::Tensor activeValues = codes.masked_select(active);
-        const at::Tensor latentOf
-            = at::arange(dSae, longs).expand({n, positions, dSae}).masked_select(active);
-        const at::Tensor bins = ((activeValues.log10() - HistogramLow) * (HistogramBins / (HistogramHigh - HistogramLow)))
-                                    .floor()
-                                    .clamp(0, HistogramBins - 1)
-                                    .to(at::kLong);
+        const at::Tensor latentOf = at::arange(dSae, longs).expand({n, positions, dSae}).masked_select(active);
+        const at::Tensor bins
+            = ((activeValues.log10() - HistogramLow) * (HistogramBins / (HistogramHigh - HistogramLow)))
+                  .floor()
+                  .clamp(0, HistogramBins - 1)
+                  .to(at::kLong);
         histogram += at::bincount(latentOf * HistogramBins + bins, {}, dSae * HistogramBins);
         // The streamed top-k: this batch's images as candidates beside the kept ones.
         const auto [best, where] = codes.max(1); // [n, d_sae]
@@ -174,8 +174,9 @@ SaeLatentsResult computeSaeLatents(Engine& engine, const SaeLatentsRequest& requ
             if (!(value > 0.0f))
                 break;
             const int64_t position = positionsOf[i][j];
-            latent.top.push_back(SaeLatentImage{imagesOf[i][j], value, position / result.gridWidth,
-                position % result.gridWidth, toFloatTensor(topMaps[i][j].reshape({result.gridHeight, result.gridWidth}))});
+            latent.top.push_back(
+                SaeLatentImage{imagesOf[i][j], value, position / result.gridWidth, position % result.gridWidth,
+                    toFloatTensor(topMaps[i][j].reshape({result.gridHeight, result.gridWidth}))});
         }
     }
     if (result.cancelled)
@@ -211,8 +212,8 @@ SaeLatentsResult computeSaeLatents(Engine& engine, const SaeLatentsRequest& requ
         const RunResult before = engine.run(clean, inputs);
         const ScoreOutput scores = findScores(before.values.front().second);
         if (scores.kind != OutputKind::Classes) {
-            result.warnings.push_back("the model's output (" + scores.described
-                + ") has no class scores [N, classes]: no effects measured");
+            result.warnings.push_back(
+                "the model's output (" + scores.described + ") has no class scores [N, classes]: no effects measured");
             break;
         }
         const at::Tensor activation = before.tensor(result.layer);
@@ -220,7 +221,8 @@ SaeLatentsResult computeSaeLatents(Engine& engine, const SaeLatentsRequest& requ
         const at::Tensor x = saeEvaluationVectors(activation, result.positions, prefix).to(at::kFloat);
         const at::Tensor code = sae.encode(x).select(1, i).cpu().unsqueeze(1);
         const at::Tensor ablated = x.cpu() - code * decoder[i].unsqueeze(0);
-        const RunResult after = engine.run(replaced, inputs, {spliceVectors(activation, result.positions, ablated, prefix)});
+        const RunResult after
+            = engine.run(replaced, inputs, {spliceVectors(activation, result.positions, ablated, prefix)});
         const at::Tensor logitsBefore = scores.scores.detach().to(at::kCPU, at::kDouble);
         const at::Tensor logitsAfter
             = findScores(after.values.front().second).scores.detach().to(at::kCPU, at::kDouble);
@@ -259,9 +261,9 @@ void writeSaeLatents(const std::string& path, const SaeLatentsResult& result, co
             {"mean_active", latent.meanActive}, {"max_activation", latent.maxActivation},
             {"histogram", latent.histogram}, {"top", top}};
         if (latent.hasEffect) {
-            entry["effect"] = {{"probability_before", latent.probabilityBefore},
-                {"probability_after", latent.probabilityAfter}, {"supports", latent.supports},
-                {"logit_change", latent.logitChange}};
+            entry["effect"]
+                = {{"probability_before", latent.probabilityBefore}, {"probability_after", latent.probabilityAfter},
+                    {"supports", latent.supports}, {"logit_change", latent.logitChange}};
             if (latent.supports >= 0 && latent.supports < static_cast<int64_t>(result.labels.size()))
                 entry["effect"]["supports_label"] = result.labels[static_cast<size_t>(latent.supports)];
         }

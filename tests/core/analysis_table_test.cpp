@@ -58,8 +58,7 @@ TEST(AnalysisTable, EveryAnalysisTypeHasARowAndEveryNameIsOne)
 {
     const auto types = namesOfTypes<GradCamAnalysis, PatchAnalysis, SetupAdviceAnalysis, RecordAnalysis, ProbeAnalysis,
         ProbeScoresAnalysis, CompareAnalysis, LayerMapsAnalysis, VisualizeAnalysis, AttributionAnalysis,
-        AttentionAnalysis, ConceptRelevanceAnalysis, SaeTrainingAnalysis, SaeEvaluationAnalysis,
-        SaeLatentsAnalysis>();
+        AttentionAnalysis, ConceptRelevanceAnalysis, SaeTrainingAnalysis, SaeEvaluationAnalysis, SaeLatentsAnalysis>();
     for (const auto& name : types)
         EXPECT_EQ(analysisInfo(name).name, name);
     std::set<std::string> names;
