@@ -333,6 +333,8 @@ SaeTrainingResult trainSparseAutoencoders(
                 if (request.vectors > 0)
                     planned = std::min(planned, request.vectors);
                 config.totalSteps = planned / request.batch;
+                // The warm-up: 1,000 steps, or a twentieth of a shorter run.
+                config.warmupSteps = std::clamp<int64_t>(config.totalSteps / 20, 1, config.warmupSteps);
                 state.sae = std::make_unique<SparseAutoencoder>(config, vectors.device().str());
                 result.layers[i].dIn = config.dIn;
                 result.layers[i].dSae = config.dSae;
