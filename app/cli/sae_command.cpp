@@ -106,7 +106,8 @@ Command saeCommand()
                     ->capture_default_str();
             train
                 ->add_option("--memory-mb", o.memoryMb,
-                    "the shuffle buffers' memory, shared by the layers (default: a quarter of the memory available)")
+                    "the most the shuffle buffers (64 batches each) may take, shared (default: a quarter of the memory "
+                    "available)")
                 ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
             return sae;
         },

@@ -37,7 +37,7 @@ PatchRuns patchActivation(Engine& engine, const std::vector<c10::IValue>& inputA
         throw Error("cannot patch '" + layer + "': its output is " + shapeToString(ofA.sizes().vec()) + " for A but "
             + shapeToString(fromB.sizes().vec()) + " for B; give images of the same size");
     Request patched = plain;
-    patched.edits.push_back(EditSpec{layer, EditKind::Replace, {}, 1.0});
+    patched.edits.push_back(EditSpec::make(layer, EditKind::Replace));
     runs.patched = engine.run(patched, inputA, {fromB});
     return runs;
 }
@@ -56,7 +56,7 @@ AblationRuns ablateChannels(Engine& engine, const std::vector<c10::IValue>& inpu
             throw Error("'" + layer + "' has " + std::to_string(map.dim() < 2 ? 0 : map.size(1)) + " channels; channel "
                 + std::to_string(c) + " does not exist");
     Request ablated = plain;
-    ablated.edits.push_back(EditSpec{layer, EditKind::ZeroChannels, channels, 1.0});
+    ablated.edits.push_back(EditSpec::make(layer, EditKind::ZeroChannels, channels));
     runs.ablated = engine.run(ablated, input);
     return runs;
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace torchscope {
@@ -73,6 +74,17 @@ struct EditSpec {
     // "layer2:zero:0,5,7", "layer3:scale:1,2:2.5", "layer1:add", "layer3:replace",
     // "layer3:sae:DIR:ablate:5,9", "layer3:sae:DIR:scale:5:2", "layer3:sae:DIR:steer:5:4".
     static EditSpec parse(const std::string& text);
+    // An edit of `kind` at `path` (Replace: the tensor given with the run; zero / scale: `channels`).
+    static EditSpec make(
+        const std::string& path, EditKind kind, std::vector<int64_t> channels = {}, double factor = 1.0)
+    {
+        EditSpec spec;
+        spec.path = path;
+        spec.kind = kind;
+        spec.channels = std::move(channels);
+        spec.factor = factor;
+        return spec;
+    }
     // The tensors it takes with the run: 1 for Add and Replace, 4 for SaeLatents.
     int tensorCount() const
     {

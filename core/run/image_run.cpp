@@ -12,6 +12,7 @@
 #include "model/model.h"
 #include "preprocess/preprocess_tensor.h"
 #include "record/tensor_statistics.h"
+#include "sae/sae_splice.h"
 
 #include <torch/script.h>
 
@@ -97,7 +98,10 @@ ImageRunResult ImageRunner::run(
         throw Error("this model's " + model_->forwardSignature()
             + " takes several inputs; images feed models with one input (give one tensor file per argument "
               "to torchscope-cli run)");
-    engine_.prepare(config.request);
+    // A sparse autoencoder's edit (sae/sae_splice.h) reads its SAE once per run: its tensors go with each image.
+    Request request = config.request;
+    const std::vector<at::Tensor> editTensors = prepareSaeEdits(request, {});
+    engine_.prepare(request);
 
     const auto start = std::chrono::steady_clock::now();
     ImageRunResult result;
@@ -137,7 +141,7 @@ ImageRunResult ImageRunner::run(
             else if (cache_->cutAwayFor != truncation)
                 cache_->cutAway = modulesCutAway(*model_, inputs, truncation);
             cache_->cutAwayFor = truncation;
-            const RunResult run = engine_.run(config.request, inputs);
+            const RunResult run = engine_.run(request, inputs, editTensors);
             ImageRunItem item;
             item.path = path;
             if (config.keepPictures) {

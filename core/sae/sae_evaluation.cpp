@@ -92,7 +92,7 @@ SaeEvaluationResult evaluateSparseAutoencoder(
     Request clean;
     clean.grabOutput(result.layer);
     Request edited;
-    edited.edits.push_back(EditSpec{result.layer, EditKind::Replace, {}, 1.0});
+    edited.edits.push_back(EditSpec::make(result.layer, EditKind::Replace));
     engine.prepare(clean);
 
     // Running sums, in double: Σx and Σ‖x‖² (the total variance), Σ‖x − x̂‖², Σ L0.

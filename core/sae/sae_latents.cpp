@@ -193,7 +193,7 @@ SaeLatentsResult computeSaeLatents(Engine& engine, const SaeLatentsRequest& requ
                 chosen.push_back(i);
     }
     Request replaced;
-    replaced.edits.push_back(EditSpec{result.layer, EditKind::Replace, {}, 1.0});
+    replaced.edits.push_back(EditSpec::make(result.layer, EditKind::Replace));
     const at::Tensor decoder = sae.weights().at("W_dec");
     int64_t done = 0;
     for (const int64_t i : chosen) {

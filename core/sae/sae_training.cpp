@@ -10,6 +10,7 @@
 #include "imaging/image_folder.h"
 #include "model/model.h"
 #include "record/folder_run.h"
+#include "sae/sparse_autoencoder.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -342,8 +343,9 @@ SaeTrainingResult trainSparseAutoencoders(
             if (!state.buffer.data.defined()) {
                 const int64_t dIn = state.sae->config().dIn;
                 const int64_t perLayer = memory / static_cast<int64_t>(request.layers.size());
-                const int64_t capacity
-                    = std::max<int64_t>(2 * request.batch, perLayer / (dIn * static_cast<int64_t>(sizeof(float))));
+                // 64 training batches (SAELens's n_batches_in_buffer), less where the memory cap says so.
+                const int64_t capacity = std::max<int64_t>(2 * request.batch,
+                    std::min<int64_t>(64 * request.batch, perLayer / (dIn * static_cast<int64_t>(sizeof(float)))));
                 state.buffer.data = at::empty({capacity, dIn}, vectors.options().dtype(at::kFloat));
             }
             state.buffer.add(vectors.to(at::kFloat), [&](const at::Tensor& data) {
@@ -383,7 +385,20 @@ SaeTrainingResult trainSparseAutoencoders(
 SaeTrainingResult SaeTrainingAnalysis::run(AnalysisContext& context, const Request& request)
 {
     auto engine = context.models.engine(context.model);
-    return trainSparseAutoencoders(*engine, request, context.progress);
+    int64_t lastVectors = -1;
+    return trainSparseAutoencoders(*engine, request, [&](const Progress& p) {
+        if (p.values.size() >= 5 && static_cast<int64_t>(p.values[4]) != lastVectors) {
+            lastVectors = static_cast<int64_t>(p.values[4]);
+            SaeTrainingPart part{request.layers.front(), p.done, p.total, {}};
+            part.metrics.loss = p.values[0];
+            part.metrics.fvu = p.values[1];
+            part.metrics.l0 = p.values[2];
+            part.metrics.deadFraction = p.values[3];
+            part.metrics.vectors = lastVectors;
+            context.deliver(part);
+        }
+        return context.reportProgress(p);
+    });
 }
 
 } // namespace torchscope

@@ -5,8 +5,9 @@
 // disk but the SAEs. Every position of a [N, C, H, W] map is one C-vector, a ViT's tokens one
 // vector each ([N, T, D]: the class token is token 0 where T − 1 is a square grid), a [N, C]
 // output one vector per image. Several layers train from the same pass. The vectors go through a
-// shuffle buffer per layer under the memory cap: when it is full, it is shuffled, its first half
-// trained on and its second half kept.
+// shuffle buffer per layer of 64 training batches (SAELens's n_batches_in_buffer), smaller where the
+// memory cap says so: when it is full, it is shuffled, its first half trained on and its second
+// half kept.
 //
 // The out folder holds one SAE folder per layer (named by the layer, '/' as '_'): the SAE in
 // SAELens's layout, its training checkpoint (SparseAutoencoder::saveCheckpoint) and
@@ -18,12 +19,16 @@
 #include "common/progress.h"
 #include "graph/analysis_context.h"
 #include "model/model_setup.h"
-#include "sae/sparse_autoencoder.h"
+#include "sae/sae_types.h"
 
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
+
+namespace at {
+class Tensor;
+} // namespace at
 
 namespace torchscope {
 
@@ -92,6 +97,14 @@ at::Tensor activationVectors(
 // cancels and saves what was trained.
 SaeTrainingResult trainSparseAutoencoders(
     Engine& engine, const SaeTrainingRequest& request, const ProgressCallback& progress = {});
+
+// What the training hands over as it goes (AnalysisContext::deliver), after each batch of images
+// with a step: the first layer's newest step.
+struct SaeTrainingPart {
+    std::string layer;
+    int64_t images = 0, totalImages = 0;
+    SaeStepMetrics metrics;
+};
 
 struct SaeTrainingAnalysis {
     using Request = SaeTrainingRequest;

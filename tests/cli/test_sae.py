@@ -469,6 +469,21 @@ class SaeOnRegisterVit(SaeCase, unittest.TestCase):
         expected, _ = spliced_by_hook(self.model, self.model.encoder.layers[1], self.x, folder,
                                       ("ablate", [0, 1, 2, 3]), tokens=slice(3, None))
         self.assertLess((got["output"] - expected).abs().max(), ABSOLUTE + RELATIVE * expected.abs().max())
+        # Steered (a latent's direction added whether it fires or not): the class and register tokens at
+        # the layer stay as they were, every patch token moves.
+        clean_out = self.dir / "clean.pt"
+        self.assertEqual(cli("run", self.MODEL, *[a for p in self.paths for a in ("--input", p)], "--grab",
+                             self.LAYER, "--out", clean_out).returncode, 0)
+        clean = torch.load(clean_out)[self.LAYER]
+        result = cli("run", self.MODEL, *[a for p in self.paths for a in ("--input", p)], "--edit",
+                     f"{self.LAYER}:sae:{folder}:steer:5:2.5", "--grab", self.LAYER, "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        got = torch.load(out)
+        self.assertTrue(torch.equal(got[self.LAYER][:, :3], clean[:, :3]))
+        self.assertGreater((got[self.LAYER][:, 3:] - clean[:, 3:]).abs().amin(), 0)
+        expected, _ = spliced_by_hook(self.model, self.model.encoder.layers[1], self.x, folder, ("steer", [5], 2.5),
+                                      tokens=slice(3, None))
+        self.assertLess((got["output"] - expected).abs().max(), ABSOLUTE + RELATIVE * expected.abs().max())
 
     def test_the_class_token(self):
         self.check_positions("class", slice(0, 1), 2, 4)

@@ -8,6 +8,7 @@
 #include "panels/attention_panel.h"
 #include "panels/attribution_panel.h"
 #include "panels/compare_panel.h"
+#include "panels/features_panel.h"
 #include "panels/log_dock.h"
 #include "panels/predictions_panel.h"
 #include "panels/probes_panel.h"
@@ -77,6 +78,7 @@ MainWindow::MainWindow(QWidget* parent)
     , attribution_(new AttributionPanel(document_, controller_))
     , attention_(new AttentionPanel(document_, controller_))
     , relevance_(new RelevancePanel(document_, controller_))
+    , features_(new FeaturesPanel(document_, controller_))
     , setup_(new SetupActions(document_, controller_, this))
     , sessions_(new SessionIo(document_, controller_, activations_, this))
     , central_(new QTabWidget)
@@ -93,6 +95,7 @@ MainWindow::MainWindow(QWidget* parent)
     central_->addTab(recorders_, tr("Recorders"));
     central_->addTab(probes_, tr("Probes"));
     central_->addTab(compare_, tr("Compare"));
+    central_->addTab(features_, tr("Features"));
     central_->setDocumentMode(true);
     setCentralWidget(central_);
     createDocks();
@@ -111,6 +114,7 @@ MainWindow::MainWindow(QWidget* parent)
     connect(attribution_, &AttributionPanel::failed, this, &MainWindow::reportError);
     connect(attention_, &AttentionPanel::failed, this, &MainWindow::reportError);
     connect(relevance_, &RelevancePanel::failed, this, &MainWindow::reportError);
+    connect(features_, &FeaturesPanel::failed, this, &MainWindow::reportError);
     connect(relevance_, &RelevancePanel::channelPageRequested, this, &MainWindow::openChannelPage);
     connect(compare_, &ComparePanel::finished, this, [this](const CompareResultPtr& result) {
         log_->append(tr("Compared %1 images: %2 × %3 layers")
@@ -313,10 +317,10 @@ void MainWindow::createMenus()
     view->addSeparator();
     // CentralTab's order (Alt+1 … Alt+9).
     const QStringList tabs{tr("&Activations"), tr("&Grad-CAM / Saliency"), tr("Attri&bution"), tr("Atte&ntion"),
-        tr("R&elevance"), tr("&Patching / Ablation"), tr("&Recorders"), tr("Pr&obes"), tr("&Compare")};
+        tr("R&elevance"), tr("&Patching / Ablation"), tr("&Recorders"), tr("Pr&obes"), tr("&Compare"), tr("&Features")};
     for (int i = 0; i < tabs.size(); ++i) {
         QAction* show = view->addAction(tabs[i], this, [this, i] { central_->setCurrentIndex(i); });
-        show->setShortcut(QKeySequence(Qt::ALT | Qt::Key(Qt::Key_1 + i)));
+        show->setShortcut(QKeySequence(Qt::ALT | Qt::Key(i < 9 ? Qt::Key_1 + i : Qt::Key_0)));
     }
     view->addSeparator();
     view->addAction(tr("Reset &Layout"), this, &MainWindow::resetLayout);
@@ -407,8 +411,8 @@ QString MainWindow::shortcutsText()
               "Ctrl+I\tadd images\n"
               "Ctrl+S\tsave the session\n"
               "Ctrl+Shift+I\tinput setup\n"
-              "Alt+1 … Alt+9\tActivations, Grad-CAM, Attribution, Attention, Relevance, Patching, Recorders, Probes, "
-              "Compare\n"
+              "Alt+1 … Alt+9, Alt+0\tActivations, Grad-CAM, Attribution, Attention, Relevance, Patching, Recorders, "
+              "Probes, Compare, Features\n"
               "Arrow keys\tnext or previous image (in the image grid)\n"
               "Delete\tremove the selected images from the grid\n"
               "F1\tthis list\n"

@@ -17,6 +17,7 @@ class GradCamView;
 class ChannelPage;
 class AttentionPanel;
 class RelevancePanel;
+class FeaturesPanel;
 class AttributionPanel;
 class ComparePanel;
 class PatchingView;
@@ -59,6 +60,7 @@ public:
     AttributionPanel* attributionPanel() const { return attribution_; }
     AttentionPanel* attentionPanel() const { return attention_; }
     RelevancePanel* relevancePanel() const { return relevance_; }
+    FeaturesPanel* featuresPanel() const { return features_; }
     SetupActions* setupActions() const { return setup_; }
     enum class CentralTab {
         Activations,
@@ -69,7 +71,8 @@ public:
         Patching,
         Recorders,
         Probes,
-        Compare
+        Compare,
+        Features
     };
     void showCentralTab(CentralTab tab);
 
@@ -128,6 +131,7 @@ private:
     AttributionPanel* attribution_;
     AttentionPanel* attention_;
     RelevancePanel* relevance_;
+    FeaturesPanel* features_;
     SetupActions* setup_;
     SessionIo* sessions_;
     QTabWidget* central_ = nullptr;
