@@ -237,6 +237,16 @@ SaeLatentsResult computeSaeLatents(Engine& engine, const SaeLatentsRequest& requ
     return result;
 }
 
+std::vector<double> saeDecoderDirection(const std::string& sae, int64_t latent)
+{
+    const SparseAutoencoder loaded = SparseAutoencoder::load(sae);
+    if (latent < 0 || latent >= loaded.config().dSae)
+        throw Error("latent " + std::to_string(latent) + " is out of range: '" + sae + "' has "
+            + std::to_string(loaded.config().dSae) + " latents");
+    const at::Tensor row = loaded.weights().at("W_dec")[latent].to(at::kDouble).contiguous();
+    return {row.data_ptr<double>(), row.data_ptr<double>() + row.numel()};
+}
+
 SaeLatentsResult SaeLatentsAnalysis::run(AnalysisContext& context, const Request& request)
 {
     auto engine = context.models.engine(context.model);

@@ -88,6 +88,10 @@ struct SaeLatentsAnalysis {
     static Result run(AnalysisContext& context, const Request& request);
 };
 
+// Latent `latent`'s decoder row W_dec[latent] of the saved SAE in `sae` (raw activation space): the
+// direction its feature visualisation maximises. Throws torchscope::Error for a latent out of range.
+std::vector<double> saeDecoderDirection(const std::string& sae, int64_t latent);
+
 // FILE.json: the table (every latent's figures), its top images with their maps, its effects, the
 // manifest beside. Written atomically.
 void writeSaeLatents(const std::string& path, const SaeLatentsResult& result, const ExportManifest* manifest = nullptr);

@@ -103,6 +103,14 @@ private Q_SLOTS:
             QCOMPARE(table->isRowHidden(row), !table->item(row, 4)->text().contains("red"));
         panel->searchField()->clear();
 
+        // The latent's decoder direction, visualised: an image appears on its page.
+        QSignalSpy drawn(panel, &FeaturesPanel::directionShown);
+        panel->visualizeButton()->click();
+        QVERIFY(drawn.wait(Timeout));
+        QVERIFY(!panel->directionImage()->pixmap().isNull());
+        const std::vector<double> direction = saeDecoderDirection(folder.toStdString(), first);
+        QCOMPARE(direction.size(), size_t{12}); // features.3's channels
+
         // Spliced into the run: the Document holds the SAE's edit of that latent.
         panel->spliceButton()->click();
         QCOMPARE(window.document()->edits().size(), size_t{1});

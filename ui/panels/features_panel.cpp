@@ -9,6 +9,7 @@
 #include "views/layer_combo.h"
 #include "views/overlay_image.h"
 #include "views/qcustomplot_include.h"
+#include "visualize/channel_visualization.h"
 
 #include <QComboBox>
 #include <QDir>
@@ -95,6 +96,8 @@ FeaturesPanel::FeaturesPanel(Document* document, RunController* controller, QWid
     , editValue_(new QDoubleSpinBox)
     , splice_(new QPushButton(tr("Splice into the Run")))
     , unsplice_(new QPushButton(tr("Remove")))
+    , visualize_(new QPushButton(tr("Visualise")))
+    , direction_(new QLabel)
 {
     buildForm();
     train_->setToolTip(tr("Trains a TopK SAE on the layer over the folder; it is saved beside the folder, in "
@@ -114,6 +117,7 @@ FeaturesPanel::FeaturesPanel(Document* document, RunController* controller, QWid
             pickLatent(table_->item(row, 0)->data(Qt::UserRole).toLongLong());
     });
     connect(splice_, &QPushButton::clicked, this, &FeaturesPanel::spliceLatent);
+    connect(visualize_, &QPushButton::clicked, this, &FeaturesPanel::visualizeDirection);
     connect(unsplice_, &QPushButton::clicked, this, [this] {
         if (latents_)
             document_->clearEdits(QString::fromStdString(latents_->layer));
@@ -166,6 +170,20 @@ void FeaturesPanel::buildForm()
     pageCaption_->setWordWrap(true);
     pageCaption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     column_->addBelow(pageCaption_);
+    // Splicing the latent shown into the window's run.
+    editOp_->setToolTip(tr("Ablate the latent, scale its code, or steer: add to its code (its decoder direction "
+                           "times the value, whether it fires or not)"));
+    auto* edit = new QFormLayout;
+    auto* editRow = new QHBoxLayout;
+    editRow->addWidget(editOp_);
+    editRow->addWidget(editValue_, 1);
+    edit->addRow(tr("Edit the latent:"), editRow);
+    auto* spliceRow = new QHBoxLayout;
+    spliceRow->addWidget(splice_);
+    spliceRow->addWidget(unsplice_);
+    spliceRow->addStretch(1);
+    edit->addRow(QString(), spliceRow);
+    column_->addBelow(edit);
 }
 
 QWidget* FeaturesPanel::buildResults()
@@ -202,7 +220,7 @@ QWidget* FeaturesPanel::buildResults()
     stripScroll->setWidgetResizable(true);
     stripScroll->setFrameShape(QFrame::NoFrame);
     stripScroll->setMinimumHeight(TopSize + 48);
-    histogram_->setMinimumSize(220, 120);
+    histogram_->setMinimumSize(150, 110);
     histogram_->setToolTip(tr("The latent's activations where it fires, in log10 bins"));
     pageTitle_->setWordWrap(true);
     for (const auto& [op, text] :
@@ -213,27 +231,31 @@ QWidget* FeaturesPanel::buildResults()
     editValue_->setEnabled(false);
     splice_->setToolTip(tr("Runs the window's images with the SAE spliced in at its layer and this latent edited; "
                            "the SAE's error term is kept, so only the edit changes the output"));
-    auto* spliceRow = new QHBoxLayout;
-    spliceRow->addWidget(new QLabel(tr("Edit this latent:")));
-    spliceRow->addWidget(editOp_);
-    spliceRow->addWidget(editValue_);
-    spliceRow->addWidget(splice_);
-    spliceRow->addWidget(unsplice_);
-    spliceRow->addStretch(1);
+    // One row (the window's centre must fit 760 px at 1280 × 800, whatever tab it shows, and the page
+    // must show whole in a short window): the top images, the direction's image over its button, the
+    // histogram. The splice controls sit in the setup column, under the latent's caption.
+    auto* directionColumn = new QVBoxLayout;
+    directionColumn->addWidget(direction_, 0, Qt::AlignHCenter);
+    directionColumn->addWidget(visualize_);
+    directionColumn->addStretch(1);
     auto* pageRow = new QHBoxLayout;
     pageRow->addWidget(stripScroll, 1);
+    pageRow->addLayout(directionColumn);
     pageRow->addWidget(histogram_);
     auto* page = new QWidget;
     auto* pageColumn = new QVBoxLayout(page);
     pageColumn->setContentsMargins(4, 0, 4, 0);
     pageColumn->addWidget(pageTitle_);
     pageColumn->addLayout(pageRow, 1);
-    pageColumn->addLayout(spliceRow);
+    auto* pageScroll = new QScrollArea;
+    pageScroll->setWidget(page);
+    pageScroll->setWidgetResizable(true);
+    pageScroll->setFrameShape(QFrame::NoFrame);
 
     auto* results = new QSplitter(Qt::Vertical);
     results->addWidget(curves_);
     results->addWidget(tableBox);
-    results->addWidget(page);
+    results->addWidget(pageScroll);
     results->setStretchFactor(0, 2);
     results->setStretchFactor(1, 3);
     results->setStretchFactor(2, 3);
@@ -288,6 +310,8 @@ void FeaturesPanel::resetForModel()
     showEmptyPlot(histogram_, QString());
     splice_->setEnabled(false);
     unsplice_->setEnabled(false);
+    visualize_->setEnabled(false);
+    direction_->clear();
     column_->reset(tr("Sparse autoencoders: the features a layer represents, one latent each. Train one on a "
                       "layer, or give a saved SAE and Measure Latents."));
 }
@@ -576,6 +600,50 @@ void FeaturesPanel::drawPage()
     lines << tr("Mean activation where it fires: %1.").arg(latent.meanActive, 0, 'g', 4);
     pageCaption_->setText(lines.join('\n'));
     splice_->setEnabled(!document_->modelPath().isEmpty());
+    visualize_->setEnabled(!document_->modelPath().isEmpty());
+    direction_->clear();
+}
+
+void FeaturesPanel::visualizeDirection()
+{
+    if (!latents_ || latent_ < 0)
+        return;
+    VisualizeRequest request;
+    request.model = document_->modelPath().toStdString();
+    request.device = document_->device().toStdString();
+    request.preprocessing = document_->setup().preprocessing;
+    request.config.layer = latents_->layer;
+    request.config.steps = 256;
+    Objective objective;
+    objective.kind = ObjectiveKind::Direction;
+    try {
+        objective.direction = saeDecoderDirection(latents_->sae, latent_);
+    } catch (const std::exception& e) {
+        column_->summary()->setText(QString::fromStdString(e.what()));
+        return;
+    }
+    request.config.objectives = {objective};
+    direction_->setText(tr("optimising…"));
+    const int64_t latent = latent_;
+    JobHandle* job = controller_->start<VisualizeAnalysis>(request, this);
+    connect(job, &JobHandle::succeeded, this, [this, job, latent] {
+        const auto result = job->result<ChannelVisualization>();
+        if (latent != latent_ || result->image.shape.size() != 3)
+            return; // another latent is shown now
+        const FloatTensor& image = result->image;
+        QImage picture(static_cast<int>(image.shape[1]), static_cast<int>(image.shape[0]), QImage::Format_RGB888);
+        for (int y = 0; y < picture.height(); ++y) {
+            uchar* row = picture.scanLine(y);
+            for (int x = 0; x < picture.width() * 3; ++x)
+                row[x] = static_cast<uchar>(std::clamp(
+                    std::lround(255.0f * image.values[static_cast<size_t>(y) * picture.width() * 3 + x]), 0L, 255L));
+        }
+        direction_->setPixmap(QPixmap::fromImage(
+            picture.scaled(TopSize - 16, TopSize - 16, Qt::KeepAspectRatio, Qt::SmoothTransformation)));
+        Q_EMIT directionShown();
+    });
+    connect(job, &JobHandle::failed, this, [this] { direction_->setText(tr("failed: see the log")); });
+    column_->follow(job, tr("Visualising latent %1's decoder direction…").arg(latent_));
 }
 
 void FeaturesPanel::spliceLatent()

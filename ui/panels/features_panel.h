@@ -46,6 +46,8 @@ public:
     QPushButton* trainButton() const { return train_; }
     QPushButton* latentsButton() const { return measure_; }
     QPushButton* spliceButton() const { return splice_; }
+    QPushButton* visualizeButton() const { return visualize_; }
+    QLabel* directionImage() const { return direction_; }
     QCustomPlot* trainingPlot() const { return curves_; }
     QTableWidget* latentTable() const { return table_; }
     QLineEdit* searchField() const { return search_; }
@@ -61,6 +63,7 @@ Q_SIGNALS:
     void failed(const QString& title, const QString& message);
     void trained(const std::shared_ptr<const torchscope::SaeTrainingResult>& result);
     void latentsShown(const std::shared_ptr<const torchscope::SaeLatentsResult>& result);
+    void directionShown();
 
 public Q_SLOTS:
     void train();
@@ -78,6 +81,7 @@ private:
     void filterTable();
     void drawPage();
     void spliceLatent();
+    void visualizeDirection();
 
     Document* document_;
     RunController* controller_;
@@ -103,6 +107,8 @@ private:
     QDoubleSpinBox* editValue_;
     QPushButton* splice_;
     QPushButton* unsplice_;
+    QPushButton* visualize_;
+    QLabel* direction_;
     std::vector<SaeTrainingPart> steps_;
     std::shared_ptr<const SaeLatentsResult> latents_;
     int64_t latent_ = -1;
