@@ -628,6 +628,12 @@ void FeaturesPanel::visualizeDirection()
     JobHandle* job = controller_->start<VisualizeAnalysis>(request, this);
     connect(job, &JobHandle::succeeded, this, [this, job, latent] {
         const auto result = job->result<ChannelVisualization>();
+        column_->finish(result->cancelled);
+        column_->summary()->setText(tr("Latent %1's decoder direction: %2 after %3 steps%4")
+                                        .arg(latent)
+                                        .arg(result->value, 0, 'g', 4)
+                                        .arg(result->steps)
+                                        .arg(result->cancelled ? tr(" (cancelled)") : QString()));
         if (latent != latent_ || result->image.shape.size() != 3)
             return; // another latent is shown now
         const FloatTensor& image = result->image;
