@@ -18,6 +18,16 @@
 namespace torchscope::cli {
 namespace {
 
+// What an SAE command skipped and warned of, on stderr.
+void printProblems(
+    const std::vector<std::pair<std::string, std::string>>& failures, const std::vector<std::string>& warnings)
+{
+    for (const auto& [path, why] : failures)
+        std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
+    for (const auto& warning : warnings)
+        std::cerr << "torchscope-cli: warning: " << warning << '\n';
+}
+
 int64_t memoryBytes(const CliOptions& options)
 {
     return options.memoryMb > 0 ? options.memoryMb << 20 : 0;
@@ -56,10 +66,7 @@ int runSaeTrain(const CliOptions& options)
     };
     const SaeTrainingResult result = trainSparseAutoencoders(engine, request, progress);
     std::cerr << '\n';
-    for (const auto& [path, why] : result.failures)
-        std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
-    for (const auto& warning : result.warnings)
-        std::cerr << "torchscope-cli: warning: " << warning << '\n';
+    printProblems(result.failures, result.warnings);
     if (result.imagesBefore > 0)
         std::cout << "resumed after " << result.imagesBefore << " images\n";
     for (const auto& layer : result.layers) {
@@ -97,10 +104,7 @@ int runSaeEvaluate(const CliOptions& options)
         const InterruptibleProgress progress("images");
         result = evaluateSparseAutoencoder(engine, request, progress.callback());
     }
-    for (const auto& [path, why] : result.failures)
-        std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
-    for (const auto& warning : result.warnings)
-        std::cerr << "torchscope-cli: warning: " << warning << '\n';
+    printProblems(result.failures, result.warnings);
     std::cout << std::setprecision(4) << result.layer << " (" << result.positions << "), " << result.images
               << " images, " << result.vectors << " vectors: FVU " << result.fvu << ", explained variance "
               << result.explainedVariance << ", L0 " << result.l0 << ", dead " << result.deadLatents << " / "
@@ -150,10 +154,7 @@ int runSaeLatents(const CliOptions& options)
         });
         std::cerr << '\n';
     }
-    for (const auto& [path, why] : result.failures)
-        std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
-    for (const auto& warning : result.warnings)
-        std::cerr << "torchscope-cli: warning: " << warning << '\n';
+    printProblems(result.failures, result.warnings);
     int64_t alive = 0, measured = 0;
     for (const auto& latent : result.latents) {
         alive += latent.fires > 0 ? 1 : 0;
