@@ -265,28 +265,7 @@ QWidget* FeaturesPanel::buildResults()
 
 void FeaturesPanel::fillLayers()
 {
-    const QString current = layer_->currentText();
-    const QSignalBlocker block(layer_);
-    layer_->clear();
-    QString chosen;
-    for (const auto& m : document_->model().modules) {
-        if (m.path.empty() || !m.called)
-            continue;
-        const auto& shape = m.outputShapes.empty() ? std::vector<int64_t>{} : m.outputShapes.front();
-        if (!m.outputShapes.empty() && (shape.size() < 2 || shape.size() > 4))
-            continue;
-        layer_->addItem(QString::fromStdString(m.path));
-        // The default: the last module near the top of the tree with several positions (a map or tokens),
-        // not a pooled [N, C, 1, 1].
-        const bool positions = shape.size() == 3 || (shape.size() == 4 && shape[2] * shape[3] > 1);
-        if (positions && std::count(m.path.begin(), m.path.end(), '.') <= 1)
-            chosen = QString::fromStdString(m.path);
-    }
-    const int keep = layerPicked_ ? layer_->findText(current) : -1;
-    if (keep >= 0)
-        layer_->setCurrentIndex(keep);
-    else if (!chosen.isEmpty())
-        layer_->setCurrentText(chosen);
+    fillLayerCombo(layer_, document_->model().modules, layerPicked_, 4);
 }
 
 void FeaturesPanel::resetForModel()

@@ -244,28 +244,7 @@ void RelevancePanel::connectJobs()
 
 void RelevancePanel::fillLayers()
 {
-    const QString current = layer_->currentText();
-    const QSignalBlocker block(layer_);
-    layer_->clear();
-    // Modules with channels (after a dry run), else every module; the default: the last one near the
-    // top of the tree with a map (ResNet's layer4, a ViT's last encoder block's neighbour).
-    QString chosen;
-    for (const auto& m : document_->model().modules) {
-        if (m.path.empty() || !m.called)
-            continue;
-        const auto& shape = m.outputShapes.empty() ? std::vector<int64_t>{} : m.outputShapes.front();
-        if (shape.size() < 2 && !m.outputShapes.empty())
-            continue;
-        layer_->addItem(QString::fromStdString(m.path));
-        const bool spatial = shape.size() == 3 || (shape.size() == 4 && shape[2] * shape[3] > 1);
-        if (spatial && std::count(m.path.begin(), m.path.end(), '.') <= 1)
-            chosen = QString::fromStdString(m.path);
-    }
-    const int keep = layerPicked_ ? layer_->findText(current) : -1;
-    if (keep >= 0)
-        layer_->setCurrentIndex(keep);
-    else if (!chosen.isEmpty())
-        layer_->setCurrentText(chosen);
+    fillLayerCombo(layer_, document_->model().modules, layerPicked_);
 }
 
 void RelevancePanel::resetForModel()
