@@ -120,6 +120,10 @@ struct CliOptions {
     int64_t latents = 0;
     int64_t saeK = 32;
     std::string architecture = "topk";
+    std::string matryoshka; // W1,W2,...: Matryoshka's prefix widths
+    std::string decoderBiasInit = "mean"; // or geometric-median
+    std::string vectorCache; // sae train --cache: a folder for the vectors (.npy shards)
+    int64_t epochs = 1;
     std::string positions = "all";
     int64_t tokens = 0; // 0: one pass over the folder
     int64_t saeBatch = 4096;

@@ -21,7 +21,8 @@ Command saeCommand()
             addModelOptions(train, o,
                 "A TopK SAE (Gao et al. 2024) per --layer, all trained from one pass over --images: every\n"
                 "position of a map [N, C, H, W] is one C-vector, a ViT's tokens one vector each. The vectors go\n"
-                "through a shuffle buffer under --memory-mb; nothing but the SAEs is written. OUT/LAYER holds the\n"
+                "through a shuffle buffer under --memory-mb; nothing but the SAEs is written (unless --cache). "
+                "OUT/LAYER holds the\n"
                 "SAE in SAELens's layout (sae_weights.safetensors, cfg.json), its checkpoint and training_log.csv;\n"
                 "OUT/training.json what the run was asked and how far it came. Ctrl+C saves; --resume goes on.\n"
                 "Progress: images, loss, FVU, L0 and the dead latents' share of the first layer.\n");
@@ -41,6 +42,20 @@ Command saeCommand()
                 ->capture_default_str();
             train->add_option("--architecture", o.architecture, "topk, or batchtopk (k × batch over the batch)")
                 ->check(CLI::IsMember({"topk", "batchtopk"}))
+                ->capture_default_str();
+            train->add_option("--matryoshka", o.matryoshka,
+                "Matryoshka: these prefix widths of the latents (W1,W2,..., rising, below the latents) each\n"
+                "reconstruct the input on their own too; their errors join the loss");
+            train
+                ->add_option(
+                    "--b-dec-init", o.decoderBiasInit, "b_dec's start: the first batch's mean or geometric median")
+                ->check(CLI::IsMember({"mean", "geometric-median"}))
+                ->capture_default_str();
+            train->add_option("--cache", o.vectorCache,
+                "a folder for the layers' vectors as NumPy .npy shards (LAYER/vectors_NNNNN.npy, float32\n"
+                "[n, d_in], and cache.json); a complete cache of the same run is read instead of the model");
+            train->add_option("--epochs", o.epochs, "passes over the vectors; those after the first read --cache")
+                ->check(CLI::Range(int64_t{1}, int64_t{1000}))
                 ->capture_default_str();
             train
                 ->add_option("--positions", o.positions,

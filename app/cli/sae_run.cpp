@@ -28,6 +28,23 @@ void printProblems(
         std::cerr << "torchscope-cli: warning: " << warning << '\n';
 }
 
+// A comma-separated list of whole numbers (none when empty). Throws UsageError naming the option.
+std::vector<int64_t> wholeNumbers(const std::string& list, const char* option, const char* expected)
+{
+    std::vector<int64_t> numbers;
+    for (const auto& text : list.empty() ? std::vector<std::string>{} : split(list, ',')) {
+        try {
+            size_t used = 0;
+            numbers.push_back(std::stoll(text, &used));
+            if (used != text.size())
+                throw std::invalid_argument(text);
+        } catch (const std::exception&) {
+            throw UsageError(std::string(option) + " '" + list + "': expected " + expected);
+        }
+    }
+    return numbers;
+}
+
 int64_t memoryBytes(const CliOptions& options)
 {
     return options.memoryMb > 0 ? options.memoryMb << 20 : 0;
@@ -44,6 +61,10 @@ int runSaeTrain(const CliOptions& options)
     request.latents = options.latents;
     request.k = options.saeK;
     request.batchTopK = options.architecture == "batchtopk";
+    request.matryoshkaWidths = wholeNumbers(options.matryoshka, "--matryoshka", "prefix widths such as 512,2048");
+    request.geometricMedianInit = options.decoderBiasInit == "geometric-median";
+    request.cache = options.vectorCache;
+    request.epochs = options.epochs;
     request.positions = options.positions;
     request.vectors = options.tokens;
     request.batch = options.saeBatch;
@@ -55,8 +76,10 @@ int runSaeTrain(const CliOptions& options)
     request.resume = options.resume;
     Engine engine(model);
     const StopRequests stops(false);
-    const ProgressCallback progress = [](const Progress& p) {
+    const ProgressCallback progress = [&options](const Progress& p) {
         std::cerr << "\r" << p.done << " / " << p.total << " images";
+        if (options.epochs > 1)
+            std::cerr << " (" << options.epochs << " epochs)";
         if (p.values.size() >= 5)
             std::cerr << std::setprecision(4) << "  vectors " << static_cast<int64_t>(p.values[4]) << "  loss "
                       << p.values[0] << "  FVU " << p.values[1] << "  L0 " << p.values[2] << "  dead "
@@ -69,6 +92,8 @@ int runSaeTrain(const CliOptions& options)
     printProblems(result.failures, result.warnings);
     if (result.imagesBefore > 0)
         std::cout << "resumed after " << result.imagesBefore << " images\n";
+    if (result.fromCache)
+        std::cout << "read the vectors from the cache " << options.vectorCache << " (no forward pass)\n";
     for (const auto& layer : result.layers) {
         if (layer.folder.empty())
             continue;
@@ -132,16 +157,7 @@ int runSaeLatents(const CliOptions& options)
     request.layer = options.layers.empty() ? std::string() : options.layers.front();
     request.top = options.topK;
     request.effects = options.effects;
-    for (const auto& text : options.latentList.empty() ? std::vector<std::string>{} : split(options.latentList, ',')) {
-        try {
-            size_t used = 0;
-            request.effectLatents.push_back(std::stoll(text, &used));
-            if (used != text.size())
-                throw std::invalid_argument(text);
-        } catch (const std::exception&) {
-            throw UsageError("--latents '" + options.latentList + "': expected latent indices such as 1,5,9");
-        }
-    }
+    request.effectLatents = wholeNumbers(options.latentList, "--latents", "latent indices such as 1,5,9");
     request.maxImages = options.maxImages;
     request.imageBatch = options.batch;
     Engine engine(model);

@@ -4,7 +4,9 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/memory_budget.h"
+#include "export/array_files.h"
 #include "export/manifest.h"
+#include "export/read_tensors.h"
 #include "graph/engine.h"
 #include "graph/request.h"
 #include "imaging/image_folder.h"
@@ -18,9 +20,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 namespace torchscope {
@@ -142,6 +146,7 @@ std::string saeFolderFor(const std::string& out, const std::string& layer)
 namespace {
 
 constexpr const char* RunFile = "training.json";
+constexpr const char* CacheFile = "cache.json";
 constexpr const char* LogHeader = "step,vectors,loss,mse,aux_loss,fvu,l0,dead_fraction\n";
 
 std::string logLine(int64_t step, const SaeStepMetrics& m)
@@ -161,13 +166,139 @@ std::string readText(const std::string& path)
     return text.str();
 }
 
+// A JSON file, or null when there is none. Throws torchscope::Error when it is not JSON.
+nlohmann::json readJson(const std::string& path)
+{
+    std::ifstream in(path);
+    if (!in)
+        return nullptr;
+    try {
+        return nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+        throw Error("'" + path + "' is not JSON: " + e.what());
+    }
+}
+
 // What a run was asked, as training.json holds it: a resume must ask the same.
 nlohmann::json runDescription(const SaeTrainingRequest& request, const std::string& modelHash)
 {
     return {{"layers", request.layers}, {"images", std::filesystem::absolute(request.images).lexically_normal()},
-        {"positions", request.positions}, {"model_sha256", modelHash}, {"batch", request.batch},
-        {"seed", request.seed}};
+        {"positions", request.positions}, {"model_sha256", modelHash}, {"batch", request.batch}, {"seed", request.seed},
+        {"epochs", request.epochs}};
 }
+
+// The layers' vectors on disk, one sub-folder per layer (named as the SAE folders) of .npy shards
+// written together: shard j of every layer holds the vectors of the same images. cache.json says
+// what the vectors are of, how many shards and images are written, and whether the pass was complete.
+struct VectorCache {
+    std::string folder;
+    nlohmann::json description; // model, layers, folder, positions, seed
+    std::vector<std::string> layers;
+    std::vector<std::vector<at::Tensor>> pending; // per layer, not yet written
+    std::vector<int64_t> vectors; // per layer, written
+    std::vector<int64_t> prefixes; // per layer: a ViT's tokens before its patch grid (-1: none)
+    std::vector<int64_t> shardImages; // images per shard
+    int64_t pendingImages = 0;
+    int64_t pendingBytes = 0;
+    int64_t shardBytes = int64_t{64} << 20;
+
+    std::string shardPath(size_t layer, int64_t shard) const
+    {
+        char name[32];
+        std::snprintf(name, sizeof(name), "vectors_%05lld.npy", static_cast<long long>(shard));
+        return (std::filesystem::path(saeFolderFor(folder, layers[layer])) / name).string();
+    }
+    int64_t shards() const { return static_cast<int64_t>(shardImages.size()); }
+
+    // The cache.json of a pass that has begun (or ended); false when there is none of this run.
+    bool open(const nlohmann::json& state)
+    {
+        if (!state.is_object() || state.value("of", nlohmann::json()) != description)
+            return false;
+        try {
+            vectors = state.at("vectors").get<std::vector<int64_t>>();
+            shardImages = state.at("shard_images").get<std::vector<int64_t>>();
+            prefixes = state.value("prefix_tokens", std::vector<int64_t>(layers.size(), -1));
+        } catch (const nlohmann::json::exception& e) {
+            throw Error("'" + (std::filesystem::path(folder) / CacheFile).string() + "': " + e.what());
+        }
+        if (vectors.size() != layers.size() || prefixes.size() != layers.size())
+            throw Error("'" + (std::filesystem::path(folder) / CacheFile).string() + "' counts the vectors of "
+                + std::to_string(vectors.size()) + " layers, not " + std::to_string(layers.size()));
+        return true;
+    }
+    void start()
+    {
+        pending.assign(layers.size(), {});
+        vectors.assign(layers.size(), 0);
+        prefixes.assign(layers.size(), -1);
+        shardImages.clear();
+        for (const auto& layer : layers) { // the shards of an earlier pass that this one does not continue
+            const std::filesystem::path where = saeFolderFor(folder, layer);
+            std::error_code error;
+            std::filesystem::create_directories(where, error);
+            if (error)
+                throw Error("cannot make the cache's folder '" + where.string() + "': " + error.message());
+            for (const auto& entry : std::filesystem::directory_iterator(where, error)) {
+                const std::string name = entry.path().filename().string();
+                if (name.rfind("vectors_", 0) == 0 && entry.path().extension() == ".npy")
+                    std::filesystem::remove(entry.path(), error);
+            }
+        }
+    }
+    void add(size_t layer, const at::Tensor& v)
+    {
+        if (pending.size() != layers.size())
+            pending.assign(layers.size(), {});
+        pending[layer].push_back(v.detach().to(at::kCPU, at::kFloat).contiguous());
+        pendingBytes += v.numel() * static_cast<int64_t>(sizeof(float));
+    }
+    void imagesAdded(int64_t n)
+    {
+        pendingImages += n;
+        if (pendingBytes >= shardBytes)
+            flush();
+    }
+    void flush()
+    {
+        if (pendingImages == 0 && pendingBytes == 0)
+            return;
+        for (size_t i = 0; i < layers.size(); ++i) {
+            const at::Tensor shard = pending[i].empty() ? at::empty({0, 0}, at::kFloat) : at::cat(pending[i]);
+            writeFileAtomically(shardPath(i, shards()), encodeNpy(shard));
+            vectors[i] += shard.size(0);
+            pending[i].clear();
+        }
+        shardImages.push_back(pendingImages);
+        pendingImages = 0;
+        pendingBytes = 0;
+    }
+    void write(bool complete) const
+    {
+        const nlohmann::json state = {{"of", description}, {"vectors", vectors}, {"shard_images", shardImages},
+            {"prefix_tokens", prefixes}, {"complete", complete},
+            {"format",
+                "one folder per layer of vectors_NNNNN.npy: float32 [n, d_in], shard j of every layer "
+                "from the same images, in the folder's order"}};
+        writeFileAtomically((std::filesystem::path(folder) / CacheFile).string(), state.dump(2) + "\n");
+    }
+    // Shard j of a layer, checked against what cache.json says and the SAE's width.
+    at::Tensor read(size_t layer, int64_t shard, int64_t dIn) const
+    {
+        const std::string path = shardPath(layer, shard);
+        if (!std::filesystem::exists(path))
+            throw Error("the cache's shard '" + path + "' is missing; " + CacheFile + " counts "
+                + std::to_string(shards()) + " shards");
+        const at::Tensor t = decodeNpy(readText(path), path);
+        if (t.dim() != 2 || t.scalar_type() != at::kFloat || (t.size(0) > 0 && dIn > 0 && t.size(1) != dIn)) {
+            std::ostringstream message;
+            message << "the cache's shard '" << path << "' holds " << t.sizes() << " " << t.scalar_type()
+                    << "; the SAE reads float32 vectors [n, " << dIn << "]";
+            throw Error(message.str());
+        }
+        return t;
+    }
+};
 
 } // namespace
 
@@ -183,6 +314,11 @@ SaeTrainingResult trainSparseAutoencoders(
         throw Error("no folder to save the sparse autoencoders in");
     if (!request.latents && request.expansion < 1)
         throw Error("the expansion must be at least 1, got " + std::to_string(request.expansion));
+    if (request.epochs < 1)
+        throw Error("the epochs must be at least 1, got " + std::to_string(request.epochs));
+    if (request.epochs > 1 && request.cache.empty())
+        throw Error(std::to_string(request.epochs)
+            + " epochs read the vectors again from a cache on disk: give a folder for it (--cache)");
     ImageFolder folder = ImageFolder::scan(request.images, request.setup.labels);
     if (folder.images.empty())
         throw Error("the folder '" + request.images + "' has no images");
@@ -202,25 +338,59 @@ SaeTrainingResult trainSparseAutoencoders(
     for (size_t i = 0; i < request.layers.size(); ++i)
         result.layers.push_back(
             SaeTrainingLayer{request.layers[i], saeFolderFor(request.out, request.layers[i]), 0, 0, {}});
+
+    // The cache: read when a complete pass of this run's vectors is there, else written as they come.
+    std::optional<VectorCache> cache;
+    bool cacheComplete = false;
+    if (!request.cache.empty()) {
+        cache.emplace();
+        cache->folder = request.cache;
+        cache->layers = request.layers;
+        cache->description = {{"layers", request.layers},
+            {"images", std::filesystem::absolute(request.images).lexically_normal()}, {"positions", request.positions},
+            {"model_sha256", modelHash}, {"seed", request.seed}, {"image_batch", std::max(1, request.imageBatch)}};
+        const int64_t memory = request.memoryBytes > 0 ? request.memoryBytes : defaultMemoryBudget();
+        cache->shardBytes = std::clamp<int64_t>(memory / 8, int64_t{64} << 10, int64_t{64} << 20);
+        const nlohmann::json state = readJson((std::filesystem::path(request.cache) / CacheFile).string());
+        const bool ours = cache->open(state);
+        cacheComplete = ours && state.value("complete", false);
+        if (!state.is_null() && !ours && !request.resume)
+            result.warnings.push_back("the cache '" + request.cache
+                + "' held the vectors of another model, layers, folder, positions or seed: written anew");
+    }
+
+    int64_t epoch = 1; // the pass under way, from 1
+    int64_t shardsDone = 0; // of a cached epoch
     if (request.resume) {
-        std::ifstream in(runPath);
-        if (!in)
+        const nlohmann::json before = readJson(runPath);
+        if (before.is_null())
             throw Error("nothing to resume in '" + request.out + "': it has no " + RunFile);
-        nlohmann::json before;
-        try {
-            before = nlohmann::json::parse(in);
-        } catch (const nlohmann::json::exception& e) {
-            throw Error("'" + runPath + "' is not JSON: " + e.what());
-        }
         for (const auto& [key, value] : asked.items())
             if (!before.contains(key) || before[key] != value)
                 throw Error("'" + runPath + "' was a run with " + key + " "
                     + (before.contains(key) ? before[key].dump() : std::string("unsaid")) + ", not " + value.dump()
                     + ": resume it as it was asked, or train into another folder");
         result.imagesBefore = before.value("images_done", int64_t{0});
+        epoch = before.value("epoch", int64_t{1});
+        shardsDone = before.value("shards_done", int64_t{0});
         if (result.imagesBefore < 0 || result.imagesBefore > totalImages)
             throw Error("'" + runPath + "' says " + std::to_string(result.imagesBefore) + " images were done, but '"
                 + request.images + "' has " + std::to_string(totalImages));
+        if (epoch < 1 || epoch > request.epochs || shardsDone < 0)
+            throw Error("'" + runPath + "' says it was in epoch " + std::to_string(epoch) + " of "
+                + std::to_string(request.epochs) + " after " + std::to_string(shardsDone) + " shards");
+        if (cache && !cacheComplete && epoch == 1 && result.imagesBefore > 0 && result.imagesBefore < totalImages) {
+            // The forward passes go on writing the cache from where both stopped.
+            const nlohmann::json state = readJson((std::filesystem::path(request.cache) / CacheFile).string());
+            int64_t cached = 0;
+            if (cache->open(state))
+                for (const int64_t n : cache->shardImages)
+                    cached += n;
+            if (cached != result.imagesBefore)
+                throw Error("the cache '" + request.cache + "' holds the vectors of " + std::to_string(cached)
+                    + " images, but '" + runPath + "' says " + std::to_string(result.imagesBefore)
+                    + " were done: resume with the cache it was trained with, or none");
+        }
         for (size_t i = 0; i < states.size(); ++i) {
             const std::string where = result.layers[i].folder;
             if (!std::filesystem::exists(std::filesystem::path(where) / "trainer_state.json"))
@@ -230,18 +400,27 @@ SaeTrainingResult trainSparseAutoencoders(
             result.layers[i].dIn = states[i].sae->config().dIn;
             result.layers[i].dSae = states[i].sae->config().dSae;
             states[i].log = readText((std::filesystem::path(where) / "training_log.csv").string());
+            const nlohmann::json cfg = readJson((std::filesystem::path(where) / "cfg.json").string());
+            if (cfg.is_object() && cfg.contains("metadata") && cfg["metadata"].contains("prefix_tokens"))
+                states[i].prefix = cfg["metadata"]["prefix_tokens"].get<int64_t>();
         }
         folder.images.erase(folder.images.begin(), folder.images.begin() + result.imagesBefore);
     }
-
-    Request run;
-    for (const auto& layer : request.layers)
-        run.grabs.push_back(GrabSpec::parse(layer));
-    engine.prepare(run);
+    const bool forwardPass = epoch == 1 && !cacheComplete && result.imagesBefore < totalImages;
+    const bool writingCache = cache && !cacheComplete && forwardPass;
+    if (cache && !cacheComplete && !forwardPass)
+        throw Error("'" + runPath + "' was past its first epoch, but the cache '" + request.cache
+            + "' does not hold a complete pass of its vectors: resume with the cache it was trained with");
+    if (cacheComplete)
+        for (size_t i = 0; i < states.size(); ++i)
+            if (states[i].prefix < 0)
+                states[i].prefix = cache->prefixes[i];
+    if (writingCache && result.imagesBefore == 0)
+        cache->start();
 
     const int64_t memory = request.memoryBytes > 0 ? request.memoryBytes : defaultMemoryBudget();
-    at::Generator shuffle
-        = at::make_generator<at::CPUGeneratorImpl>(request.seed + 1 + static_cast<uint64_t>(result.imagesBefore));
+    at::Generator shuffle = at::make_generator<at::CPUGeneratorImpl>(
+        request.seed + 1 + static_cast<uint64_t>(result.imagesBefore + 1000003 * (epoch - 1) + shardsDone));
     const auto enough = [&](size_t i) {
         return request.vectors > 0 && states[i].sae && states[i].sae->steps() * request.batch >= request.vectors;
     };
@@ -252,7 +431,12 @@ SaeTrainingResult trainSparseAutoencoders(
         return true;
     };
     int64_t imagesDone = result.imagesBefore;
+    bool finished = false;
     const auto save = [&] { // every SAE with its checkpoint and log, then training.json: consistent at each step
+        if (writingCache) {
+            cache->flush();
+            cache->write(imagesDone == totalImages);
+        }
         for (size_t i = 0; i < states.size(); ++i) {
             if (!states[i].sae || states[i].sae->steps() == 0)
                 continue;
@@ -265,7 +449,9 @@ SaeTrainingResult trainSparseAutoencoders(
         nlohmann::json state = asked;
         state["images_done"] = imagesDone;
         state["images_total"] = totalImages;
-        state["finished"] = imagesDone == totalImages || everyEnough();
+        state["epoch"] = epoch;
+        state["shards_done"] = shardsDone;
+        state["finished"] = finished || everyEnough();
         writeFileAtomically(runPath, state.dump(2) + "\n");
     };
     std::error_code madeError;
@@ -287,91 +473,178 @@ SaeTrainingResult trainSparseAutoencoders(
         const at::Tensor order = at::randperm(n, shuffle, at::TensorOptions().dtype(at::kLong)).to(data.device());
         return data.narrow(0, 0, n).index_select(0, order);
     };
-
-    FolderRunOptions options;
-    options.batchSize = std::max(1, request.imageBatch);
-    const BatchStream stream = folderBatches(folder, request.setup.preprocessing, options);
-    int64_t batchNumber = result.imagesBefore;
-    int64_t lastCheckpoint = 0;
-    int64_t reported = 0; // images the stream has handed over (failures included), before this batch
-    const auto report = [&](const Progress& p) {
-        reported = p.done;
-        imagesDone = result.imagesBefore + p.done;
+    // A layer's vectors into its shuffle buffer (the SAE made at the first; `planned`: the vectors
+    // the whole run will feed it, for the learning rate's decay).
+    const auto feed = [&](size_t i, const at::Tensor& vectors, int64_t planned) {
+        LayerState& state = states[i];
+        if (vectors.size(0) == 0)
+            return;
+        if (!state.sae) {
+            SaeConfig config;
+            config.dIn = vectors.size(1);
+            config.dSae = request.latents > 0 ? request.latents : request.expansion * config.dIn;
+            config.k = request.k;
+            config.batchTopK = request.batchTopK;
+            config.matryoshkaWidths = request.matryoshkaWidths;
+            config.geometricMedianInit = request.geometricMedianInit;
+            config.learningRate = request.learningRate;
+            config.seed = request.seed;
+            if (request.vectors > 0)
+                planned = std::min(planned, request.vectors);
+            config.totalSteps = planned / request.batch;
+            // The warm-up: 1,000 steps, or a twentieth of a shorter run.
+            config.warmupSteps = std::clamp<int64_t>(config.totalSteps / 20, 1, config.warmupSteps);
+            state.sae = std::make_unique<SparseAutoencoder>(config, engine.model().device());
+            result.layers[i].dIn = config.dIn;
+            result.layers[i].dSae = config.dSae;
+        }
+        if (!state.buffer.data.defined()) {
+            const int64_t dIn = state.sae->config().dIn;
+            const int64_t perLayer = memory / static_cast<int64_t>(request.layers.size());
+            // 64 training batches (SAELens's n_batches_in_buffer), less where the memory cap says so.
+            const int64_t capacity = std::max<int64_t>(2 * request.batch,
+                std::min<int64_t>(64 * request.batch, perLayer / (dIn * static_cast<int64_t>(sizeof(float)))));
+            state.buffer.data = at::empty({capacity, dIn}, vectors.options().dtype(at::kFloat));
+        }
+        state.buffer.add(vectors.to(state.buffer.data.device(), at::kFloat), [&](const at::Tensor& data) {
+            const int64_t half = data.size(0) / 2;
+            const at::Tensor mixed = shuffled(data, data.size(0));
+            trainOn(i, mixed.narrow(0, 0, half));
+            data.narrow(0, 0, data.size(0) - half).copy_(mixed.narrow(0, half, data.size(0) - half));
+            state.buffer.filled = data.size(0) - half;
+        });
+    };
+    const auto firstValues = [&] {
         std::vector<double> values;
         if (!result.layers[0].steps.empty()) {
             const SaeStepMetrics& m = result.layers[0].steps.back();
             values = {m.loss, m.fvu, m.l0, m.deadFraction, static_cast<double>(m.vectors)};
         }
-        if (everyEnough())
-            return false; // every SAE has its vectors
-        return !progress || progress(Progress{result.imagesBefore + p.done, totalImages, "training", values});
+        return values;
     };
-    const BatchLoop loop = forEachBatch(stream, report, [&](const ImageBatch& batch) {
-        if (batch.error)
-            std::rethrow_exception(batch.error);
-        const RunResult out = engine.run(run, forwardInputsFromBatch(engine.model(), batch.images));
-        for (size_t i = 0; i < request.layers.size(); ++i) {
-            const at::Tensor activation = out.tensor(request.layers[i]);
-            const int64_t prefix
-                = saePrefixTokens(engine.model(), activation, batch.images.size(2), batch.images.size(3));
-            if (activation.dim() == 3)
-                states[i].prefix = prefix >= 0 ? prefix : saeTokenRange(activation.size(1), "patches", -1).first;
-            const at::Tensor vectors = activationVectors(
-                activation, request.positions, request.seed + static_cast<uint64_t>(batchNumber), prefix);
-            LayerState& state = states[i];
-            if (!state.sae) {
-                SaeConfig config;
-                config.dIn = vectors.size(1);
-                config.dSae = request.latents > 0 ? request.latents : request.expansion * config.dIn;
-                config.k = request.k;
-                config.batchTopK = request.batchTopK;
-                config.learningRate = request.learningRate;
-                config.seed = request.seed;
-                // The run's length, for the learning rate's decay: the folder's vectors at this
-                // image's count per image, or the vectors asked for.
-                const int64_t perImage = vectors.size(0) / std::max<int64_t>(batch.images.size(0), 1);
-                int64_t planned = perImage * totalImages;
-                if (request.vectors > 0)
-                    planned = std::min(planned, request.vectors);
-                config.totalSteps = planned / request.batch;
-                // The warm-up: 1,000 steps, or a twentieth of a shorter run.
-                config.warmupSteps = std::clamp<int64_t>(config.totalSteps / 20, 1, config.warmupSteps);
-                state.sae = std::make_unique<SparseAutoencoder>(config, vectors.device().str());
-                result.layers[i].dIn = config.dIn;
-                result.layers[i].dSae = config.dSae;
-            }
-            if (!state.buffer.data.defined()) {
-                const int64_t dIn = state.sae->config().dIn;
-                const int64_t perLayer = memory / static_cast<int64_t>(request.layers.size());
-                // 64 training batches (SAELens's n_batches_in_buffer), less where the memory cap says so.
-                const int64_t capacity = std::max<int64_t>(2 * request.batch,
-                    std::min<int64_t>(64 * request.batch, perLayer / (dIn * static_cast<int64_t>(sizeof(float)))));
-                state.buffer.data = at::empty({capacity, dIn}, vectors.options().dtype(at::kFloat));
-            }
-            state.buffer.add(vectors.to(at::kFloat), [&](const at::Tensor& data) {
-                const int64_t half = data.size(0) / 2;
-                const at::Tensor mixed = shuffled(data, data.size(0));
-                trainOn(i, mixed.narrow(0, 0, half));
-                data.narrow(0, 0, data.size(0) - half).copy_(mixed.narrow(0, half, data.size(0) - half));
-                state.buffer.filled = data.size(0) - half;
-            });
-        }
-        ++batchNumber;
-        imagesDone
-            = result.imagesBefore + reported + static_cast<int64_t>(batch.indices.size() + batch.failures.size());
+    const int64_t progressTotal = totalImages * request.epochs;
+    int64_t lastCheckpoint = states[0].sae ? states[0].sae->steps() : 0;
+    const auto checkpointDue = [&] {
         const int64_t steps = states[0].sae ? states[0].sae->steps() : 0;
         if (request.checkpointSteps > 0 && steps - lastCheckpoint >= request.checkpointSteps) {
             save();
             lastCheckpoint = steps;
         }
-    });
-    result.images = imagesDone - result.imagesBefore;
-    result.failures = loop.failures;
-    result.cancelled = loop.cancelled && !everyEnough();
-    if (!result.cancelled) // the rest of each buffer, shuffled
+    };
+
+    bool cancelled = false;
+    result.epochs = epoch;
+    if (forwardPass) {
+        Request run;
+        for (const auto& layer : request.layers)
+            run.grabs.push_back(GrabSpec::parse(layer));
+        engine.prepare(run);
+        FolderRunOptions options;
+        options.batchSize = std::max(1, request.imageBatch);
+        const BatchStream stream = folderBatches(folder, request.setup.preprocessing, options);
+        int64_t batchNumber = result.imagesBefore;
+        int64_t reported = 0; // images the stream has handed over (failures included), before this batch
+        const auto report = [&](const Progress& p) {
+            reported = p.done;
+            imagesDone = result.imagesBefore + p.done;
+            if (everyEnough())
+                return false; // every SAE has its vectors
+            return !progress
+                || progress(Progress{result.imagesBefore + p.done, progressTotal, "training", firstValues()});
+        };
+        const BatchLoop loop = forEachBatch(stream, report, [&](const ImageBatch& batch) {
+            if (batch.error)
+                std::rethrow_exception(batch.error);
+            const RunResult out = engine.run(run, forwardInputsFromBatch(engine.model(), batch.images));
+            for (size_t i = 0; i < request.layers.size(); ++i) {
+                const at::Tensor activation = out.tensor(request.layers[i]);
+                const int64_t prefix
+                    = saePrefixTokens(engine.model(), activation, batch.images.size(2), batch.images.size(3));
+                if (activation.dim() == 3)
+                    states[i].prefix = prefix >= 0 ? prefix : saeTokenRange(activation.size(1), "patches", -1).first;
+                if (writingCache)
+                    cache->prefixes[i] = states[i].prefix;
+                const at::Tensor vectors = activationVectors(
+                    activation, request.positions, request.seed + static_cast<uint64_t>(batchNumber), prefix);
+                // The run's length: the folder's vectors at this image's count per image, each epoch.
+                const int64_t perImage = vectors.size(0) / std::max<int64_t>(batch.images.size(0), 1);
+                feed(i, vectors, perImage * totalImages * request.epochs);
+                if (writingCache)
+                    cache->add(i, vectors);
+            }
+            ++batchNumber;
+            const auto consumed = static_cast<int64_t>(batch.indices.size() + batch.failures.size());
+            if (writingCache)
+                cache->imagesAdded(consumed);
+            imagesDone = result.imagesBefore + reported + consumed;
+            checkpointDue();
+        });
+        result.failures = loop.failures;
+        cancelled = loop.cancelled && !everyEnough();
+        result.images = imagesDone - result.imagesBefore;
+        if (!cancelled && !everyEnough()) {
+            imagesDone = totalImages;
+            if (writingCache) { // the pass is complete: the later epochs read it
+                cache->flush();
+                cache->write(true);
+            }
+            epoch = 2;
+            shardsDone = 0;
+        }
+    } else {
+        result.fromCache = result.imagesBefore == 0 && epoch == 1;
+        imagesDone = totalImages;
+    }
+
+    // The epochs from the cache: its shards in an order shuffled per epoch, through the same buffers.
+    if (cache && !cancelled && !everyEnough() && epoch <= request.epochs) {
+        if (!cacheComplete) { // just written by the pass above
+            const nlohmann::json state = readJson((std::filesystem::path(request.cache) / CacheFile).string());
+            cache->open(state);
+        }
+        const int64_t shards = cache->shards();
+        for (; epoch <= request.epochs && !cancelled && !everyEnough(); ++epoch, shardsDone = 0) {
+            result.epochs = epoch;
+            // The first epoch in the folder's order, as the forward passes would give them (so a
+            // run from the cache equals one from the model); the later ones shuffled.
+            at::Generator order
+                = at::make_generator<at::CPUGeneratorImpl>(request.seed + 7919 * static_cast<uint64_t>(epoch));
+            const at::Tensor permutation = epoch == 1
+                ? at::arange(shards, at::TensorOptions().dtype(at::kLong))
+                : at::randperm(shards, order, at::TensorOptions().dtype(at::kLong));
+            int64_t imagesThisEpoch = 0;
+            for (int64_t j = 0; j < shardsDone; ++j)
+                imagesThisEpoch += cache->shardImages[permutation[j].item<int64_t>()];
+            for (; shardsDone < shards && !everyEnough(); ++shardsDone) {
+                const int64_t shard = permutation[shardsDone].item<int64_t>();
+                for (size_t i = 0; i < request.layers.size(); ++i) {
+                    const int64_t dIn = states[i].sae ? states[i].sae->config().dIn : 0;
+                    feed(i, cache->read(i, shard, dIn), cache->vectors[i] * request.epochs);
+                }
+                imagesThisEpoch += cache->shardImages[shard];
+                checkpointDue();
+                if (progress
+                    && !progress(Progress{
+                        (epoch - 1) * totalImages + imagesThisEpoch, progressTotal, "training", firstValues()})) {
+                    cancelled = !everyEnough();
+                    ++shardsDone;
+                    break;
+                }
+            }
+            if (cancelled)
+                break;
+        }
+        if (!cancelled)
+            shardsDone = shards;
+    }
+    epoch = std::min(epoch, request.epochs); // training.json's epoch: the last, once all are done
+    result.cancelled = cancelled;
+    if (!result.cancelled) { // the rest of each buffer, shuffled
         for (size_t i = 0; i < states.size(); ++i)
             if (states[i].sae && states[i].buffer.filled > 0)
                 trainOn(i, shuffled(states[i].buffer.data, states[i].buffer.filled));
+        finished = true;
+    }
     save();
     for (size_t i = 0; i < states.size(); ++i)
         if (!states[i].sae || states[i].sae->steps() == 0) {

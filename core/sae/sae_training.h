@@ -13,8 +13,9 @@
 // SAELens's layout, its training checkpoint (SparseAutoencoder::saveCheckpoint) and
 // training_log.csv (every step's metrics), and training.json: what the run was asked (layers,
 // folder, positions, model hash) and how many of the folder's images it has consumed. A cancelled
-// run saves all of it; `resume` goes on from it with the images not yet consumed (the vectors that
-// were waiting in the shuffle buffers when it stopped are not trained on).
+// run saves all of it; `resume` goes on from it with the images (or, in a later epoch, the cache's
+// shards) not yet consumed (the vectors that were waiting in the shuffle buffers when it stopped
+// are not trained on).
 
 #include "common/progress.h"
 #include "graph/analysis_context.h"
@@ -43,6 +44,8 @@ struct SaeTrainingRequest {
     int64_t latents = 0;
     int64_t k = 32;
     bool batchTopK = false;
+    std::vector<int64_t> matryoshkaWidths; // see SaeConfig; empty: none
+    bool geometricMedianInit = false; // b_dec from the first batch's geometric median
     std::string positions = "all"; // all, class, patches, sample:N (N positions per image)
     int64_t vectors = 0; // stop after this many per SAE (0: one pass over the folder)
     int64_t batch = 4096;
@@ -51,6 +54,12 @@ struct SaeTrainingRequest {
     int64_t memoryBytes = 0; // the shuffle buffers' cap (0: a quarter of the memory available)
     int imageBatch = 16;
     std::string out; // a folder: one SAE folder per layer, named by the layer
+    // A folder for the layers' vectors, written as they come (one sub-folder per layer of
+    // vectors_NNNNN.npy shards [n, d_in] float32 in the images' order, and cache.json): NumPy reads
+    // them. Empty: nothing but the SAEs is written. A complete cache of the same model, layers,
+    // folder, positions and seed is read instead of running the model.
+    std::string cache;
+    int64_t epochs = 1; // passes over the vectors; the passes after the first read the cache
     bool resume = false; // go on from out's checkpoint (the same layers, folder, positions and model)
     int64_t checkpointSteps = 2000; // a checkpoint every this many steps of the first layer (0: only at the end)
 };
@@ -67,6 +76,8 @@ struct SaeTrainingResult {
     std::vector<SaeTrainingLayer> layers;
     int64_t images = 0; // consumed by this call
     int64_t imagesBefore = 0; // consumed by the run it resumed
+    int64_t epochs = 0; // passes over the vectors begun (1: the forward passes' only)
+    bool fromCache = false; // no forward pass: every vector came from the cache
     bool cancelled = false; // what was trained is saved
     std::vector<std::pair<std::string, std::string>> failures; // unreadable images: path, why
     std::vector<std::string> warnings;
@@ -92,7 +103,9 @@ at::Tensor activationVectors(
 
 // Throws torchscope::Error for a request that cannot run (no layer, no images, k beyond the
 // latents, an unknown positions choice, a resume whose checkpoint is missing or was asked for other
-// layers, images, positions or model). `progress` after each image batch: done / total images,
+// layers, images, positions or model; several epochs without a cache; a cache whose shards are
+// not what its cache.json says). `progress` after each image batch (or cache shard): done / total
+// images over all epochs,
 // values {loss, FVU, L0, dead fraction, vectors} of the first layer's last step; returning false
 // cancels and saves what was trained.
 SaeTrainingResult trainSparseAutoencoders(

@@ -36,6 +36,13 @@ void checkConfig(const SaeConfig& c)
         throw Error("k (" + std::to_string(c.k) + ") must be between 1 and d_sae (" + std::to_string(c.dSae) + ")");
     if (!(c.learningRate > 0.0) || !std::isfinite(c.learningRate))
         throw Error("the learning rate must be a positive number (got " + std::to_string(c.learningRate) + ")");
+    int64_t previous = 0;
+    for (const int64_t width : c.matryoshkaWidths) {
+        if (width <= previous || width >= c.dSae)
+            throw Error("Matryoshka widths must rise from at least 1 and stay below d_sae (" + std::to_string(c.dSae)
+                + "); got " + std::to_string(width) + (previous > 0 ? " after " + std::to_string(previous) : ""));
+        previous = width;
+    }
 }
 
 // Σ_rows values_i · W[indices_i]: the decoder over the k active rows only.
@@ -61,6 +68,25 @@ double rateFactor(const SaeConfig& c, int64_t step)
 }
 
 } // namespace
+
+at::Tensor geometricMedian(const at::Tensor& points, int64_t iterations, double tolerance)
+{
+    if (points.dim() != 2 || points.size(0) == 0)
+        throw Error("the geometric median takes points [N, D] with N ≥ 1");
+    const at::Tensor p = points.to(at::kDouble);
+    at::Tensor median = p.mean(0);
+    for (int64_t i = 0; i < iterations; ++i) {
+        // Weiszfeld: the mean weighted by each point's inverse distance (a point at the estimate
+        // counts as at distance 1e-12, as SAELens's compute_geometric_median clamps it).
+        const at::Tensor weights = (p - median).norm(2, {1}).clamp_min(1e-12).reciprocal();
+        const at::Tensor next = (weights.unsqueeze(1) * p).sum(0) / weights.sum();
+        const double moved = (next - median).norm().item<double>();
+        median = next;
+        if (moved <= tolerance * (1.0 + median.norm().item<double>()))
+            break;
+    }
+    return median.to(points.scalar_type());
+}
 
 struct SparseAutoencoder::State {
     SaeConfig config;
@@ -151,17 +177,23 @@ SaeStepMetrics SparseAutoencoder::trainStep(const at::Tensor& vectors)
             throw Error("the first batch's vectors are all zero or not finite: no scale to start from");
         s.scale = std::sqrt(static_cast<double>(c.dIn)) / meanNorm;
         const at::NoGradGuard noGrad;
-        s.decoderBias.copy_((x * s.scale).mean(0));
+        s.decoderBias.copy_(c.geometricMedianInit ? geometricMedian(x * s.scale) : (x * s.scale).mean(0));
         s.initialised = true;
     }
     const at::Tensor xs = s.scaled(vectors);
     const int64_t batch = xs.size(0);
     const at::Tensor pre = s.preActivation(xs);
     at::Tensor reconstruction, fired;
+    at::Tensor inner = at::zeros({}, xs.options()); // Matryoshka's prefixes' squared errors
     double l0 = 0.0;
     if (c.batchTopK) {
         const at::Tensor codes = s.batchCodes(pre);
         reconstruction = at::addmm(s.decoderBias, codes, s.decoderWeight);
+        for (const int64_t width : c.matryoshkaWidths) {
+            const at::Tensor prefix
+                = at::addmm(s.decoderBias, codes.narrow(1, 0, width), s.decoderWeight.narrow(0, 0, width));
+            inner = inner + (xs - prefix).pow(2).sum(-1).mean();
+        }
         const at::Tensor active = codes.detach().gt(0);
         fired = active.any(0);
         l0 = active.sum(1).to(at::kDouble).mean().item<double>();
@@ -173,6 +205,11 @@ SaeStepMetrics SparseAutoencoder::trainStep(const at::Tensor& vectors)
         auto [values, indices] = pre.topk(c.k, -1);
         values = values.relu();
         reconstruction = sparseDecode(s.decoderWeight, indices, values) + s.decoderBias;
+        for (const int64_t width : c.matryoshkaWidths) {
+            const at::Tensor prefix
+                = sparseDecode(s.decoderWeight, indices, values * indices.lt(width).to(values.dtype())) + s.decoderBias;
+            inner = inner + (xs - prefix).pow(2).sum(-1).mean();
+        }
         const at::Tensor active = values.detach().gt(0);
         fired = at::zeros({c.dSae}, active.options())
                     .index_put_({indices.masked_select(active)}, at::scalar_tensor(true, active.options()));
@@ -194,7 +231,7 @@ SaeStepMetrics SparseAutoencoder::trainStep(const at::Tensor& vectors)
         const double weight = std::min(1.0, static_cast<double>(deadCount) / static_cast<double>(c.auxK));
         aux = (auxReconstruction - residual.detach()).pow(2).sum(-1).mean() * weight;
     }
-    const at::Tensor loss = mse + aux * c.auxCoefficient;
+    const at::Tensor loss = mse + inner + aux * c.auxCoefficient;
 
     s.optimiser->zero_grad();
     loss.backward();
@@ -217,6 +254,7 @@ SaeStepMetrics SparseAutoencoder::trainStep(const at::Tensor& vectors)
     SaeStepMetrics m;
     m.mse = mse.item<double>();
     m.auxLoss = aux.item<double>();
+    m.matryoshkaMse = inner.item<double>();
     m.loss = loss.item<double>();
     const at::Tensor centred = xs - xs.mean(0, true);
     m.fvu = residual.detach().pow(2).sum().item<double>() / std::max(centred.pow(2).sum().item<double>(), 1e-30);
@@ -283,10 +321,12 @@ void SparseAutoencoder::save(const std::string& folder, const SaeOrigin& origin)
         metadata["prefix_tokens"] = origin.prefixTokens;
     for (const auto& [key, value] : origin.extra)
         metadata[key] = value;
-    const nlohmann::json cfg
+    nlohmann::json cfg
         = {{"architecture", c.batchTopK ? "batchtopk" : "topk"}, {"d_in", c.dIn}, {"d_sae", c.dSae}, {"k", c.k},
             {"dtype", "float32"}, {"device", "cpu"}, {"apply_b_dec_to_input", true}, {"normalize_activations", "none"},
             {"activation_fn", "topk"}, {"activation_fn_kwargs", {{"k", c.k}}}, {"metadata", metadata}};
+    if (!c.matryoshkaWidths.empty()) // how it was trained; its codes are those of its architecture
+        cfg["matryoshka_widths"] = c.matryoshkaWidths;
     writeFileAtomically((std::filesystem::path(folder) / ConfigFile).string(), cfg.dump(2) + "\n");
 }
 
@@ -331,8 +371,9 @@ void SparseAutoencoder::saveCheckpoint(const std::string& folder) const
     const nlohmann::json state = {{"d_in", c.dIn}, {"d_sae", c.dSae}, {"k", c.k}, {"batch_topk", c.batchTopK},
         {"learning_rate", c.learningRate}, {"warmup_steps", c.warmupSteps}, {"total_steps", c.totalSteps},
         {"decay_fraction", c.decayFraction}, {"aux_coefficient", c.auxCoefficient}, {"aux_k", c.auxK},
-        {"dead_after_vectors", c.deadAfterVectors}, {"seed", c.seed}, {"scale", s.scale},
-        {"initialised", s.initialised}, {"steps", s.steps}, {"vectors", s.vectors}, {"adam_step", adamStep}};
+        {"dead_after_vectors", c.deadAfterVectors}, {"seed", c.seed}, {"matryoshka_widths", c.matryoshkaWidths},
+        {"geometric_median_init", c.geometricMedianInit}, {"scale", s.scale}, {"initialised", s.initialised},
+        {"steps", s.steps}, {"vectors", s.vectors}, {"adam_step", adamStep}};
     writeFileAtomically((std::filesystem::path(folder) / StateFile).string(), state.dump(2) + "\n");
 }
 
@@ -368,6 +409,8 @@ SparseAutoencoder SparseAutoencoder::resume(const std::string& folder, const std
         c.auxK = field("aux_k").get<int64_t>();
         c.deadAfterVectors = field("dead_after_vectors").get<int64_t>();
         c.seed = field("seed").get<uint64_t>();
+        c.matryoshkaWidths = state.value("matryoshka_widths", std::vector<int64_t>{});
+        c.geometricMedianInit = state.value("geometric_median_init", false);
     } catch (const nlohmann::json::exception& e) {
         throw Error("'" + statePath + "': " + e.what());
     }
@@ -451,7 +494,20 @@ SparseAutoencoder SparseAutoencoder::load(const std::string& folder, SaeOrigin* 
         throw Error("'" + cfgPath + "' expects its inputs normalised ('" + normalise
             + "') by a factor the file does not hold; fold it into the weights (SAELens: "
               "fold_activation_norm_scaling_factor) and save again");
-    SparseAutoencoder sae(c, device);
+    if (cfg.contains("matryoshka_widths")) {
+        try {
+            c.matryoshkaWidths = cfg["matryoshka_widths"].get<std::vector<int64_t>>();
+        } catch (const nlohmann::json::exception&) {
+            throw Error("'" + cfgPath + "': matryoshka_widths is not a list of whole numbers");
+        }
+    }
+    std::unique_ptr<SparseAutoencoder> made;
+    try {
+        made = std::make_unique<SparseAutoencoder>(c, device);
+    } catch (const Error& e) {
+        throw Error("'" + cfgPath + "': " + e.what());
+    }
+    SparseAutoencoder sae = std::move(*made);
     const auto tensors = readNamedTensors(weightsPath);
     const auto take = [&](const char* key, std::vector<int64_t> shape) {
         const auto found = tensors.find(key);

@@ -8,11 +8,14 @@
 //   inputs   x̃ = x · s, s = √d_in / E‖x‖ from the first batch (SAELens's
 //            "expected_average_only_in"), folded into the weights when saved
 //   init     W_dec's rows unit-norm, W_enc = W_decᵀ, b_enc = 0, b_dec = the first batch's mean
+//            (or its geometric median)
 //   train    ‖x̃ − x̂‖² + α·AuxK (the dead latents' top k_aux reconstructing the residual; α = 1/32,
 //            k_aux = d_in / 2, scaled by min(dead / k_aux, 1)), Adam with a linear warm-up (and a
 //            linear decay over the last fifth where the run's length is known); W_dec's
 //            rows kept unit-norm, the gradient's component along each row removed before a step
 //   dead     a latent that has not fired for `deadAfterVectors` vectors
+//   Matryoshka (optional) each prefix of the latents of a given width adds the squared error of
+//            its reconstruction alone (the codes outside it zeroed) to the loss
 // Saved in SAELens's layout: a folder with sae_weights.safetensors (W_enc [d_in, d_sae],
 // W_dec [d_sae, d_in], b_enc [d_sae], b_dec [d_in], float32) and cfg.json (d_in, d_sae, k,
 // architecture "topk", normalize_activations "none" once s is folded in, and TorchScope's layer,
@@ -29,6 +32,11 @@
 #include <string>
 
 namespace torchscope {
+
+// The point of least summed Euclidean distance to the rows of `points` [N, D] (Weiszfeld's
+// iteration from their mean, in float64), in their type; b_dec's start with geometricMedianInit.
+// Throws torchscope::Error for no points.
+at::Tensor geometricMedian(const at::Tensor& points, int64_t iterations = 100, double tolerance = 1e-9);
 
 class SparseAutoencoder {
 public:

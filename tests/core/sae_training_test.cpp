@@ -1,10 +1,12 @@
 // Training SAEs on the demo model's layers from one pass over its images (sae/sae_training.h):
 // the vectors a layer's output gives at each positions choice against a reshape written out, every
 // layer trained and saved, a cancelled run resumed with the images it had left, register tokens
-// told from patches, and bad requests.
+// told from patches, several epochs from the cache of the first (a run from a complete cache equal
+// to one from the model, a run cancelled mid-epoch resumed), and bad requests.
 #include "test_support.h"
 
 #include "common/error.h"
+#include "export/read_tensors.h"
 #include "graph/engine.h"
 #include "model/model.h"
 #include "model/model_setup.h"
@@ -12,11 +14,14 @@
 #include "sae/sparse_autoencoder.h"
 
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 
 namespace torchscope::test {
@@ -164,6 +169,119 @@ TEST(SaeTraining, ACancelledRunIsSavedAndResumesWithTheImagesLeft)
     std::filesystem::remove_all(request.out);
 }
 
+// training.json of a run's out folder.
+nlohmann::json runState(const std::string& out)
+{
+    std::ifstream in(std::filesystem::path(out) / "training.json");
+    return nlohmann::json::parse(in);
+}
+
+// A cache's vectors of features.1, its shards in order.
+at::Tensor cachedVectors(const std::string& cache)
+{
+    std::ifstream in(std::filesystem::path(cache) / "cache.json");
+    const auto shards = nlohmann::json::parse(in)["shard_images"].size();
+    std::vector<at::Tensor> parts;
+    for (size_t j = 0; j < shards; ++j) {
+        char name[32];
+        std::snprintf(name, sizeof(name), "vectors_%05zu.npy", j);
+        const auto path = std::filesystem::path(cache) / "features.1" / name;
+        std::ifstream file(path, std::ios::binary);
+        const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+        parts.push_back(decodeNpy(bytes, path.string()));
+    }
+    return at::cat(parts);
+}
+
+TEST(SaeTraining, SeveralEpochsReadTheCacheWhichEqualsTheModelsPassAndResumeMidEpoch)
+{
+    Engine engine(Model::load(Demo));
+    SaeTrainingRequest request;
+    request.layers = {"features.1"};
+    request.images = DemoImages;
+    request.setup = storedSetup(engine.model()).value_or(ModelSetup{});
+    request.expansion = 1;
+    request.k = 4;
+    request.batch = 32; // 49 vectors of 64 an image
+    request.imageBatch = 2;
+    request.memoryBytes = 128 * 64 * 4; // shards of 64 KB at least: 3 batches of 2 images
+    request.epochs = 3;
+    request.cache = freshFolder("sae_cache").string();
+    request.out = freshFolder("sae_epochs").string();
+    const SaeTrainingResult all = trainSparseAutoencoders(engine, request);
+    ASSERT_FALSE(all.cancelled);
+    EXPECT_FALSE(all.fromCache);
+    EXPECT_EQ(all.epochs, 3);
+    // Every vector of every epoch, in whole batches: the buffer carries over from one epoch to the next.
+    EXPECT_EQ(all.layers[0].steps.size(), 3u * 10u * 49u / 32u);
+    EXPECT_EQ(SparseAutoencoder::resume(all.layers[0].folder).config().totalSteps, 3 * 10 * 49 / 32);
+    std::ifstream cacheIn(std::filesystem::path(request.cache) / "cache.json");
+    const nlohmann::json cache = nlohmann::json::parse(cacheIn);
+    EXPECT_TRUE(cache["complete"].get<bool>());
+    EXPECT_EQ(cache["shard_images"].get<std::vector<int64_t>>(), (std::vector<int64_t>{6, 4}));
+    EXPECT_EQ(cache["vectors"].get<std::vector<int64_t>>(), std::vector<int64_t>{490});
+    const nlohmann::json state = runState(request.out);
+    EXPECT_EQ(state["epoch"], 3);
+    EXPECT_TRUE(state["finished"].get<bool>());
+
+    // A run from the complete cache runs no model and trains exactly as the run that wrote it.
+    SaeTrainingRequest again = request;
+    again.out = freshFolder("sae_epochs_again").string();
+    const SaeTrainingResult cached = trainSparseAutoencoders(engine, again);
+    EXPECT_TRUE(cached.fromCache);
+    ASSERT_EQ(cached.layers[0].steps.size(), all.layers[0].steps.size());
+    const auto a = SparseAutoencoder::load(all.layers[0].folder).weights();
+    const auto b = SparseAutoencoder::load(cached.layers[0].folder).weights();
+    for (const auto& [key, tensor] : a)
+        EXPECT_TRUE(at::equal(tensor, b.at(key))) << key;
+
+    // Cancelled in the second epoch after its first shard, then resumed: it goes on in that epoch.
+    SaeTrainingRequest cut = request;
+    cut.out = freshFolder("sae_epochs_cut").string();
+    const SaeTrainingResult first = trainSparseAutoencoders(engine, cut, [](const Progress& p) {
+        return p.done <= 10; // 10 images an epoch: the second's first shard ends the run
+    });
+    ASSERT_TRUE(first.cancelled);
+    EXPECT_EQ(first.epochs, 2);
+    const nlohmann::json stopped = runState(cut.out);
+    EXPECT_EQ(stopped["epoch"], 2);
+    EXPECT_EQ(stopped["shards_done"], 1);
+    EXPECT_FALSE(stopped["finished"].get<bool>());
+    cut.resume = true;
+    const SaeTrainingResult second = trainSparseAutoencoders(engine, cut);
+    EXPECT_FALSE(second.cancelled);
+    EXPECT_EQ(second.images, 0) << "no forward pass after the first epoch";
+    EXPECT_EQ(second.epochs, 3);
+    EXPECT_TRUE(runState(cut.out)["finished"].get<bool>());
+    const int64_t steps = SparseAutoencoder::resume(first.layers[0].folder).steps();
+    EXPECT_GT(steps, static_cast<int64_t>(first.layers[0].steps.size()));
+    EXPECT_LE(steps, 3 * 10 * 49 / 32);
+
+    // A resume with another cache (none complete of this run) is refused by what it lacks.
+    SaeTrainingRequest wrong = cut;
+    wrong.cache = freshFolder("sae_cache_other").string();
+    try {
+        trainSparseAutoencoders(engine, wrong);
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("does not hold a complete pass"), std::string::npos) << e.what();
+    }
+    // Cancelled in the first epoch and resumed: the cache goes on from where the run stopped and
+    // ends as the uncut run's, vector for vector.
+    SaeTrainingRequest early = request;
+    early.out = freshFolder("sae_epochs_early").string();
+    early.cache = freshFolder("sae_cache_early").string();
+    early.epochs = 1;
+    const SaeTrainingResult stoppedEarly
+        = trainSparseAutoencoders(engine, early, [](const Progress& p) { return p.done < 4; });
+    ASSERT_TRUE(stoppedEarly.cancelled);
+    early.resume = true;
+    EXPECT_FALSE(trainSparseAutoencoders(engine, early).cancelled);
+    EXPECT_TRUE(at::equal(cachedVectors(early.cache), cachedVectors(request.cache)));
+    for (const auto& folder : {request.cache, request.out, again.out, cut.out, wrong.cache, early.out, early.cache})
+        std::filesystem::remove_all(folder);
+}
+
 TEST(SaeTraining, BadRequestsSayWhatIsWrong)
 {
     Engine engine(Model::load(Demo));
@@ -175,6 +293,15 @@ TEST(SaeTraining, BadRequestsSayWhatIsWrong)
     request.positions = "corners";
     EXPECT_THROW(trainSparseAutoencoders(engine, request), Error);
     request.positions = "all";
+    request.epochs = 2;
+    try {
+        trainSparseAutoencoders(engine, request);
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("2 epochs read the vectors again from a cache"), std::string::npos)
+            << e.what();
+    }
+    request.epochs = 1;
     request.images = "/nonexistent/folder";
     EXPECT_THROW(trainSparseAutoencoders(engine, request), Error);
 }

@@ -2,7 +2,9 @@
 // directions, k of them active per vector) recovered by training, the codes and reconstruction
 // against the formula written out with the saved weights, the step's FVU and L0 against a
 // recomputation (and no codes where every pre-activation is negative), a save / load round trip in SAELens's layout,
-// a training checkpoint resumed equal to a run that never stopped, and bad input.
+// a training checkpoint resumed equal to a run that never stopped, Matryoshka's loss against its
+// prefixes' errors written out (and its first latents better alone than a plain SAE's), the
+// geometric median against the median of points on a line and its optimality condition, and bad input.
 #include "sae/sparse_autoencoder.h"
 
 #include "common/error.h"
@@ -13,8 +15,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -260,6 +264,134 @@ TEST(SparseAutoencoder, ACheckpointResumedTrainsOnAsIfNeverStopped)
     }
 }
 
+// The squared error per vector of a reconstruction from the codes of the latents below `width`
+// only, written out with the saved weights (raw space).
+double prefixError(
+    const std::map<std::string, at::Tensor>& w, const at::Tensor& codes, const at::Tensor& x, int64_t width)
+{
+    const at::Tensor kept = codes.narrow(1, 0, width);
+    const at::Tensor reconstruction = kept.matmul(w.at("W_dec").narrow(0, 0, width)) + w.at("b_dec");
+    return (x - reconstruction).pow(2).sum(1).mean().item<double>();
+}
+
+TEST(SparseAutoencoder, MatryoshkaAddsEachPrefixsErrorToTheLoss)
+{
+    for (const bool batchTopK : {false, true}) {
+        Planted planted(32, 20, 8);
+        SaeConfig c = smallConfig(40);
+        c.k = 4;
+        c.batchTopK = batchTopK;
+        c.matryoshkaWidths = {5, 16};
+        SparseAutoencoder sae(c);
+        const at::Tensor first = planted.draw(256, 3);
+        sae.trainStep(first); // initialises: the scale s = √d_in / E‖x‖ of this batch
+        const double s = std::sqrt(20.0) / first.norm(2, {1}).mean().item<double>();
+        const at::Tensor x = planted.draw(256, 3);
+        const auto w = sae.weights();
+        // The codes the step computes: TopK's from the formula, BatchTopK's the k·B largest of the batch.
+        const at::Tensor pre = ((x - w.at("b_dec")).matmul(w.at("W_enc")) + w.at("b_enc")).relu();
+        at::Tensor codes;
+        if (batchTopK) {
+            const at::Tensor threshold = std::get<0>(pre.flatten().topk(4 * 256)).min();
+            codes = pre * pre.ge(threshold).logical_and(pre.gt(0)).to(pre.dtype());
+        } else {
+            auto [values, indices] = pre.topk(4, 1);
+            codes = at::zeros_like(pre).scatter_(1, indices, values);
+        }
+        const double full = prefixError(w, codes, x, 40) * s * s; // the step's space is x · s
+        const double inner = (prefixError(w, codes, x, 5) + prefixError(w, codes, x, 16)) * s * s;
+        const SaeStepMetrics m = sae.trainStep(x);
+        const std::string what = batchTopK ? "BatchTopK" : "TopK";
+        EXPECT_NEAR(m.mse, full, 1e-4 * full) << what;
+        EXPECT_NEAR(m.matryoshkaMse, inner, 1e-4 * inner) << what;
+        EXPECT_GT(inner, 2.0 * full) << what << ": prefixes of 5 and 16 of 40 latents reconstruct worse";
+        EXPECT_NEAR(m.loss, m.mse + m.matryoshkaMse + c.auxCoefficient * m.auxLoss, 1e-5 * m.loss) << what;
+    }
+}
+
+TEST(SparseAutoencoder, MatryoshkaTeachesItsFirstLatentsToReconstructAlone)
+{
+    // The same planted data, the same seed: the plain SAE's first 16 latents are 16 of 96 with no
+    // order; Matryoshka's are trained to carry the most they can on their own.
+    double prefix[2] = {0.0, 0.0}, whole[2] = {0.0, 0.0};
+    for (const bool matryoshka : {false, true}) {
+        Planted planted(32, 24, 12);
+        SaeConfig c = plantedConfig(false);
+        if (matryoshka)
+            c.matryoshkaWidths = {16};
+        SparseAutoencoder sae(c);
+        trainPlanted(sae, planted, 400);
+        const at::Tensor x = planted.draw(4096, 3);
+        const at::Tensor codes = sae.encode(x);
+        const auto w = sae.weights();
+        const double variance = (x - x.mean(0, true)).pow(2).sum(1).mean().item<double>();
+        prefix[matryoshka] = prefixError(w, codes, x, 16) / variance;
+        whole[matryoshka] = fvu(x, sae.reconstruct(x));
+    }
+    EXPECT_LT(prefix[1], 0.8 * prefix[0])
+        << "the first 16 latents alone: FVU " << prefix[1] << " with Matryoshka, " << prefix[0] << " without";
+    EXPECT_LE(whole[1], 0.1) << "all latents together still reconstruct";
+}
+
+TEST(SparseAutoencoder, MatryoshkaWidthsAreSavedAndResumed)
+{
+    Planted planted(32, 20, 4);
+    SaeConfig c = smallConfig(40);
+    c.matryoshkaWidths = {8, 24};
+    c.geometricMedianInit = true;
+    SparseAutoencoder sae(c);
+    trainPlanted(sae, planted, 3);
+    const auto folder = std::filesystem::temp_directory_path() / "torchscope_sae_matryoshka";
+    std::filesystem::remove_all(folder);
+    sae.save(folder.string(), SaeOrigin{"layer", "all", "", -1, {}});
+    sae.saveCheckpoint(folder.string());
+    EXPECT_EQ(SparseAutoencoder::load(folder.string()).config().matryoshkaWidths, c.matryoshkaWidths);
+    const SparseAutoencoder resumed = SparseAutoencoder::resume(folder.string());
+    EXPECT_EQ(resumed.config().matryoshkaWidths, c.matryoshkaWidths);
+    EXPECT_TRUE(resumed.config().geometricMedianInit);
+    std::filesystem::remove_all(folder);
+}
+
+TEST(GeometricMedian, IsTheMiddleOfPointsOnALineAndWhereTheUnitVectorsCancel)
+{
+    // On a line, the median: 2 of {0, 1, 2, 10, 11}, wherever the outliers lie.
+    const at::Tensor line
+        = at::tensor({0.0, 1.0, 2.0, 10.0, 11.0}, at::kDouble).unsqueeze(1) * at::tensor({1.0, 2.0}, at::kDouble);
+    EXPECT_TRUE(at::allclose(geometricMedian(line, 1000, 1e-12), at::tensor({2.0, 4.0}, at::kDouble), 1e-6, 1e-6))
+        << geometricMedian(line, 1000, 1e-12);
+    // In general: where the unit vectors from the points to it sum to zero, and nearer in summed
+    // distance than the mean, with outliers the mean follows.
+    at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(5);
+    at::Tensor points = at::randn({200, 6}, generator, at::kDouble);
+    points.narrow(0, 0, 20).add_(25.0); // a tenth far away
+    const at::Tensor median = geometricMedian(points, 1000, 1e-14);
+    const at::Tensor toMedian = median - points;
+    const at::Tensor pull = (toMedian / toMedian.norm(2, {1}, true)).sum(0);
+    EXPECT_LT(pull.norm().item<double>(), 1e-6 * 200) << pull;
+    const auto summed = [&](const at::Tensor& m) { return (points - m).norm(2, {1}).sum().item<double>(); };
+    EXPECT_LT(summed(median), summed(points.mean(0)));
+    EXPECT_LT((median - points.narrow(0, 20, 180).mean(0)).norm().item<double>(), 1.0) << "pulled by the outliers";
+    EXPECT_THROW(geometricMedian(at::empty({0, 3})), Error);
+}
+
+TEST(SparseAutoencoder, BDecCanStartAtTheFirstBatchsGeometricMedian)
+{
+    Planted planted(32, 20, 10);
+    at::Tensor first = planted.draw(256, 3);
+    first.narrow(0, 0, 20).add_(40.0); // outliers that move the mean, not the median
+    for (const bool median : {false, true}) {
+        SaeConfig c = smallConfig(40);
+        c.geometricMedianInit = median;
+        c.warmupSteps = 1000; // the first step moves b_dec by Adam's 4e-4 / 1000 an element at most
+        SparseAutoencoder sae(c);
+        sae.trainStep(first);
+        const at::Tensor expected = median ? geometricMedian(first.to(at::kDouble)).to(at::kFloat) : first.mean(0);
+        const at::Tensor got = sae.weights().at("b_dec");
+        EXPECT_TRUE(at::allclose(got, expected, 1e-4, 1e-3))
+            << (median ? "median" : "mean") << ": off by " << (got - expected).abs().max().item<double>();
+    }
+}
+
 TEST(SparseAutoencoder, BadInputSaysWhatIsWrong)
 {
     SaeConfig c;
@@ -277,6 +409,17 @@ TEST(SparseAutoencoder, BadInputSaysWhatIsWrong)
     }
     EXPECT_THROW(sae.trainStep(at::zeros({4, 8})), Error);
     EXPECT_THROW(SparseAutoencoder::load("/nonexistent/sae"), Error);
+    for (const std::vector<int64_t>& widths :
+        {std::vector<int64_t>{8, 4}, std::vector<int64_t>{16}, std::vector<int64_t>{0}}) {
+        SaeConfig m = c;
+        m.matryoshkaWidths = widths;
+        try {
+            SparseAutoencoder{m};
+            FAIL() << "no error";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("Matryoshka widths must rise"), std::string::npos) << e.what();
+        }
+    }
 }
 
 } // namespace
