@@ -13,7 +13,8 @@ Models (tests/fixtures/color_model.py): color_cnn.pt on 3 x 40 x 56 images (heig
 features.3 gives 12 maps of 20 x 28, with a folder of class sub-folders named by the model's labels
 (the cross-entropy against them); and register_vit.pt, a class token and two register tokens before
 a 5 x 7 patch grid, at positions `patches` and `class` (the cross-entropy against the clean
-predictions). Batches of 4 images."""
+predictions). Batches of 4 images. The vector cache (`sae train --cache`) read by NumPy against the
+eager model's forward hooks."""
 
 import hashlib
 import json
@@ -273,6 +274,71 @@ class SaeOnColorCnn(SaeCase, unittest.TestCase):
         self.assertIn("resumed after 4 images", again.stdout)
         self.assertEqual((self.out / "features.3" / "training_log.csv").read_text(), before)
 
+    def test_the_cache_is_numpy_and_holds_the_layers_vectors_in_the_folders_order(self):
+        cache, out = self.dir / "cache", self.dir / "epochs"
+        train = cli("sae", "train", self.MODEL, "--layer", "features.3", "--layer", "features.0", "--images",
+                    self.images, "--expansion", 4, "--k", 3, "--batch", 128, "--seed", 3, "--batch-images", 4,
+                    "--matryoshka", "8,24", "--b-dec-init", "geometric-median", "--cache", cache, "--epochs", 3,
+                    "--out", out)
+        self.assertEqual(train.returncode, 0, train.stderr)
+        state = json.loads((cache / "cache.json").read_text())
+        self.assertTrue(state["complete"])
+        self.assertEqual(sum(state["shard_images"]), 4)
+        for layer, module in (("features.3", self.model.features[3]), ("features.0", self.model.features[0])):
+            with self.subTest(layer=layer):
+                shards = [np.load(cache / layer / f"vectors_{j:05d}.npy") for j in range(len(state["shard_images"]))]
+                got = np.concatenate(shards)
+                self.assertEqual(got.dtype, np.float32)
+                seen = {}
+                hook = module.register_forward_hook(lambda m, i, o: seen.__setitem__("a", o.detach()))
+                with torch.no_grad():
+                    self.model(self.x)
+                hook.remove()
+                a = seen["a"]  # [4, C, H, W], H != W: each position one C-vector, image by image, row by row
+                expected = a.permute(0, 2, 3, 1).reshape(-1, a.shape[1]).numpy()
+                self.assertEqual(got.shape, expected.shape)
+                np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+                self.assertEqual(state["vectors"][state["of"]["layers"].index(layer)], expected.shape[0])
+                # Three epochs of every vector, in whole batches of 128.
+                log = (out / layer / "training_log.csv").read_text().splitlines()
+                self.assertEqual(len(log) - 1, 3 * expected.shape[0] // 128)
+        cfg = json.loads((out / "features.3" / "cfg.json").read_text())
+        self.assertEqual(cfg["matryoshka_widths"], [8, 24])
+        self.assertEqual(cfg["architecture"], "topk")  # its codes: a TopK SAE's
+        # A second run with the same cache runs no model and trains the same SAE.
+        again = cli("sae", "train", self.MODEL, "--layer", "features.3", "--layer", "features.0", "--images",
+                    self.images, "--expansion", 4, "--k", 3, "--batch", 128, "--seed", 3, "--batch-images", 4,
+                    "--matryoshka", "8,24", "--b-dec-init", "geometric-median", "--cache", cache, "--epochs", 3,
+                    "--out", self.dir / "again")
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertIn("read the vectors from the cache", again.stdout)
+        first = load_file(str(out / "features.3" / "sae_weights.safetensors"))
+        second = load_file(str(self.dir / "again" / "features.3" / "sae_weights.safetensors"))
+        for key in first:
+            self.assertTrue(torch.equal(first[key], second[key]), key)
+        # Another layer list for the same cache: said, and written anew.
+        other = cli("sae", "train", self.MODEL, "--layer", "features.3", "--images", self.images, "--batch", 128,
+                    "--cache", cache, "--out", self.dir / "other")
+        self.assertEqual(other.returncode, 0, other.stderr)
+        self.assertIn("held the vectors of another model, layers, folder, positions or seed: written anew",
+                      other.stderr)
+        self.assertEqual(json.loads((cache / "cache.json").read_text())["of"]["layers"], ["features.3"])
+
+    def test_bad_training_options_say_what_is_wrong(self):
+        for options, message in (
+                (("--epochs", 2), "2 epochs read the vectors again from a cache on disk: give a folder for it (--cache)"),
+                (("--matryoshka", "8,x"), "--matryoshka '8,x': expected prefix widths such as 512,2048"),
+                (("--matryoshka", "30,20"), "Matryoshka widths must rise"),
+                (("--matryoshka", "48"), "stay below d_sae (48)"),
+                (("--b-dec-init", "median"), "--b-dec-init: median not in {mean,geometric-median}")):
+            with self.subTest(options=options):
+                out = self.dir / "refused"
+                result = cli("sae", "train", self.MODEL, "--layer", "features.3", "--images", self.images,
+                             "--expansion", 4, "--batch", 128, *options, "--out", out)
+                self.assertNotEqual(result.returncode, 0)
+                self.assertIn(message, result.stderr)
+                self.assertFalse((out / "features.3" / "sae_weights.safetensors").exists())
+
     def run_edit(self, *edit_and_grabs):
         out = self.dir / "run.pt"
         result = cli("run", self.MODEL, *[a for p in self.paths for a in ("--input", p)], *edit_and_grabs,
@@ -455,6 +521,26 @@ class SaeOnRegisterVit(SaeCase, unittest.TestCase):
         expected = oracle(self.model, self.model.encoder.layers[1], self.x, folder, tokens=tokens)
         self.assertEqual(expected["vectors"], vectors)
         self.check_evaluation(evaluation, expected, "clean predictions")
+
+    def test_a_run_from_the_cache_keeps_the_tokens_layout(self):
+        cache = self.dir / "token_cache"
+        for out in ("from_model", "from_cache"):
+            train = cli("sae", "train", self.MODEL, "--layer", self.LAYER, "--images", self.images, "--positions",
+                        "patches", "--expansion", 2, "--k", 4, "--batch", 35, "--cache", cache, "--out",
+                        self.dir / out)
+            self.assertEqual(train.returncode, 0, train.stderr)
+        self.assertIn("read the vectors from the cache", train.stdout)
+        cfg = json.loads((self.dir / "from_cache" / self.LAYER / "cfg.json").read_text())
+        self.assertEqual(cfg["metadata"]["prefix_tokens"], 3)
+        # The cache holds the patch tokens only: 35 a image, the eager model's.
+        seen = {}
+        hook = self.model.encoder.layers[1].register_forward_hook(lambda m, i, o: seen.__setitem__("a", o.detach()))
+        with torch.no_grad():
+            self.model(self.x)
+        hook.remove()
+        got = np.load(cache / self.LAYER / "vectors_00000.npy")
+        np.testing.assert_allclose(got, seen["a"][:, 3:].reshape(-1, seen["a"].shape[2]).numpy(), rtol=1e-4,
+                                   atol=1e-5)
 
     def test_patches_leave_the_class_and_register_tokens_alone(self):
         self.check_positions("patches", slice(3, None), 35, 4 * 35)
