@@ -25,7 +25,9 @@ Command saeCommand()
                 "OUT/LAYER holds the\n"
                 "SAE in SAELens's layout (sae_weights.safetensors, cfg.json), its checkpoint and training_log.csv;\n"
                 "OUT/training.json what the run was asked and how far it came. Ctrl+C saves; --resume goes on.\n"
-                "Progress: images, loss, FVU, L0 and the dead latents' share of the first layer.\n");
+                "Progress: images, loss, FVU, L0 and the dead latents' share of the first layer.\n"
+                "Under torchrun each rank streams its share of the images and trains its part of every step\n"
+                "(--batch / ranks vectors), the gradients averaged over c10d; rank 0 writes the SAEs.\n");
             repeatable(train, "--layer", o.layers, "a module whose output the SAE reads (repeatable: one pass)")
                 ->required();
             train->add_option("--images", o.imageFolder, "a folder of images (class sub-folders allowed)")
@@ -73,6 +75,7 @@ Command saeCommand()
                 ->capture_default_str();
             train->add_flag("--resume", o.resume, "go on from OUT's checkpoint (asked the same)");
             train->add_option("--out,-o", o.out, "a folder: one SAE folder per layer")->required();
+            addDistributedTimeout(train, o);
 
             addModelOptions(evaluate, o,
                 "FVU (Σ‖x − x̂‖² / Σ‖x − x̄‖²), explained variance, L0, dead and dense latents over --images, and\n"

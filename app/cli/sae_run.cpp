@@ -4,6 +4,7 @@
 #include "cli_manifest.h"
 #include "common/error.h"
 #include "common/strings.h"
+#include "distributed_run.h"
 #include "graph/engine.h"
 #include "model/model.h"
 #include "open_model.h"
@@ -50,9 +51,21 @@ int64_t memoryBytes(const CliOptions& options)
     return options.memoryMb > 0 ? options.memoryMb << 20 : 0;
 }
 
-int runSaeTrain(const CliOptions& options)
+int runSaeTrain(const CliOptions& given)
 {
-    const auto model = openModel(options);
+    // Under torchrun, each rank trains on its share of the folder, the gradients averaged over c10d.
+    const std::unique_ptr<DistributedRun> run = DistributedRun::join(given);
+    const CliOptions options = run ? run->rankOptions(given) : given;
+    std::shared_ptr<Model> model;
+    if (run)
+        run->prepareTogether(
+            [&] {
+                model = openModel(options);
+                return int64_t{0};
+            },
+            "the model");
+    else
+        model = openModel(options);
     SaeTrainingRequest request;
     request.setup = chooseSetup(*model, options);
     request.layers = options.layers;
@@ -75,8 +88,11 @@ int runSaeTrain(const CliOptions& options)
     request.out = options.out;
     request.resume = options.resume;
     Engine engine(model);
-    const StopRequests stops(false);
-    const ProgressCallback progress = [&options](const Progress& p) {
+    const StopRequests stops(run != nullptr);
+    const bool speaks = !run || run->root(); // progress and results come from rank 0
+    const ProgressCallback progress = [&options, speaks](const Progress& p) {
+        if (!speaks)
+            return !StopRequests::asked();
         std::cerr << "\r" << p.done << " / " << p.total << " images";
         if (options.epochs > 1)
             std::cerr << " (" << options.epochs << " epochs)";
@@ -87,8 +103,14 @@ int runSaeTrain(const CliOptions& options)
         std::cerr << std::flush;
         return !StopRequests::asked();
     };
-    const SaeTrainingResult result = trainSparseAutoencoders(engine, request, progress);
+    const SaeTrainingResult result
+        = trainSparseAutoencoders(engine, request, progress, run ? &run->lockstep() : nullptr);
+    if (!speaks)
+        return result.cancelled ? 130 : 0;
     std::cerr << '\n';
+    if (run)
+        std::cout << "trained on " << run->size() << " ranks, " << request.batch / run->size()
+                  << " vectors of each step on each\n";
     printProblems(result.failures, result.warnings);
     if (result.imagesBefore > 0)
         std::cout << "resumed after " << result.imagesBefore << " images\n";

@@ -116,6 +116,35 @@ std::vector<std::string> Cluster::allGather(const std::string& mine)
     }
 }
 
+namespace {
+
+template <typename T>
+void sumInPlace(c10d::ProcessGroupGloo& group, const ClusterEnvironment& environment, T* values, int64_t count)
+{
+    if (count == 0)
+        return;
+    try {
+        std::vector<at::Tensor> tensors{at::from_blob(values, {count}, c10::CppTypeToScalarType<T>::value)};
+        group.allreduce(tensors)->wait();
+    } catch (const c10::Error& e) {
+        throw Error(lostContact(environment, torchErrorMessage(e.what_without_backtrace())));
+    } catch (const std::exception& e) { // Gloo's own (gloo::IoException: a peer closed its connection)
+        throw Error(lostContact(environment, e.what()));
+    }
+}
+
+} // namespace
+
+void Cluster::allReduceSum(float* values, int64_t count)
+{
+    sumInPlace(*state_->group, environment(), values, count);
+}
+
+void Cluster::allReduceSum(double* values, int64_t count)
+{
+    sumInPlace(*state_->group, environment(), values, count);
+}
+
 std::vector<std::string> Cluster::gatherToRoot(const std::string& mine)
 {
     const std::vector<std::string> sizeTexts = allGather(std::to_string(mine.size()));

@@ -7,6 +7,7 @@
 #include "distributed/cluster_environment.h"
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,11 @@ public:
     std::vector<std::string> allGather(const std::string& mine);
     // Rank 0 gets every rank's bytes in rank order, the others nothing; for large results.
     std::vector<std::string> gatherToRoot(const std::string& mine);
+
+    // Every rank's values summed element by element, in place; every rank gets the same sums.
+    // Throws torchscope::Error as the exchanges above.
+    void allReduceSum(float* values, int64_t count);
+    void allReduceSum(double* values, int64_t count);
 
     static bool available(); // false in a build without c10d's Gloo (see CMakeLists.txt)
 

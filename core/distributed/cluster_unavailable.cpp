@@ -38,4 +38,10 @@ std::vector<std::string> Cluster::gatherToRoot(const std::string& mine)
     return {mine};
 }
 
+void Cluster::allReduceSum(float*, int64_t)
+{ }
+
+void Cluster::allReduceSum(double*, int64_t)
+{ }
+
 } // namespace torchscope

@@ -4,6 +4,8 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/memory_budget.h"
+#include "distributed/cluster.h"
+#include "distributed/lockstep.h"
 #include "export/array_files.h"
 #include "export/manifest.h"
 #include "export/read_tensors.h"
@@ -23,6 +25,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -303,7 +306,7 @@ struct VectorCache {
 } // namespace
 
 SaeTrainingResult trainSparseAutoencoders(
-    Engine& engine, const SaeTrainingRequest& request, const ProgressCallback& progress)
+    Engine& engine, const SaeTrainingRequest& request, const ProgressCallback& progress, Lockstep* lockstep)
 {
     if (request.layers.empty())
         throw Error("no layer to train a sparse autoencoder on");
@@ -319,6 +322,14 @@ SaeTrainingResult trainSparseAutoencoders(
     if (request.epochs > 1 && request.cache.empty())
         throw Error(std::to_string(request.epochs)
             + " epochs read the vectors again from a cache on disk: give a folder for it (--cache)");
+    Cluster* ranks = lockstep && lockstep->cluster().size() > 1 ? &lockstep->cluster() : nullptr;
+    const bool distributed = ranks != nullptr;
+    if (distributed && !request.cache.empty())
+        throw Error("a cache (--cache) is written by one process: run its first pass without ranks, then train "
+                    "from it");
+    if (distributed && request.batch % ranks->size() != 0)
+        throw Error("the training batch (" + std::to_string(request.batch) + " vectors) must split evenly over the "
+            + std::to_string(ranks->size()) + " ranks");
     ImageFolder folder = ImageFolder::scan(request.images, request.setup.labels);
     if (folder.images.empty())
         throw Error("the folder '" + request.images + "' has no images");
@@ -333,6 +344,8 @@ SaeTrainingResult trainSparseAutoencoders(
         ShuffleBuffer buffer;
         std::string log; // training_log.csv's text
         int64_t prefix = -1; // tokens before the patch grid, from the first batch
+        std::vector<at::Tensor> ready; // with ranks: shuffled vectors waiting for a step of all ranks
+        int64_t readyRows = 0;
     };
     std::vector<LayerState> states(request.layers.size());
     for (size_t i = 0; i < request.layers.size(); ++i)
@@ -433,6 +446,8 @@ SaeTrainingResult trainSparseAutoencoders(
     int64_t imagesDone = result.imagesBefore;
     bool finished = false;
     const auto save = [&] { // every SAE with its checkpoint and log, then training.json: consistent at each step
+        if (distributed && ranks->rank() != 0)
+            return; // every rank holds the same SAEs: rank 0 writes them
         if (writingCache) {
             cache->flush();
             cache->write(imagesDone == totalImages);
@@ -459,15 +474,44 @@ SaeTrainingResult trainSparseAutoencoders(
     if (madeError)
         throw Error("cannot make the folder '" + request.out + "': " + madeError.message());
 
+    // With ranks, each trains on its part of every step's batch (request.batch / ranks vectors);
+    // the steps are the ranks' together (SparseAutoencoder::trainStep).
+    const int64_t stepRows = distributed ? request.batch / ranks->size() : request.batch;
     const auto trainOn = [&](size_t i, const at::Tensor& vectors) {
         LayerState& state = states[i];
-        for (int64_t at = 0; at + request.batch <= vectors.size(0) && !enough(i); at += request.batch) {
-            const SaeStepMetrics m = state.sae->trainStep(vectors.narrow(0, at, request.batch));
+        for (int64_t at = 0; at + stepRows <= vectors.size(0) && !enough(i); at += stepRows) {
+            const SaeStepMetrics m = state.sae->trainStep(vectors.narrow(0, at, stepRows), ranks);
             if (state.log.empty())
                 state.log = LogHeader;
             state.log += logLine(state.sae->steps(), m);
             result.layers[i].steps.push_back(m);
         }
+    };
+    // With ranks, the shuffled vectors wait in `ready` until every rank has a part for a step: the
+    // ranks agree on the steps they all can take (each rank's full parts, the fewest of any rank).
+    const auto readyParts = [&](size_t i) { return states[i].readyRows / stepRows; };
+    const auto trainTogether = [&](size_t i, int64_t parts) {
+        LayerState& state = states[i];
+        if (parts <= 0 || !state.sae)
+            return;
+        const at::Tensor all = at::cat(state.ready);
+        trainOn(i, all.narrow(0, 0, parts * stepRows));
+        state.ready = {all.narrow(0, parts * stepRows, all.size(0) - parts * stepRows)};
+        state.readyRows = all.size(0) - parts * stepRows;
+    };
+    const auto agreeAndTrain = [&](const std::vector<StepResult>& reports) {
+        for (size_t i = 0; i < states.size(); ++i) {
+            int64_t parts = std::numeric_limits<int64_t>::max();
+            for (const auto& report : reports)
+                parts = std::min(parts, nlohmann::json::parse(report.agreement).at(i).get<int64_t>());
+            trainTogether(i, parts);
+        }
+    };
+    const auto readyText = [&] {
+        nlohmann::json parts = nlohmann::json::array();
+        for (size_t i = 0; i < states.size(); ++i)
+            parts.push_back(states[i].sae ? readyParts(i) : 0);
+        return parts.dump();
     };
     const auto shuffled = [&](const at::Tensor& data, int64_t n) {
         const at::Tensor order = at::randperm(n, shuffle, at::TensorOptions().dtype(at::kLong)).to(data.device());
@@ -509,7 +553,12 @@ SaeTrainingResult trainSparseAutoencoders(
         state.buffer.add(vectors.to(state.buffer.data.device(), at::kFloat), [&](const at::Tensor& data) {
             const int64_t half = data.size(0) / 2;
             const at::Tensor mixed = shuffled(data, data.size(0));
-            trainOn(i, mixed.narrow(0, 0, half));
+            if (distributed) {
+                state.ready.push_back(mixed.narrow(0, 0, half).clone());
+                state.readyRows += half;
+            } else {
+                trainOn(i, mixed.narrow(0, 0, half));
+            }
             data.narrow(0, 0, data.size(0) - half).copy_(mixed.narrow(0, half, data.size(0) - half));
             state.buffer.filled = data.size(0) - half;
         });
@@ -538,23 +587,23 @@ SaeTrainingResult trainSparseAutoencoders(
         Request run;
         for (const auto& layer : request.layers)
             run.grabs.push_back(GrabSpec::parse(layer));
-        engine.prepare(run);
+        if (distributed) {
+            lockstep->orFail([&] { engine.prepare(run); });
+            lockstep->agree({});
+        } else {
+            engine.prepare(run);
+        }
         FolderRunOptions options;
         options.batchSize = std::max(1, request.imageBatch);
+        if (distributed)
+            options.shard = Shard{ranks->rank(), ranks->size()};
         const BatchStream stream = folderBatches(folder, request.setup.preprocessing, options);
-        int64_t batchNumber = result.imagesBefore;
-        int64_t reported = 0; // images the stream has handed over (failures included), before this batch
-        const auto report = [&](const Progress& p) {
-            reported = p.done;
-            imagesDone = result.imagesBefore + p.done;
-            if (everyEnough())
-                return false; // every SAE has its vectors
-            return !progress
-                || progress(Progress{result.imagesBefore + p.done, progressTotal, "training", firstValues()});
-        };
-        const BatchLoop loop = forEachBatch(stream, report, [&](const ImageBatch& batch) {
+        // A batch's vectors into the buffers (and the cache); `batchNumber` seeds sample:N.
+        const auto takeBatch = [&](const ImageBatch& batch, int64_t batchNumber) {
             if (batch.error)
                 std::rethrow_exception(batch.error);
+            if (!batch.images.defined() || batch.images.size(0) == 0)
+                return;
             const RunResult out = engine.run(run, forwardInputsFromBatch(engine.model(), batch.images));
             for (size_t i = 0; i < request.layers.size(); ++i) {
                 const at::Tensor activation = out.tensor(request.layers[i]);
@@ -572,24 +621,88 @@ SaeTrainingResult trainSparseAutoencoders(
                 if (writingCache)
                     cache->add(i, vectors);
             }
-            ++batchNumber;
-            const auto consumed = static_cast<int64_t>(batch.indices.size() + batch.failures.size());
-            if (writingCache)
-                cache->imagesAdded(consumed);
-            imagesDone = result.imagesBefore + reported + consumed;
-            checkpointDue();
-        });
-        result.failures = loop.failures;
-        cancelled = loop.cancelled && !everyEnough();
-        result.images = imagesDone - result.imagesBefore;
-        if (!cancelled && !everyEnough()) {
-            imagesDone = totalImages;
-            if (writingCache) { // the pass is complete: the later epochs read it
-                cache->flush();
-                cache->write(true);
+        };
+        if (distributed) {
+            // In lockstep, as the recorders (distributed/distributed_recording.h): each step every
+            // rank takes its next batch, says what it did and how many parts it has ready, and all
+            // train the steps all can take; a stop or a failure on one rank ends every rank there.
+            bool stopAsked = false;
+            for (int64_t local = 0;; ++local) {
+                StepResult mine;
+                mine.stop = stopAsked;
+                if (!stopAsked)
+                    lockstep->orFail(
+                        [&] {
+                            const std::optional<ImageBatch> batch = stream.next();
+                            if (!batch)
+                                return;
+                            mine.hadBatch = true;
+                            mine.images = static_cast<int64_t>(batch->indices.size() + batch->failures.size());
+                            mine.failures = batch->failures;
+                            takeBatch(*batch, result.imagesBefore + options.shard.globalBatch(local));
+                        },
+                        stream.stop);
+                mine.agreement = readyText();
+                const std::vector<StepResult> reports = lockstep->exchange(mine);
+                bool anyBatch = false, anyStop = false;
+                for (const auto& report : reports) {
+                    anyBatch = anyBatch || report.hadBatch;
+                    anyStop = anyStop || report.stop;
+                }
+                if (anyStop) {
+                    cancelled = true;
+                    stream.stop();
+                    break;
+                }
+                if (!anyBatch)
+                    break;
+                agreeAndTrain(reports);
+                for (const auto& report : reports) {
+                    imagesDone += report.images;
+                    result.failures.insert(result.failures.end(), report.failures.begin(), report.failures.end());
+                }
+                checkpointDue();
+                if (everyEnough())
+                    break;
+                stopAsked = progress && !progress(Progress{imagesDone, progressTotal, "training", firstValues()});
             }
-            epoch = 2;
-            shardsDone = 0;
+            result.images = imagesDone - result.imagesBefore;
+            if (!cancelled) {
+                imagesDone = totalImages;
+                epoch = 2;
+            }
+        } else {
+            int64_t batchNumber = result.imagesBefore;
+            int64_t reported = 0; // images the stream has handed over (failures included), before this batch
+            const auto report = [&](const Progress& p) {
+                reported = p.done;
+                imagesDone = result.imagesBefore + p.done;
+                if (everyEnough())
+                    return false; // every SAE has its vectors
+                return !progress
+                    || progress(Progress{result.imagesBefore + p.done, progressTotal, "training", firstValues()});
+            };
+            const BatchLoop loop = forEachBatch(stream, report, [&](const ImageBatch& batch) {
+                takeBatch(batch, batchNumber);
+                ++batchNumber;
+                const auto consumed = static_cast<int64_t>(batch.indices.size() + batch.failures.size());
+                if (writingCache)
+                    cache->imagesAdded(consumed);
+                imagesDone = result.imagesBefore + reported + consumed;
+                checkpointDue();
+            });
+            result.failures = loop.failures;
+            cancelled = loop.cancelled && !everyEnough();
+            result.images = imagesDone - result.imagesBefore;
+            if (!cancelled && !everyEnough()) {
+                imagesDone = totalImages;
+                if (writingCache) { // the pass is complete: the later epochs read it
+                    cache->flush();
+                    cache->write(true);
+                }
+                epoch = 2;
+                shardsDone = 0;
+            }
         }
     } else {
         result.fromCache = result.imagesBefore == 0 && epoch == 1;
@@ -640,12 +753,26 @@ SaeTrainingResult trainSparseAutoencoders(
     epoch = std::min(epoch, request.epochs); // training.json's epoch: the last, once all are done
     result.cancelled = cancelled;
     if (!result.cancelled) { // the rest of each buffer, shuffled
-        for (size_t i = 0; i < states.size(); ++i)
-            if (states[i].sae && states[i].buffer.filled > 0)
-                trainOn(i, shuffled(states[i].buffer.data, states[i].buffer.filled));
+        for (size_t i = 0; i < states.size(); ++i) {
+            if (!states[i].sae || states[i].buffer.filled == 0)
+                continue;
+            const at::Tensor rest = shuffled(states[i].buffer.data, states[i].buffer.filled);
+            if (distributed) {
+                states[i].ready.push_back(rest.clone());
+                states[i].readyRows += rest.size(0);
+            } else {
+                trainOn(i, rest);
+            }
+        }
+        if (distributed) { // the steps every rank has a part for; the ranks' other vectors are left out
+            StepResult mine;
+            mine.agreement = readyText();
+            agreeAndTrain(lockstep->exchange(mine));
+        }
         finished = true;
     }
-    save();
+    if (!distributed || ranks->rank() == 0)
+        save();
     for (size_t i = 0; i < states.size(); ++i)
         if (!states[i].sae || states[i].sae->steps() == 0) {
             result.warnings.push_back("'" + request.layers[i] + "': no SAE trained (fewer vectors than one batch of "

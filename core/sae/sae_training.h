@@ -34,6 +34,7 @@ class Tensor;
 namespace torchscope {
 
 class Engine;
+class Lockstep;
 class Model;
 
 struct SaeTrainingRequest {
@@ -108,8 +109,12 @@ at::Tensor activationVectors(
 // images over all epochs,
 // values {loss, FVU, L0, dead fraction, vectors} of the first layer's last step; returning false
 // cancels and saves what was trained.
-SaeTrainingResult trainSparseAutoencoders(
-    Engine& engine, const SaeTrainingRequest& request, const ProgressCallback& progress = {});
+// With `lockstep` (a distributed run of several ranks, as torchrun starts them), each rank runs
+// its share of the folder's batches and trains its part of every step (request.batch / ranks
+// vectors), the gradients averaged over c10d (SparseAutoencoder::trainStep): the SAEs equal one
+// process's on the parts concatenated, and rank 0 writes them. A cache is refused there.
+SaeTrainingResult trainSparseAutoencoders(Engine& engine, const SaeTrainingRequest& request,
+    const ProgressCallback& progress = {}, Lockstep* lockstep = nullptr);
 
 // What the training hands over as it goes (AnalysisContext::deliver), after each batch of images
 // with a step: the first layer's newest step.

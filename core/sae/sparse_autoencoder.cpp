@@ -2,6 +2,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "distributed/cluster.h"
 #include "export/array_files.h"
 #include "export/read_tensors.h"
 
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -53,6 +55,25 @@ at::Tensor sparseDecode(const at::Tensor& weight, const at::Tensor& indices, con
     const at::Tensor offsets = at::arange(0, rows * k, k, indices.options());
     return std::get<0>(at::embedding_bag(weight, indices.flatten(), offsets, /*scale_grad_by_freq=*/false,
         /*mode=*/0, /*sparse=*/false, values.flatten()));
+}
+
+// Every rank's rows [n_r, d] in rank order (the rows themselves without ranks).
+at::Tensor gatherRows(Cluster* ranks, const at::Tensor& rows)
+{
+    if (!ranks)
+        return rows;
+    const at::Tensor mine = rows.to(at::kCPU, at::kFloat).contiguous();
+    const int64_t width = mine.size(1);
+    const std::vector<std::string> all = ranks->allGather(std::string(
+        reinterpret_cast<const char*>(mine.data_ptr<float>()), static_cast<size_t>(mine.numel()) * sizeof(float)));
+    std::vector<at::Tensor> parts;
+    for (const std::string& bytes : all) {
+        const auto count = static_cast<int64_t>(bytes.size() / sizeof(float));
+        at::Tensor part = at::empty({count / std::max<int64_t>(width, 1), width}, at::kFloat);
+        std::memcpy(part.data_ptr<float>(), bytes.data(), static_cast<size_t>(part.numel()) * sizeof(float));
+        parts.push_back(part);
+    }
+    return at::cat(parts).to(rows.device(), rows.scalar_type());
 }
 
 // The learning rate's factor at a step: the warm-up's ramp, then the decay's over the last part.
@@ -112,12 +133,15 @@ struct SparseAutoencoder::State {
     {
         return at::addmm(encoderBias, xs - decoderBias, encoderWeight);
     }
-    // BatchTopK: the k · B largest activations over the batch.
-    at::Tensor batchCodes(const at::Tensor& pre) const
+    // BatchTopK: the k · B largest activations over the step's batch of `rows` (on every rank:
+    // the largest of each rank's own largest).
+    at::Tensor batchCodes(const at::Tensor& pre, int64_t rows, Cluster* ranks) const
     {
         const at::Tensor positive = pre.relu();
-        const int64_t keep = std::min<int64_t>(config.k * pre.size(0), positive.numel());
-        const at::Tensor threshold = std::get<0>(positive.flatten().topk(keep)).min();
+        const int64_t keep = config.k * rows;
+        at::Tensor largest = std::get<0>(positive.flatten().topk(std::min(keep, positive.numel())));
+        largest = gatherRows(ranks, largest.unsqueeze(1)).flatten();
+        const at::Tensor threshold = std::get<0>(largest.topk(std::min(keep, largest.numel()))).min();
         return positive * positive.ge(threshold).logical_and(positive.gt(0)).to(positive.dtype());
     }
 };
@@ -163,15 +187,29 @@ bool SparseAutoencoder::initialised() const
     return state_->initialised;
 }
 
-SaeStepMetrics SparseAutoencoder::trainStep(const at::Tensor& vectors)
+SaeStepMetrics SparseAutoencoder::trainStep(const at::Tensor& vectors, Cluster* ranks)
 {
     State& s = *state_;
     const SaeConfig& c = s.config;
     if (vectors.dim() == 2 && vectors.size(0) == 0)
         throw Error("an empty batch of vectors");
+    if (ranks && ranks->size() < 2)
+        ranks = nullptr;
+    s.scaled(vectors); // the width check
+    const int64_t batch = vectors.size(0);
+    // With ranks, each holds its part of the step's batch, all parts of one size: the step is the
+    // one a single process would take on their concatenation in rank order.
+    int64_t rows = batch; // the whole step's
+    if (ranks) {
+        double counts[2] = {static_cast<double>(batch), static_cast<double>(batch) * static_cast<double>(batch)};
+        ranks->allReduceSum(counts, 2);
+        rows = static_cast<int64_t>(counts[0]);
+        if (counts[1] * static_cast<double>(ranks->size()) != counts[0] * counts[0])
+            throw Error("the ranks' parts of a training step differ in size (this rank's: " + std::to_string(batch)
+                + " vectors, all: " + std::to_string(rows) + ")");
+    }
     if (!s.initialised) {
-        s.scaled(vectors); // the width check
-        const at::Tensor x = vectors.to(s.device, at::kFloat);
+        const at::Tensor x = gatherRows(ranks, vectors.to(s.device, at::kFloat));
         const double meanNorm = x.norm(2, {1}).mean().item<double>();
         if (!(meanNorm > 0.0) || !std::isfinite(meanNorm))
             throw Error("the first batch's vectors are all zero or not finite: no scale to start from");
@@ -181,13 +219,12 @@ SaeStepMetrics SparseAutoencoder::trainStep(const at::Tensor& vectors)
         s.initialised = true;
     }
     const at::Tensor xs = s.scaled(vectors);
-    const int64_t batch = xs.size(0);
     const at::Tensor pre = s.preActivation(xs);
     at::Tensor reconstruction, fired;
     at::Tensor inner = at::zeros({}, xs.options()); // Matryoshka's prefixes' squared errors
     double l0 = 0.0;
     if (c.batchTopK) {
-        const at::Tensor codes = s.batchCodes(pre);
+        const at::Tensor codes = s.batchCodes(pre, rows, ranks);
         reconstruction = at::addmm(s.decoderBias, codes, s.decoderWeight);
         for (const int64_t width : c.matryoshkaWidths) {
             const at::Tensor prefix
@@ -199,8 +236,11 @@ SaeStepMetrics SparseAutoencoder::trainStep(const at::Tensor& vectors)
         l0 = active.sum(1).to(at::kDouble).mean().item<double>();
         const at::NoGradGuard noGrad;
         const at::Tensor positive = codes.detach().masked_select(active);
-        if (positive.numel() > 0) // inference's threshold: the running mean of the batches' smallest kept value
-            s.batchThreshold.mul_(0.99).add_(positive.min() * 0.01);
+        // Inference's threshold: the running mean of the batches' smallest kept value.
+        at::Tensor smallest = positive.numel() > 0 ? positive.min().reshape({1}) : at::empty({0}, positive.options());
+        smallest = gatherRows(ranks, smallest.unsqueeze(1)).flatten();
+        if (smallest.numel() > 0)
+            s.batchThreshold.mul_(0.99).add_(smallest.min() * 0.01);
     } else {
         auto [values, indices] = pre.topk(c.k, -1);
         values = values.relu();
@@ -218,7 +258,12 @@ SaeStepMetrics SparseAutoencoder::trainStep(const at::Tensor& vectors)
     const at::Tensor residual = xs - reconstruction;
     const at::Tensor mse = residual.pow(2).sum(-1).mean();
 
-    s.sinceFired.add_(batch).masked_fill_(fired, 0);
+    if (ranks) { // a latent fired in the step when it fired on any rank
+        at::Tensor counts = fired.to(at::kCPU, at::kFloat).contiguous();
+        ranks->allReduceSum(counts.data_ptr<float>(), counts.numel());
+        fired = counts.gt(0).to(fired.device());
+    }
+    s.sinceFired.add_(rows).masked_fill_(fired, 0);
     const at::Tensor dead = s.sinceFired.ge(c.deadAfterVectors);
     const int64_t deadCount = dead.sum().item<int64_t>();
     at::Tensor aux = at::zeros({}, mse.options());
@@ -237,6 +282,15 @@ SaeStepMetrics SparseAutoencoder::trainStep(const at::Tensor& vectors)
     loss.backward();
     {
         const at::NoGradGuard noGrad;
+        if (ranks) // each rank's loss is the mean over its equal part: the step's gradient is their mean
+            for (const at::Tensor& parameter : {s.encoderWeight, s.decoderWeight, s.encoderBias, s.decoderBias}) {
+                at::Tensor g = parameter.grad();
+                if (!g.defined())
+                    continue;
+                at::Tensor summed = g.to(at::kCPU).contiguous();
+                ranks->allReduceSum(summed.data_ptr<float>(), summed.numel());
+                g.copy_(summed.div_(static_cast<double>(ranks->size())));
+            }
         // The decoder's rows stay unit-norm: the gradient's component along each row is removed
         // before the step, and the rows are renormalised after it.
         if (s.decoderWeight.grad().defined()) {
@@ -249,16 +303,36 @@ SaeStepMetrics SparseAutoencoder::trainStep(const at::Tensor& vectors)
         s.decoderWeight.div_(s.decoderWeight.norm(2, {1}, true).clamp_min(1e-12));
     }
     ++s.steps;
-    s.vectors += batch;
+    s.vectors += rows;
 
     SaeStepMetrics m;
     m.mse = mse.item<double>();
     m.auxLoss = aux.item<double>();
     m.matryoshkaMse = inner.item<double>();
     m.loss = loss.item<double>();
-    const at::Tensor centred = xs - xs.mean(0, true);
-    m.fvu = residual.detach().pow(2).sum().item<double>() / std::max(centred.pow(2).sum().item<double>(), 1e-30);
-    m.l0 = l0;
+    if (!ranks) {
+        const at::Tensor centred = xs - xs.mean(0, true);
+        m.fvu = residual.detach().pow(2).sum().item<double>() / std::max(centred.pow(2).sum().item<double>(), 1e-30);
+        m.l0 = l0;
+    } else { // the step's figures from every rank's sums: Σ‖r‖², Σ‖x̃‖², Σx̃, and the means of equal parts
+        const at::Tensor x = xs.to(at::kCPU, at::kDouble);
+        at::Tensor sums
+            = at::cat({at::tensor({residual.detach().to(at::kDouble).pow(2).sum().item<double>(),
+                                      x.pow(2).sum().item<double>(), m.mse, m.auxLoss, m.matryoshkaMse, m.loss, l0},
+                           at::kDouble),
+                          x.sum(0)})
+                  .contiguous();
+        ranks->allReduceSum(sums.data_ptr<double>(), sums.numel());
+        const double n = static_cast<double>(rows), parts = static_cast<double>(ranks->size());
+        const at::Tensor mean = sums.narrow(0, 7, c.dIn) / n;
+        const double centred = sums[1].item<double>() - n * mean.pow(2).sum().item<double>();
+        m.fvu = sums[0].item<double>() / std::max(centred, 1e-30);
+        m.mse = sums[2].item<double>() / parts;
+        m.auxLoss = sums[3].item<double>() / parts;
+        m.matryoshkaMse = sums[4].item<double>() / parts;
+        m.loss = sums[5].item<double>() / parts;
+        m.l0 = sums[6].item<double>() / parts;
+    }
     m.deadFraction = static_cast<double>(deadCount) / static_cast<double>(c.dSae);
     m.vectors = s.vectors;
     return m;

@@ -33,6 +33,8 @@
 
 namespace torchscope {
 
+class Cluster;
+
 // The point of least summed Euclidean distance to the rows of `points` [N, D] (Weiszfeld's
 // iteration from their mean, in float64), in their type; b_dec's start with geometricMedianInit.
 // Throws torchscope::Error for no points.
@@ -51,7 +53,12 @@ public:
 
     // One step of training on raw activation vectors [B, d_in] (the first also initialises b_dec
     // and the input scale from them). Throws torchscope::Error for a batch of another width.
-    SaeStepMetrics trainStep(const at::Tensor& vectors);
+    // With `ranks` (a distributed run of several), every rank calls it at once with its part of
+    // the step's batch, all parts of one size: the gradients are averaged over c10d, the scale,
+    // b_dec, BatchTopK's threshold, the dead-latent counts and the metrics taken over all parts, so
+    // the step is the one a single process takes on the parts concatenated in rank order (within
+    // float rounding of the sums), and every rank's SAE stays the same.
+    SaeStepMetrics trainStep(const at::Tensor& vectors, Cluster* ranks = nullptr);
 
     // Codes [B, d_sae] (k non-zero per row, or BatchTopK's threshold at inference) and the
     // reconstruction [B, d_in] of raw activation vectors.

@@ -1,4 +1,4 @@
-"""torchscope-cli record and probe as one job of several ranks on the CPU, with Gloo over the
+"""torchscope-cli record, probe and sae train as one job of several ranks on the CPU, with Gloo over the
 loopback address. The ranks are started here with the environment torchrun gives them (RANK,
 WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE), meeting at a store
 this process serves as torchrun's agent does, and once by the environment's own torchrun as the
@@ -248,6 +248,41 @@ class CliJob(unittest.TestCase):
         self.assertEqual(job_report["confusion"], expected["confusion"])
         print(f"probe train on 2 ranks: the one process's probe; {job_report['epochs']} epochs as PyTorch's, "
               f"weights within {(job_state['weight'] - weight).abs().max().item() / scale:.1e} of its largest")
+
+    @unittest.skipIf(HEADLESS, "sae train reads image files")
+    def test_sae_train_steps_together_and_rank_0_writes_the_sae(self):
+        # 36 images in batches of 4: rank 0 takes batches 0, 2, ..., 8 (20 images), rank 1 the
+        # other 4 (16). features.1 gives 49 vectors of 64 an image; each step is 32 vectors of each
+        # rank. The buffers (64 steps' worth) never fill, so at the end every rank has its vectors
+        # ready and the ranks take the steps both can: min(20 * 49 // 32, 16 * 49 // 32) = 24. (That
+        # each step equals one process's on the two parts concatenated is SaeOverRanks.* in core.)
+        out = self.dir / "saes"
+        train = lambda batch, out, *extra: ["sae", "train", FASHION, "--layer", "features.1", "--images", self.images,
+                                            "--expansion", 2, "--k", 4, "--batch", batch, "--batch-images", 4,
+                                            "--threads", 1, *extra, "--out", out]
+        outcomes = finish(self.start(2, train(64, out)))
+        for rank, (code, _, err) in enumerate(outcomes):
+            self.assertEqual(code, 0, f"rank {rank}: {err}")
+        self.assertIn("trained on 2 ranks, 32 vectors of each step on each", outcomes[0][1])
+        self.assertEqual(outcomes[1][1], "", "only rank 0 reports")
+        run = json.loads((out / "training.json").read_text())
+        self.assertEqual((run["images_done"], run["finished"]), (36, True))
+        log = (out / "features.1" / "training_log.csv").read_text().splitlines()[1:]
+        steps = min(20 * 49 // 32, 16 * 49 // 32)
+        self.assertEqual(len(log), steps)
+        self.assertEqual([int(line.split(",")[1]) for line in log], [64 * (i + 1) for i in range(steps)])
+        fvu = [float(line.split(",")[5]) for line in log]
+        self.assertTrue(all(0 <= f < 10 for f in fvu), fvu)  # finite, NaN fails
+        cfg = json.loads((out / "features.1" / "cfg.json").read_text())
+        self.assertEqual((cfg["d_in"], cfg["d_sae"], cfg["k"]), (64, 128, 4))
+        # A batch that does not split over the ranks, and a cache, are refused on every rank.
+        for args, message in ((train(63, self.dir / "refused"), "must split evenly over the 2 ranks"),
+                              (train(64, self.dir / "refused", "--cache", self.dir / "cache"),
+                               "a cache (--cache) is written by one process")):
+            refused = finish(self.start(2, args))
+            for rank, (code, _, err) in enumerate(refused):
+                self.assertNotEqual(code, 0, f"rank {rank}")
+                self.assertIn(message, err, f"rank {rank}")
 
     def test_a_rank_that_cannot_read_its_folder_fails_the_job_with_no_output(self):
         # No timeout can end this job (--job-timeout: a day): rank 0 stops when rank 1's failure reaches it.

@@ -1,8 +1,10 @@
 // A recording split over ranks: torchrun's variables, the split of batches, recorders merged from
 // their serialised state against one recorder over everything, and ranks of one process (threads)
-// exchanging through c10d's Gloo. The CLI's jobs of several processes: tests/cli/test_job.py.
+// exchanging through c10d's Gloo; an SAE trained by two ranks on the halves of every step against
+// one process on the whole steps. The CLI's jobs of several processes: tests/cli/test_job.py.
 #include "test_support.h"
 
+#include "common/error.h"
 #include "distributed/cluster.h"
 #include "distributed/cluster_environment.h"
 #include "distributed/lockstep.h"
@@ -10,14 +12,17 @@
 #include "record/batch_run.h"
 #include "record/labelled_samples.h"
 #include "record/recorder.h"
+#include "sae/sparse_autoencoder.h"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <future>
 #include <map>
 #include <set>
 #include <thread>
+#include <tuple>
 
 namespace torchscope::test {
 namespace {
@@ -256,6 +261,115 @@ TEST(Lockstep, RanksExchangeAndAFailureReachesEveryRank)
     auto one = std::async(std::launch::async, rank, 1);
     EXPECT_EQ(zero.get(), "10,11,5000,100000,rank 1 failed: boom on rank 1");
     EXPECT_EQ(one.get(), "10,11,5000,0,boom on rank 1");
+}
+
+// Vectors of a sparse structure: 3 of 40 random directions per vector, plus an offset.
+at::Tensor sparseVectors(int64_t n, int64_t dIn, at::Generator& generator)
+{
+    const at::Tensor atoms = at::randn({40, dIn}, generator, at::kFloat);
+    const at::Tensor chosen = at::rand({n, 40}, generator, at::kFloat).argsort(false, 1).narrow(1, 0, 3);
+    const at::Tensor codes = at::zeros({n, 40}).scatter_(1, chosen, at::rand({n, 3}, generator, at::kFloat) + 0.5);
+    return codes.matmul(atoms) + 0.3;
+}
+
+TEST(SaeOverRanks, TwoRanksTrainAsOneProcessOnTheirPartsConcatenated)
+{
+    if (!Cluster::available())
+        TORCHSCOPE_MISSING_CAPABILITY("c10d's Gloo (this build has no distributed jobs)");
+    for (const bool batchTopK : {false, true}) {
+        SCOPED_TRACE(batchTopK ? "BatchTopK" : "TopK");
+        SaeConfig config;
+        config.dIn = 16;
+        config.dSae = 64;
+        config.k = 4;
+        config.batchTopK = batchTopK;
+        config.matryoshkaWidths = {16};
+        config.geometricMedianInit = true; // from every rank's first part
+        config.learningRate = 3e-3;
+        config.warmupSteps = 5;
+        config.totalSteps = 30;
+        config.deadAfterVectors = 256; // silent for one whole step: dead (AuxK over the ranks' dead counts)
+        config.seed = 4;
+        at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(9);
+        std::vector<at::Tensor> batches;
+        for (int step = 0; step < 30; ++step)
+            batches.push_back(sparseVectors(256, config.dIn, generator));
+
+        SparseAutoencoder one(config);
+        std::vector<SaeStepMetrics> oneMetrics;
+        for (const auto& batch : batches)
+            oneMetrics.push_back(one.trainStep(batch));
+
+        const auto store = storeOnAFreePort();
+        auto rank = [&, port = store->getPort()](int r) {
+            ClusterEnvironment environment;
+            environment.rank = r;
+            environment.worldSize = 2;
+            environment.masterAddress = "127.0.0.1";
+            environment.masterPort = port;
+            environment.agentStore = true;
+            Cluster cluster(environment, std::chrono::seconds(60));
+            SparseAutoencoder sae(config);
+            std::vector<SaeStepMetrics> metrics;
+            for (const auto& batch : batches) // rank r: rows [128 r, 128 r + 128) of every step
+                metrics.push_back(sae.trainStep(batch.narrow(0, 128 * r, 128), &cluster));
+            return std::make_pair(sae.weights(), metrics);
+        };
+        auto zero = std::async(std::launch::async, rank, 0);
+        auto onePart = std::async(std::launch::async, rank, 1);
+        const auto [weights0, metrics0] = zero.get();
+        const auto [weights1, metrics1] = onePart.get();
+        const auto expected = one.weights();
+        for (const auto& [key, tensor] : expected) {
+            EXPECT_TRUE(at::equal(weights0.at(key), weights1.at(key))) << key << ": the ranks' SAEs differ";
+            EXPECT_TRUE(at::allclose(weights0.at(key), tensor, 1e-4, 1e-5))
+                << key << ": off by " << (weights0.at(key) - tensor).abs().max().item<double>();
+        }
+        EXPECT_GT(oneMetrics.back().deadFraction, 0.0) << "no latent died: AuxK went untested";
+        for (size_t step = 0; step < oneMetrics.size(); ++step) {
+            SCOPED_TRACE("step " + std::to_string(step));
+            const SaeStepMetrics& a = oneMetrics[step];
+            const SaeStepMetrics& b = metrics0[step];
+            EXPECT_EQ(b.vectors, a.vectors);
+            EXPECT_EQ(b.deadFraction, a.deadFraction);
+            for (const auto& [name, x, y] :
+                {std::tuple{"loss", a.loss, b.loss}, std::tuple{"mse", a.mse, b.mse},
+                    std::tuple{"aux", a.auxLoss, b.auxLoss}, std::tuple{"matryoshka", a.matryoshkaMse, b.matryoshkaMse},
+                    std::tuple{"fvu", a.fvu, b.fvu}, std::tuple{"l0", a.l0, b.l0}})
+                EXPECT_NEAR(y, x, 1e-4 * std::abs(x) + 1e-6) << name;
+        }
+    }
+}
+
+TEST(SaeOverRanks, PartsOfDifferentSizesAreRefused)
+{
+    if (!Cluster::available())
+        TORCHSCOPE_MISSING_CAPABILITY("c10d's Gloo (this build has no distributed jobs)");
+    const auto store = storeOnAFreePort();
+    auto rank = [port = store->getPort()](int r) {
+        ClusterEnvironment environment;
+        environment.rank = r;
+        environment.worldSize = 2;
+        environment.masterAddress = "127.0.0.1";
+        environment.masterPort = port;
+        environment.agentStore = true;
+        Cluster cluster(environment, std::chrono::seconds(60));
+        SaeConfig config;
+        config.dIn = 8;
+        config.dSae = 16;
+        config.k = 2;
+        SparseAutoencoder sae(config);
+        try {
+            sae.trainStep(at::randn({r == 0 ? 10 : 12, 8}), &cluster);
+            return std::string("no error");
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+    };
+    auto zero = std::async(std::launch::async, rank, 0);
+    auto one = std::async(std::launch::async, rank, 1);
+    EXPECT_EQ(zero.get(), "the ranks' parts of a training step differ in size (this rank's: 10 vectors, all: 22)");
+    EXPECT_EQ(one.get(), "the ranks' parts of a training step differ in size (this rank's: 12 vectors, all: 22)");
 }
 
 } // namespace
