@@ -6,7 +6,7 @@ mistake or a run that did nothing; echoed settings equal to what was asked). San
 the speed goals stay in the benchmarks' own output.
 
   check_figures.py BENCH -- COMMAND [ARG ...]     BENCH: engine, compare, visualize, record, gui, job,
-                                                  attention, exported, sae
+                                                  attention, exported, sae, sae_scale
   check_figures.py --self-test                    the checks themselves fail on broken reports
 """
 import copy
@@ -182,9 +182,17 @@ def sae_rules(report):
             "last_step_fvu": within(1e-6, 10.0)}
 
 
+def sae_scale_rules(report):
+    return {"threads": within(1, 4096), "batch": equals(256), "memory.images": equals([20, 200]), "memory.peak_rss_mib.0": within(*RSS_MIB),
+            "memory.peak_rss_mib.1": within(*RSS_MIB), "memory.seconds.0": within(*SECONDS),
+            "memory.seconds.1": within(*SECONDS), "memory.vectors_trained.0": within(1, 1e12),
+            "memory.vectors_trained.1": within(1, 1e12), "memory.peak_rss_growth": within(*RSS_GROWTH)}
+
+
 BENCHES = {"engine": (engine_rules, engine_whole), "compare": (compare_rules, compare_whole),
            "visualize": (visualize_rules, None), "record": (record_rules, None), "gui": (gui_rules, gui_whole),
-           "job": (job_rules, None), "attention": (attention_rules, None), "exported": (exported_rules, None), "sae": (sae_rules, None)}
+           "job": (job_rules, None), "attention": (attention_rules, None), "exported": (exported_rules, None), "sae": (sae_rules, None),
+           "sae_scale": (sae_scale_rules, None)}
 
 
 def problems(bench, report):
@@ -259,6 +267,9 @@ def self_test():
         "sae": {"d_in": 32, "d_sae": 128, "k": 8, "batch": 256, "steps": 2, "rounds": 1, "threads": 2,
                 "torchscope_vectors_per_second": 9e4, "eager_vectors_per_second": 5e4, "ratio_to_eager": 1.8,
                 "last_step_fvu": 0.9},
+        "sae_scale": {"threads": 2, "batch": 256, "memory": {"images": [20, 200], "peak_rss_mib": [600.0, 640.0],
+                                               "seconds": [1.5, 2.0], "vectors_trained": [4096, 8192],
+                                               "peak_rss_growth": 0.07}},
     }
     for bench, report in good.items():
         assert not problems(bench, report), (bench, problems(bench, report))
@@ -271,6 +282,10 @@ def self_test():
         ("attention", "layers", 11), ("attention", "attention_12_layers_seconds", None),
         ("exported", "models", []), ("exported", "batch", 8),
         ("sae", "ratio_to_eager", 0.0), ("sae", "last_step_fvu", float("nan")), ("sae", "d_sae", 64),
+        ("sae_scale", "memory", {"images": [20, 200], "peak_rss_mib": [600.0, 1800.0], "seconds": [1.5, 2.0],
+                                 "vectors_trained": [4096, 8192], "peak_rss_growth": 2.0}),
+        ("sae_scale", "memory", {"images": [20, 20], "peak_rss_mib": [600.0, 600.0], "seconds": [1.5, 2.0],
+                                 "vectors_trained": [4096, 8192], "peak_rss_growth": 0.0}),
     ]
     for bench, key, value in broken:
         report = copy.deepcopy(good[bench])
