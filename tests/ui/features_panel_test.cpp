@@ -1,8 +1,9 @@
 // The Features tab (sparse autoencoders), offscreen, on the colour fixture CNN (3 × 40 × 56 images):
 // a training plotted as it runs and saved where the summary says; the latent table equal to core's
 // computeSaeLatents on the same SAE and folder (held to Overcomplete and eager hooks in
-// tests/cli/test_sae.py), sorted and searched; a latent's page; and a splice that puts the SAE's
-// edit into the window's run.
+// tests/cli/test_sae.py), sorted and searched; a latent's page; a splice that puts the SAE's
+// edit into the window's run (and Remove that takes only the SAE's edits away); and the evaluation
+// equal to core's evaluateSparseAutoencoder, shown in the column.
 #include "document/document.h"
 #include "graph/engine.h"
 #include "gui_test_support.h"
@@ -23,6 +24,9 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <algorithm>
+#include <cmath>
 
 using namespace torchscope;
 
@@ -119,6 +123,39 @@ private Q_SLOTS:
         QCOMPARE(edit.path, std::string("features.3"));
         QCOMPARE(edit.channels, std::vector<int64_t>{first});
         QCOMPARE(edit.latentOp, std::string("ablate"));
+        // Remove takes the SAE's edits at the layer away, not the layer's other edits.
+        window.document()->addEdit(EditSpec::make("features.3", EditKind::ZeroChannels, {2}));
+        const auto buttons = panel->findChildren<QPushButton*>();
+        const auto remove
+            = std::find_if(buttons.begin(), buttons.end(), [](QPushButton* b) { return b->text() == "Remove"; });
+        QVERIFY(remove != buttons.end());
+        (*remove)->click();
+        QCOMPARE(window.document()->edits().size(), size_t{1});
+        QCOMPARE(window.document()->edits().front().kind, EditKind::ZeroChannels);
+        window.document()->clearEdits(QString());
+
+        // Evaluated over the folder: the core's figures on the same SAE and folder, shown in the column.
+        QSignalSpy evaluated(panel, &FeaturesPanel::evaluated);
+        panel->evaluateButton()->click();
+        QVERIFY(evaluated.wait(Timeout));
+        const auto evaluation = evaluated.takeFirst().at(0).value<std::shared_ptr<const SaeEvaluationResult>>();
+        SaeEvaluationRequest evaluationRequest;
+        evaluationRequest.sae = folder.toStdString();
+        evaluationRequest.images = images.toStdString();
+        evaluationRequest.setup = window.document()->setup();
+        const SaeEvaluationResult core = evaluateSparseAutoencoder(engine, evaluationRequest);
+        QCOMPARE(evaluation->vectors, core.vectors);
+        QCOMPARE(evaluation->fires, core.fires);
+        // The forward passes may run on other thread counts: their float32 sums round differently.
+        QVERIFY2(std::abs(evaluation->fvu - core.fvu) <= 1e-6 * core.fvu, qPrintable(QString::number(evaluation->fvu)));
+        QVERIFY(core.downstream);
+        QVERIFY2(std::abs(evaluation->lossRecovered - core.lossRecovered) <= 1e-5 * std::abs(core.lossRecovered) + 1e-9,
+            qPrintable(QString::number(evaluation->lossRecovered)));
+        const QString text = panel->evaluationLabel()->text();
+        QVERIFY2(text.contains(QString("FVU %1").arg(QString::number(evaluation->fvu, 'g', 3))), qPrintable(text));
+        // A flat folder has no labels: the loss is against the clean predictions.
+        QVERIFY2(text.contains("loss recovered") && text.contains("clean predictions"), qPrintable(text));
+        QVERIFY2(text.contains(QString("dead latents %1").arg(evaluation->deadLatents)), qPrintable(text));
     }
 
     void problemsAreSaidBeforeAnyJob()

@@ -104,6 +104,16 @@ void Document::clearEdits(const QString& path)
         Q_EMIT requestChanged();
 }
 
+void Document::clearEdits(const QString& path, EditKind kind)
+{
+    const auto before = edits_.size();
+    edits_.erase(std::remove_if(edits_.begin(), edits_.end(),
+                     [&](const EditSpec& e) { return e.kind == kind && e.path == path.toStdString(); }),
+        edits_.end());
+    if (edits_.size() != before)
+        Q_EMIT requestChanged();
+}
+
 void Document::addImages(const QStringList& paths)
 {
     bool added = false;

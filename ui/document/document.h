@@ -43,6 +43,7 @@ public:
     const std::vector<EditSpec>& edits() const { return edits_; }
     void addEdit(const EditSpec& edit);
     void clearEdits(const QString& path); // empty: all
+    void clearEdits(const QString& path, EditKind kind); // only those of that kind at the path
 
     QStringList images() const { return images_; }
     void addImages(const QStringList& paths); // keeps order, skips duplicates

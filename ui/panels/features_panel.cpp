@@ -85,6 +85,8 @@ FeaturesPanel::FeaturesPanel(Document* document, RunController* controller, QWid
     , sae_(new QLineEdit)
     , train_(new QPushButton(tr("Train")))
     , measure_(new QPushButton(tr("Measure Latents")))
+    , evaluate_(new QPushButton(tr("Evaluate")))
+    , evaluation_(new QLabel)
     , curves_(new QCustomPlot)
     , table_(new QTableWidget)
     , search_(new QLineEdit)
@@ -104,10 +106,15 @@ FeaturesPanel::FeaturesPanel(Document* document, RunController* controller, QWid
                           "FOLDER-saes/MODEL/LAYER"));
     measure_->setToolTip(tr("Each latent's frequency, top images with its map and ablation effect, over the folder"));
     column_->addStartButton(train_);
+    evaluate_->setToolTip(tr("How good the SAE is over the folder: FVU, L0, dead and dense latents, and the model's "
+                             "predictions with its reconstruction spliced in against clean and against the layer "
+                             "zero-ablated (KL, top-1 agreement, the loss recovered)"));
     column_->addStartButton(measure_);
+    column_->addStartButton(evaluate_);
     layOutSetupAndResults(this, column_, buildResults());
     connect(train_, &QPushButton::clicked, this, &FeaturesPanel::train);
     connect(measure_, &QPushButton::clicked, this, &FeaturesPanel::measureLatents);
+    connect(evaluate_, &QPushButton::clicked, this, &FeaturesPanel::evaluate);
     connect(document_, &Document::modelChanged, this, &FeaturesPanel::resetForModel);
     connect(document_, &Document::modulesChanged, this, &FeaturesPanel::fillLayers);
     connect(layer_, &QComboBox::activated, this, [this] { layerPicked_ = true; });
@@ -119,8 +126,8 @@ FeaturesPanel::FeaturesPanel(Document* document, RunController* controller, QWid
     connect(splice_, &QPushButton::clicked, this, &FeaturesPanel::spliceLatent);
     connect(visualize_, &QPushButton::clicked, this, &FeaturesPanel::visualizeDirection);
     connect(unsplice_, &QPushButton::clicked, this, [this] {
-        if (latents_)
-            document_->clearEdits(QString::fromStdString(latents_->layer));
+        if (latents_) // the SAE's edits there; the layer's other edits (channels zeroed, patches) stay
+            document_->clearEdits(QString::fromStdString(latents_->layer), EditKind::SaeLatents);
         unsplice_->setEnabled(false);
     });
     connect(editOp_, &QComboBox::currentIndexChanged, this, [this] {
@@ -167,6 +174,9 @@ void FeaturesPanel::buildForm()
     form->addRow(tr("Vectors:"), positions_);
     form->addRow(tr("Batch:"), batch_);
     column_->addFolderRow(tr("SAE:"), sae_, tr("A Saved SAE"));
+    evaluation_->setWordWrap(true);
+    evaluation_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    column_->addBelow(evaluation_);
     pageCaption_->setWordWrap(true);
     pageCaption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     column_->addBelow(pageCaption_);
@@ -283,6 +293,7 @@ void FeaturesPanel::resetForModel()
     table_->setRowCount(0);
     pageTitle_->clear();
     pageCaption_->clear();
+    evaluation_->clear();
     for (QLabel* label : tops_)
         label->deleteLater();
     tops_.clear();
@@ -425,6 +436,61 @@ void FeaturesPanel::measureLatents()
     JobHandle* job = controller_->start<SaeLatentsAnalysis>(request, this);
     connect(job, &JobHandle::succeeded, this, [this, job] { showLatents(job->result<SaeLatentsResult>()); });
     column_->follow(job, tr("Measuring the latents over the folder…"));
+}
+
+void FeaturesPanel::evaluate()
+{
+    QString problem;
+    if (document_->modelPath().isEmpty())
+        problem = tr("Open a model first.");
+    else if (!QFileInfo(sae_->text().trimmed() + "/cfg.json").exists())
+        problem = tr("Train an SAE first, or give a saved SAE's folder (it holds cfg.json).");
+    else if (!QFileInfo(images_->text().trimmed()).isDir())
+        problem = tr("Give a folder of images to evaluate the SAE over.");
+    if (!problem.isEmpty()) {
+        column_->summary()->setText(problem);
+        return;
+    }
+    SaeEvaluationRequest request;
+    request.sae = sae_->text().trimmed().toStdString();
+    request.images = images_->text().trimmed().toStdString();
+    request.setup = document_->setup();
+    evaluation_->clear();
+    JobHandle* job = controller_->start<SaeEvaluationAnalysis>(request, this);
+    connect(job, &JobHandle::succeeded, this, [this, job] { showEvaluation(job->result<SaeEvaluationResult>()); });
+    column_->follow(job, tr("Evaluating the SAE over the folder…"));
+}
+
+void FeaturesPanel::showEvaluation(const std::shared_ptr<const SaeEvaluationResult>& result)
+{
+    column_->finish(result->cancelled);
+    const auto g = [](double value) { return QString::number(value, 'g', 3); };
+    const auto percent = [](double value) { return QString::number(100.0 * value, 'f', 1) + " %"; };
+    QStringList rows{tr("<b>%1</b> (%2): %3 images, %4 vectors")
+                         .arg(QString::fromStdString(result->layer).toHtmlEscaped(),
+                             QString::fromStdString(result->positions).toHtmlEscaped())
+                         .arg(result->images)
+                         .arg(result->vectors),
+        tr("FVU %1 (explained variance %2), L0 %3 of k %4")
+            .arg(g(result->fvu), g(result->explainedVariance), g(result->l0), QString::number(result->k)),
+        tr("dead latents %1, dense %2, of %3").arg(result->deadLatents).arg(result->denseLatents).arg(result->dSae)};
+    if (result->downstream) {
+        rows << tr("spliced in: KL %1 nats, top-1 agreement %2").arg(g(result->klSpliced), percent(result->top1Spliced))
+             << tr("zero-ablated: KL %1 nats, top-1 agreement %2").arg(g(result->klZero), percent(result->top1Zero))
+             << tr("loss recovered %1 (cross-entropy against %2)")
+                    .arg(std::isfinite(result->lossRecovered) ? percent(result->lossRecovered) : tr("undefined"),
+                        QString::fromStdString(result->lossAgainst).toHtmlEscaped());
+    } else {
+        rows << tr("no class scores out of the model: no downstream figures");
+    }
+    for (const auto& warning : result->warnings)
+        rows << QString::fromStdString(warning).toHtmlEscaped();
+    if (result->cancelled)
+        rows << tr("Cancelled: the figures are over the images done.");
+    evaluation_->setText(rows.join("<br>"));
+    column_->summary()->setText(tr("Evaluated %1 over %n image(s).", nullptr, static_cast<int>(result->images))
+                                    .arg(QString::fromStdString(result->sae)));
+    Q_EMIT evaluated(result);
 }
 
 void FeaturesPanel::showLatents(const std::shared_ptr<const SaeLatentsResult>& result)

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "jobs/run_metatypes.h"
+#include "sae/sae_evaluation.h"
 #include "sae/sae_latents.h"
 #include "sae/sae_training.h"
 
@@ -29,7 +30,8 @@ class RunController;
 // computeSaeLatents). Train an SAE on a layer over an image folder — its loss, FVU, L0 and dead
 // latents plotted as it trains — or open a saved one; measure its latents over the folder: a
 // table sortable by frequency, largest activation and ablation effect, searchable by the class a
-// latent supports; a latent's page: its top images with its map over each, its histogram and its
+// latent supports; its evaluation (FVU, L0, dead latents, and what splicing it in costs the model's
+// predictions); a latent's page: its top images with its map over each, its histogram and its
 // effect; and splice it into the window's run with that latent ablated, scaled or steered. Jobs on
 // the batch lane with progress and cancel.
 class FeaturesPanel : public QWidget {
@@ -45,6 +47,8 @@ public:
     QSpinBox* batchBox() const { return batch_; }
     QPushButton* trainButton() const { return train_; }
     QPushButton* latentsButton() const { return measure_; }
+    QPushButton* evaluateButton() const { return evaluate_; }
+    QLabel* evaluationLabel() const { return evaluation_; }
     QPushButton* spliceButton() const { return splice_; }
     QPushButton* visualizeButton() const { return visualize_; }
     QLabel* directionImage() const { return direction_; }
@@ -63,11 +67,13 @@ Q_SIGNALS:
     void failed(const QString& title, const QString& message);
     void trained(const std::shared_ptr<const torchscope::SaeTrainingResult>& result);
     void latentsShown(const std::shared_ptr<const torchscope::SaeLatentsResult>& result);
+    void evaluated(const std::shared_ptr<const torchscope::SaeEvaluationResult>& result);
     void directionShown();
 
 public Q_SLOTS:
     void train();
     void measureLatents();
+    void evaluate();
 
 private:
     void buildForm();
@@ -77,6 +83,7 @@ private:
     void addStep(const SaeTrainingPart& part);
     void showTraining(const std::shared_ptr<const SaeTrainingResult>& result);
     void showLatents(const std::shared_ptr<const SaeLatentsResult>& result);
+    void showEvaluation(const std::shared_ptr<const SaeEvaluationResult>& result);
     void fillTable();
     void filterTable();
     void drawPage();
@@ -95,6 +102,8 @@ private:
     QLineEdit* sae_;
     QPushButton* train_;
     QPushButton* measure_;
+    QPushButton* evaluate_;
+    QLabel* evaluation_;
     QCustomPlot* curves_;
     QTableWidget* table_;
     QLineEdit* search_;
@@ -119,3 +128,4 @@ private:
 
 Q_DECLARE_METATYPE(std::shared_ptr<const torchscope::SaeTrainingResult>)
 Q_DECLARE_METATYPE(std::shared_ptr<const torchscope::SaeLatentsResult>)
+Q_DECLARE_METATYPE(std::shared_ptr<const torchscope::SaeEvaluationResult>)
