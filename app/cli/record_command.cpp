@@ -156,8 +156,9 @@ Command recordCommand()
                 ->required();
             repeatable(record, "--grab", o.grabs, "what to record (repeatable; see below)")->required();
             record->add_option("--out,-o", o.out, "DIR or FILE.pt/.npz/.safetensors")->required();
-            repeatable(
-                record, "--edit", o.edits, "zero or scale channels in every forward (an ablated model's statistics)");
+            repeatable(record, "--edit", o.edits,
+                "zero or scale channels, or splice an SAE in with latents edited, in every forward (an ablated "
+                "model's statistics)");
             addTarget(record, o);
             record->add_option("--reduce", o.reduce, "how samples are folded")
                 ->check(CLI::IsMember({"none", "sum", "mean", "max", "min", "stats"}))

@@ -48,7 +48,8 @@ FolderRunResult recordShareTogether(
     Lockstep& lockstep, Engine& engine, Recorder& recorder, const BatchStream& share, const ProgressCallback& progress)
 {
     Request request;
-    lockstep.orFail([&] { request = recordingRequest(engine, recorder.config()); });
+    std::vector<at::Tensor> editTensors;
+    lockstep.orFail([&] { request = recordingRequest(engine, recorder.config(), &editTensors); });
     lockstep.agree({});
 
     const auto start = std::chrono::steady_clock::now();
@@ -72,7 +73,7 @@ FolderRunResult recordShareTogether(
                     mine.failures = batch->failures;
                     if (!batch->images.defined() || batch->images.size(0) == 0)
                         return;
-                    result = engine.run(request, forwardInputsFromBatch(engine.model(), batch->images));
+                    result = engine.run(request, forwardInputsFromBatch(engine.model(), batch->images), editTensors);
                     addAttentionFigures(*result, engine.model(), batch->images.sizes().vec());
                     mask = conditionMask(recorder.config().condition, result->values.front().second,
                         recorder.config().scores, batch->labels);

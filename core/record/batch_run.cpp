@@ -6,6 +6,7 @@
 #include "graph/engine.h"
 #include "graph/model_output.h"
 #include "record/recorder.h"
+#include "sae/sae_splice.h"
 
 #include <ATen/ATen.h>
 #include <torch/script.h>
@@ -54,7 +55,7 @@ at::Tensor conditionMask(const Condition& condition, const c10::IValue& output, 
     return at::ones({n}, at::kBool);
 }
 
-Request recordingRequest(Engine& engine, const RecorderConfig& config)
+Request recordingRequest(Engine& engine, const RecorderConfig& config, std::vector<at::Tensor>* editTensors)
 {
     Request request;
     request.grabs = config.grabs;
@@ -62,11 +63,11 @@ Request recordingRequest(Engine& engine, const RecorderConfig& config)
     request.scores = config.scores;
     request.edits = config.edits;
     for (const auto& edit : request.edits)
-        if (edit.takesTensor())
-            throw Error("a recording applies zero and scale edits only; " + edit.path
-                + (edit.kind == EditKind::SaeLatents ? " splices a sparse autoencoder in, which only run does so far"
-                                                     : " adds or replaces a tensor, which fits one input, not a "
-                                                       "folder (use run)"));
+        if (edit.kind == EditKind::Add || edit.kind == EditKind::Replace || (edit.takesTensor() && !editTensors))
+            throw Error("a recording applies zero, scale and sparse-autoencoder edits; " + edit.path
+                + " adds or replaces a tensor, which fits one input, not a folder (use run)");
+    if (editTensors) // a sparse autoencoder's edit reads its SAE once: its tensors go with every batch
+        *editTensors = prepareSaeEdits(request, {});
     engine.prepare(request);
     return request;
 }
@@ -74,10 +75,11 @@ Request recordingRequest(Engine& engine, const RecorderConfig& config)
 FolderRunResult recordBatches(
     Engine& engine, Recorder& recorder, const BatchStream& stream, const ProgressCallback& progress)
 {
-    const Request request = recordingRequest(engine, recorder.config());
+    std::vector<at::Tensor> editTensors;
+    const Request request = recordingRequest(engine, recorder.config(), &editTensors);
     FolderRunResult summary;
     const BatchLoop loop = forEachBatch(stream, progress, [&](const ImageBatch& batch) {
-        RunResult result = engine.run(request, forwardInputsFromBatch(engine.model(), batch.images));
+        RunResult result = engine.run(request, forwardInputsFromBatch(engine.model(), batch.images), editTensors);
         addAttentionFigures(result, engine.model(), batch.images.sizes().vec());
         const at::Tensor mask = conditionMask(
             recorder.config().condition, result.values.front().second, recorder.config().scores, batch.labels);

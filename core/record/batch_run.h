@@ -36,7 +36,9 @@ struct FolderRunResult {
 
 // The request a recording runs with (its grabs, target class, scores and edits), prepared.
 // Throws torchscope::Error for an edit a recording cannot apply.
-Request recordingRequest(Engine& engine, const RecorderConfig& config);
+// `editTensors`: where a sparse autoencoder's edits put their SAE's tensors (sae/sae_splice.h), for
+// Engine::run with every batch; without it such an edit is refused.
+Request recordingRequest(Engine& engine, const RecorderConfig& config, std::vector<at::Tensor>* editTensors = nullptr);
 
 // Which samples of a batch the condition keeps (bool [N]) from the run's output and true labels.
 at::Tensor conditionMask(const Condition& condition, const c10::IValue& output, const std::string& scoresElement,

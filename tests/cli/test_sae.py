@@ -324,6 +324,22 @@ class SaeOnColorCnn(SaeCase, unittest.TestCase):
                       other.stderr)
         self.assertEqual(json.loads((cache / "cache.json").read_text())["of"]["layers"], ["features.3"])
 
+    def test_a_recording_over_the_folder_with_a_latent_ablated_equals_an_eager_hook(self):
+        self.assertEqual(self.train.returncode, 0, self.train.stderr)
+        folder = self.out / "features.3"
+        out = self.dir / "recorded.pt"
+        result = cli("record", self.MODEL, "--input", self.images, "--grab", "classifier.2", "--edit",
+                     f"features.3:sae:{folder}:ablate:0,1,2", "--reduce", "none", "--batch", 3, "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        recorded = torch.load(out)
+        got = recorded["classifier.2"]  # [images, 5], in the folder's order
+        expected, _ = spliced_by_hook(self.model, self.model.features[3], self.x, folder, ("ablate", [0, 1, 2]))
+        self.assertEqual(tuple(got.shape), tuple(expected.shape))
+        np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-4, atol=1e-5)
+        with torch.no_grad():
+            clean = self.model(self.x)
+        self.assertGreater(float((expected - clean).abs().max()), 1e-3, "the ablation changes nothing here")
+
     def test_bad_training_options_say_what_is_wrong(self):
         for options, message in (
                 (("--epochs", 2), "2 epochs read the vectors again from a cache on disk: give a folder for it (--cache)"),
