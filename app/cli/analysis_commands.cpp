@@ -15,6 +15,7 @@
 #include "model/model.h"
 #include "open_model.h"
 #include "patching/patch_images.h"
+#include "problems.h"
 #include "relevance/concept_relevance.h"
 
 #include <iomanip>
@@ -55,10 +56,8 @@ void printSummary(const ConceptRelevanceResult& result)
     }
     for (const auto& line : result.coverage.uncovered)
         std::cout << "not covered by the rules: " << line << '\n';
-    for (const auto& w : result.warnings)
-        std::cerr << "torchscope-cli: warning: " << w << '\n';
-    for (const auto& [path, why] : result.failures)
-        std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
+    printWarnings(result.warnings);
+    printSkipped(result.failures);
 }
 
 } // namespace
@@ -78,8 +77,7 @@ int runGradCam(const CliOptions& options)
         return true;
     });
     std::cerr << '\n';
-    for (const auto& [path, why] : result.failures)
-        std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
+    printSkipped(result.failures);
     std::cout << "Grad-CAM at " << result.layer << " (" << outputKindName(result.outputKind) << " output):\n";
     for (const auto& image : result.images) {
         std::cout << "  " << image.image << ": " << image.targetDescription << "; Grad-CAM up to "

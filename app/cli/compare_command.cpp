@@ -11,6 +11,7 @@
 #include "model/model.h"
 #include "model/model_setup.h"
 #include "open_model.h"
+#include "problems.h"
 #include "record/labelled_samples.h"
 #include "stop_requests.h"
 
@@ -208,10 +209,8 @@ static int runCompare(const CliOptions& options)
     printResult(result);
     if (result.cancelled)
         std::cerr << "torchscope-cli: interrupted after " << result.samples << " samples; the results are theirs\n";
-    for (const auto& w : result.warnings)
-        std::cerr << "torchscope-cli: warning: " << w << '\n';
-    for (const auto& [path, why] : result.failures)
-        std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
+    printWarnings(result.warnings);
+    printSkipped(result.failures);
     if (!options.out.empty()) {
         // Model A as loaded for the setup (precision mode let go of it: its path and setup stay).
         ExportManifest manifest;

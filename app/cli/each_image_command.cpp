@@ -8,6 +8,7 @@
 #include "model/model.h"
 #include "open_model.h"
 #include "prediction_text.h"
+#include "problems.h"
 #include "run/image_run.h"
 #include "run_request.h"
 #include "stop_requests.h"
@@ -71,13 +72,11 @@ int runEachImage(const CliOptions& options)
 
     if (!result.error.empty())
         throw Error(result.setupAdvice.empty() ? result.error : explainSetupProblem(result.error, result.setupAdvice));
-    for (const auto& [path, why] : result.failures)
-        std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
+    printSkipped(result.failures);
     if (result.images.empty())
         throw Error(
             "none of the " + std::to_string(config.images.size()) + " images could be run; nothing was written");
-    for (const auto& warning : result.warnings)
-        std::cerr << "torchscope-cli: warning: " << warning << '\n';
+    printWarnings(result.warnings);
     ExportManifest manifest = cliManifest(options, *model, config.setup, {});
     for (const auto& image : result.images) {
         manifest.images.push_back({image.path, image.width, image.height});

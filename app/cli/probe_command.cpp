@@ -14,6 +14,7 @@
 #include "probe/layer_sweep.h"
 #include "probe/linear_probe.h"
 #include "probe/probe_dataset.h"
+#include "problems.h"
 #include "record/labelled_samples.h"
 #include "stop_requests.h"
 
@@ -134,8 +135,7 @@ static int runProbe(const CliOptions& given)
         throw Error("interrupted while grabbing activations; nothing was trained");
     if (!speaks)
         return 0; // rank 0 trains on every rank's activations
-    for (const auto& [path, why] : dataset.failures)
-        std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
+    printSkipped(dataset.failures);
     if (!dataset.cachedLayers.empty())
         std::cerr << "activations of " << join(dataset.cachedLayers, ", ") << " from the cache (" << cache.directory()
                   << ")\n";

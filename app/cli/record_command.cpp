@@ -9,6 +9,7 @@
 #include "inputs.h"
 #include "model/model.h"
 #include "open_model.h"
+#include "problems.h"
 #include "record/batch_run.h"
 #include "record/labelled_samples.h"
 #include "record/recorder.h"
@@ -130,8 +131,7 @@ static int runRecord(const CliOptions& given)
     manifest.settings.emplace_back("reduce", options.reduce);
     manifest.settings.emplace_back("condition", options.condition);
     writeRecording(options.out, *p.recorder, report, &manifest);
-    for (const auto& [path, why] : summary.failures)
-        std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
+    printSkipped(summary.failures);
     if (run)
         for (const auto& warning : summary.warnings)
             std::cerr << "torchscope-cli: " << warning << '\n';

@@ -8,6 +8,7 @@
 #include "graph/engine.h"
 #include "model/model.h"
 #include "open_model.h"
+#include "problems.h"
 #include "sae/sae_evaluation.h"
 #include "sae/sae_latents.h"
 #include "sae/sae_training.h"
@@ -18,16 +19,6 @@
 
 namespace torchscope::cli {
 namespace {
-
-// What an SAE command skipped and warned of, on stderr.
-void printProblems(
-    const std::vector<std::pair<std::string, std::string>>& failures, const std::vector<std::string>& warnings)
-{
-    for (const auto& [path, why] : failures)
-        std::cerr << "torchscope-cli: warning: skipped " << path << ": " << why << '\n';
-    for (const auto& warning : warnings)
-        std::cerr << "torchscope-cli: warning: " << warning << '\n';
-}
 
 // A comma-separated list of whole numbers (none when empty). Throws UsageError naming the option.
 std::vector<int64_t> wholeNumbers(const std::string& list, const char* option, const char* expected)
@@ -111,7 +102,8 @@ int runSaeTrain(const CliOptions& given)
     if (run)
         std::cout << "trained on " << run->size() << " ranks, " << request.batch / run->size()
                   << " vectors of each step on each\n";
-    printProblems(result.failures, result.warnings);
+    printSkipped(result.failures);
+    printWarnings(result.warnings);
     if (result.imagesBefore > 0)
         std::cout << "resumed after " << result.imagesBefore << " images\n";
     if (result.fromCache)
@@ -151,7 +143,8 @@ int runSaeEvaluate(const CliOptions& options)
         const InterruptibleProgress progress("images");
         result = evaluateSparseAutoencoder(engine, request, progress.callback());
     }
-    printProblems(result.failures, result.warnings);
+    printSkipped(result.failures);
+    printWarnings(result.warnings);
     std::cout << std::setprecision(4) << result.layer << " (" << result.positions << "), " << result.images
               << " images, " << result.vectors << " vectors: FVU " << result.fvu << ", explained variance "
               << result.explainedVariance << ", L0 " << result.l0 << ", dead " << result.deadLatents << " / "
@@ -192,7 +185,8 @@ int runSaeLatents(const CliOptions& options)
         });
         std::cerr << '\n';
     }
-    printProblems(result.failures, result.warnings);
+    printSkipped(result.failures);
+    printWarnings(result.warnings);
     int64_t alive = 0, measured = 0;
     for (const auto& latent : result.latents) {
         alive += latent.fires > 0 ? 1 : 0;
