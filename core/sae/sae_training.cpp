@@ -6,15 +6,14 @@
 #include "common/memory_budget.h"
 #include "distributed/cluster.h"
 #include "distributed/lockstep.h"
-#include "export/array_files.h"
 #include "export/manifest.h"
-#include "export/read_tensors.h"
 #include "graph/engine.h"
 #include "graph/request.h"
 #include "imaging/image_folder.h"
 #include "model/model.h"
 #include "record/folder_run.h"
 #include "sae/sparse_autoencoder.h"
+#include "sae/vector_cache.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -22,7 +21,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -149,7 +147,6 @@ std::string saeFolderFor(const std::string& out, const std::string& layer)
 namespace {
 
 constexpr const char* RunFile = "training.json";
-constexpr const char* CacheFile = "cache.json";
 constexpr const char* LogHeader = "step,vectors,loss,mse,aux_loss,fvu,l0,dead_fraction\n";
 
 std::string logLine(int64_t step, const SaeStepMetrics& m)
@@ -161,27 +158,6 @@ std::string logLine(int64_t step, const SaeStepMetrics& m)
     return line.str();
 }
 
-std::string readText(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
-// A JSON file, or null when there is none. Throws torchscope::Error when it is not JSON.
-nlohmann::json readJson(const std::string& path)
-{
-    std::ifstream in(path);
-    if (!in)
-        return nullptr;
-    try {
-        return nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-        throw Error("'" + path + "' is not JSON: " + e.what());
-    }
-}
-
 // What a run was asked, as training.json holds it: a resume must ask the same.
 nlohmann::json runDescription(const SaeTrainingRequest& request, const std::string& modelHash)
 {
@@ -189,119 +165,6 @@ nlohmann::json runDescription(const SaeTrainingRequest& request, const std::stri
         {"positions", request.positions}, {"model_sha256", modelHash}, {"batch", request.batch}, {"seed", request.seed},
         {"epochs", request.epochs}};
 }
-
-// The layers' vectors on disk, one sub-folder per layer (named as the SAE folders) of .npy shards
-// written together: shard j of every layer holds the vectors of the same images. cache.json says
-// what the vectors are of, how many shards and images are written, and whether the pass was complete.
-struct VectorCache {
-    std::string folder;
-    nlohmann::json description; // model, layers, folder, positions, seed
-    std::vector<std::string> layers;
-    std::vector<std::vector<at::Tensor>> pending; // per layer, not yet written
-    std::vector<int64_t> vectors; // per layer, written
-    std::vector<int64_t> prefixes; // per layer: a ViT's tokens before its patch grid (-1: none)
-    std::vector<int64_t> shardImages; // images per shard
-    int64_t pendingImages = 0;
-    int64_t pendingBytes = 0;
-    int64_t shardBytes = int64_t{64} << 20;
-
-    std::string shardPath(size_t layer, int64_t shard) const
-    {
-        char name[32];
-        std::snprintf(name, sizeof(name), "vectors_%05lld.npy", static_cast<long long>(shard));
-        return (std::filesystem::path(saeFolderFor(folder, layers[layer])) / name).string();
-    }
-    int64_t shards() const { return static_cast<int64_t>(shardImages.size()); }
-
-    // The cache.json of a pass that has begun (or ended); false when there is none of this run.
-    bool open(const nlohmann::json& state)
-    {
-        if (!state.is_object() || state.value("of", nlohmann::json()) != description)
-            return false;
-        try {
-            vectors = state.at("vectors").get<std::vector<int64_t>>();
-            shardImages = state.at("shard_images").get<std::vector<int64_t>>();
-            prefixes = state.value("prefix_tokens", std::vector<int64_t>(layers.size(), -1));
-        } catch (const nlohmann::json::exception& e) {
-            throw Error("'" + (std::filesystem::path(folder) / CacheFile).string() + "': " + e.what());
-        }
-        if (vectors.size() != layers.size() || prefixes.size() != layers.size())
-            throw Error("'" + (std::filesystem::path(folder) / CacheFile).string() + "' counts the vectors of "
-                + std::to_string(vectors.size()) + " layers, not " + std::to_string(layers.size()));
-        return true;
-    }
-    void start()
-    {
-        pending.assign(layers.size(), {});
-        vectors.assign(layers.size(), 0);
-        prefixes.assign(layers.size(), -1);
-        shardImages.clear();
-        for (const auto& layer : layers) { // the shards of an earlier pass that this one does not continue
-            const std::filesystem::path where = saeFolderFor(folder, layer);
-            std::error_code error;
-            std::filesystem::create_directories(where, error);
-            if (error)
-                throw Error("cannot make the cache's folder '" + where.string() + "': " + error.message());
-            for (const auto& entry : std::filesystem::directory_iterator(where, error)) {
-                const std::string name = entry.path().filename().string();
-                if (name.rfind("vectors_", 0) == 0 && entry.path().extension() == ".npy")
-                    std::filesystem::remove(entry.path(), error);
-            }
-        }
-    }
-    void add(size_t layer, const at::Tensor& v)
-    {
-        if (pending.size() != layers.size())
-            pending.assign(layers.size(), {});
-        pending[layer].push_back(v.detach().to(at::kCPU, at::kFloat).contiguous());
-        pendingBytes += v.numel() * static_cast<int64_t>(sizeof(float));
-    }
-    void imagesAdded(int64_t n)
-    {
-        pendingImages += n;
-        if (pendingBytes >= shardBytes)
-            flush();
-    }
-    void flush()
-    {
-        if (pendingImages == 0 && pendingBytes == 0)
-            return;
-        for (size_t i = 0; i < layers.size(); ++i) {
-            const at::Tensor shard = pending[i].empty() ? at::empty({0, 0}, at::kFloat) : at::cat(pending[i]);
-            writeFileAtomically(shardPath(i, shards()), encodeNpy(shard));
-            vectors[i] += shard.size(0);
-            pending[i].clear();
-        }
-        shardImages.push_back(pendingImages);
-        pendingImages = 0;
-        pendingBytes = 0;
-    }
-    void write(bool complete) const
-    {
-        const nlohmann::json state = {{"of", description}, {"vectors", vectors}, {"shard_images", shardImages},
-            {"prefix_tokens", prefixes}, {"complete", complete},
-            {"format",
-                "one folder per layer of vectors_NNNNN.npy: float32 [n, d_in], shard j of every layer "
-                "from the same images, in the folder's order"}};
-        writeFileAtomically((std::filesystem::path(folder) / CacheFile).string(), state.dump(2) + "\n");
-    }
-    // Shard j of a layer, checked against what cache.json says and the SAE's width.
-    at::Tensor read(size_t layer, int64_t shard, int64_t dIn) const
-    {
-        const std::string path = shardPath(layer, shard);
-        if (!std::filesystem::exists(path))
-            throw Error("the cache's shard '" + path + "' is missing; " + CacheFile + " counts "
-                + std::to_string(shards()) + " shards");
-        const at::Tensor t = decodeNpy(readText(path), path);
-        if (t.dim() != 2 || t.scalar_type() != at::kFloat || (t.size(0) > 0 && dIn > 0 && t.size(1) != dIn)) {
-            std::ostringstream message;
-            message << "the cache's shard '" << path << "' holds " << t.sizes() << " " << t.scalar_type()
-                    << "; the SAE reads float32 vectors [n, " << dIn << "]";
-            throw Error(message.str());
-        }
-        return t;
-    }
-};
 
 } // namespace
 
@@ -364,7 +227,7 @@ SaeTrainingResult trainSparseAutoencoders(
             {"model_sha256", modelHash}, {"seed", request.seed}, {"image_batch", std::max(1, request.imageBatch)}};
         const int64_t memory = request.memoryBytes > 0 ? request.memoryBytes : defaultMemoryBudget();
         cache->shardBytes = std::clamp<int64_t>(memory / 8, int64_t{64} << 10, int64_t{64} << 20);
-        const nlohmann::json state = readJson((std::filesystem::path(request.cache) / CacheFile).string());
+        const nlohmann::json state = readJsonFile((std::filesystem::path(request.cache) / VectorCache::File).string());
         const bool ours = cache->open(state);
         cacheComplete = ours && state.value("complete", false);
         if (!state.is_null() && !ours && !request.resume)
@@ -375,7 +238,7 @@ SaeTrainingResult trainSparseAutoencoders(
     int64_t epoch = 1; // the pass under way, from 1
     int64_t shardsDone = 0; // of a cached epoch
     if (request.resume) {
-        const nlohmann::json before = readJson(runPath);
+        const nlohmann::json before = readJsonFile(runPath);
         if (before.is_null())
             throw Error("nothing to resume in '" + request.out + "': it has no " + RunFile);
         for (const auto& [key, value] : asked.items())
@@ -394,7 +257,8 @@ SaeTrainingResult trainSparseAutoencoders(
                 + std::to_string(request.epochs) + " after " + std::to_string(shardsDone) + " shards");
         if (cache && !cacheComplete && epoch == 1 && result.imagesBefore > 0 && result.imagesBefore < totalImages) {
             // The forward passes go on writing the cache from where both stopped.
-            const nlohmann::json state = readJson((std::filesystem::path(request.cache) / CacheFile).string());
+            const nlohmann::json state
+                = readJsonFile((std::filesystem::path(request.cache) / VectorCache::File).string());
             int64_t cached = 0;
             if (cache->open(state))
                 for (const int64_t n : cache->shardImages)
@@ -412,8 +276,8 @@ SaeTrainingResult trainSparseAutoencoders(
                 = std::make_unique<SparseAutoencoder>(SparseAutoencoder::resume(where, engine.model().device()));
             result.layers[i].dIn = states[i].sae->config().dIn;
             result.layers[i].dSae = states[i].sae->config().dSae;
-            states[i].log = readText((std::filesystem::path(where) / "training_log.csv").string());
-            const nlohmann::json cfg = readJson((std::filesystem::path(where) / "cfg.json").string());
+            states[i].log = readTextFile((std::filesystem::path(where) / "training_log.csv").string());
+            const nlohmann::json cfg = readJsonFile((std::filesystem::path(where) / "cfg.json").string());
             if (cfg.is_object() && cfg.contains("metadata") && cfg["metadata"].contains("prefix_tokens"))
                 states[i].prefix = cfg["metadata"]["prefix_tokens"].get<int64_t>();
         }
@@ -712,7 +576,8 @@ SaeTrainingResult trainSparseAutoencoders(
     // The epochs from the cache: its shards in an order shuffled per epoch, through the same buffers.
     if (cache && !cancelled && !everyEnough() && epoch <= request.epochs) {
         if (!cacheComplete) { // just written by the pass above
-            const nlohmann::json state = readJson((std::filesystem::path(request.cache) / CacheFile).string());
+            const nlohmann::json state
+                = readJsonFile((std::filesystem::path(request.cache) / VectorCache::File).string());
             cache->open(state);
         }
         const int64_t shards = cache->shards();
