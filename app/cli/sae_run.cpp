@@ -16,6 +16,7 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 
 namespace torchscope::cli {
 namespace {
@@ -149,12 +150,15 @@ int runSaeEvaluate(const CliOptions& options)
               << " images, " << result.vectors << " vectors: FVU " << result.fvu << ", explained variance "
               << result.explainedVariance << ", L0 " << result.l0 << ", dead " << result.deadLatents << " / "
               << result.dSae << ", dense " << result.denseLatents << '\n';
+    std::ostringstream recovered;
+    recovered << std::setprecision(4) << 100.0 * result.lossRecovered << " %";
+    const std::string recoveredText = std::isnan(result.lossRecovered) ? "undefined" : recovered.str();
     if (result.downstream)
         std::cout << "spliced: KL " << result.klSpliced << " nats, top-1 agreement " << 100.0 * result.top1Spliced
                   << " %; zero-ablated: KL " << result.klZero << ", top-1 " << 100.0 * result.top1Zero
-                  << " %; loss recovered " << 100.0 * result.lossRecovered << " % (cross-entropy against "
-                  << result.lossAgainst << ": clean " << result.lossClean << ", spliced " << result.lossSpliced
-                  << ", zero-ablated " << result.lossZero << ")\n";
+                  << " %; loss recovered " << recoveredText << " (cross-entropy against " << result.lossAgainst
+                  << ": clean " << result.lossClean << ", spliced " << result.lossSpliced << ", zero-ablated "
+                  << result.lossZero << ")\n";
     ExportManifest manifest = cliManifest(options, *model, request.setup, {});
     manifest.settings.emplace_back("images", options.imageFolder);
     writeSaeEvaluation(options.out, result, &manifest);

@@ -199,19 +199,24 @@ SaeEvaluationResult evaluateSparseAutoencoder(
     if (scored > 0) {
         result.downstream = true;
         result.lossAgainst = labelsFit ? "folder labels" : "clean predictions";
-        result.klSpliced = meanOf(klSpliced, scored);
-        result.klZero = meanOf(klZero, scored);
+        // A KL divergence is never negative: what rounding leaves below zero is 0.
+        result.klSpliced = std::max(0.0, meanOf(klSpliced, scored));
+        result.klZero = std::max(0.0, meanOf(klZero, scored));
         result.top1Spliced = meanOf(agreeSpliced, scored);
         result.top1Zero = meanOf(agreeZero, scored);
         result.lossClean = meanOf(lossClean, scored);
         result.lossSpliced = meanOf(lossSpliced, scored);
         result.lossZero = meanOf(lossZero, scored);
+        // A cost below a billionth of the loss is the rounding of float32 scores, not a cost: no share
+        // of it is recovered (a model whose output ignores the layer, or a random one that scores
+        // every class alike, would otherwise show any number).
         const double gap = result.lossZero - result.lossClean;
+        const bool costs = gap > 1e-9 * std::max(1.0, std::abs(result.lossClean));
         result.lossRecovered
-            = gap > 0.0 ? (result.lossZero - result.lossSpliced) / gap : std::numeric_limits<double>::quiet_NaN();
-        if (!(gap > 0.0))
+            = costs ? (result.lossZero - result.lossSpliced) / gap : std::numeric_limits<double>::quiet_NaN();
+        if (!costs)
             result.warnings.push_back("zero-ablating '" + result.layer
-                + "' costs the model nothing here, so no share of the loss can be recovered");
+                + "' costs the model nothing measurable here, so no share of the loss can be recovered");
     }
     return result;
 }

@@ -60,7 +60,7 @@ struct SaeEvaluationResult {
     double klSpliced = 0.0, klZero = 0.0; // mean over images, nats
     double top1Spliced = 0.0, top1Zero = 0.0; // fraction of images
     double lossClean = 0.0, lossSpliced = 0.0, lossZero = 0.0; // mean cross-entropy, nats
-    double lossRecovered = 0.0; // NaN when zero-ablating costs nothing
+    double lossRecovered = 0.0; // NaN when zero-ablating costs nothing measurable (under 1e-9 of the loss)
 
     bool cancelled = false; // the figures are over the images done
     std::vector<std::pair<std::string, std::string>> failures; // unreadable images: path, why

@@ -497,6 +497,52 @@ class SaeOnColorCnn(SaeCase, unittest.TestCase):
         self.assertIn("the SAE reads vectors of 12 values, but this output has 8 channels", result.stderr)
 
 
+class IgnoresItsFirstLayer(torch.nn.Module):
+    """Scores of about 1e-3 that its layer `conv` moves by a few float32 steps (1e-8 of a score):
+    zero-ablating it costs a loss of about 1e-10, below any measurable cost."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = torch.nn.Conv2d(3, 4, 1)
+        self.head = torch.nn.Linear(3, 5)
+
+    def forward(self, x):
+        a = self.conv(x)
+        s = self.head(x.mean((2, 3)))
+        # The layer nudges each class by its probability: ablated, the top class loses a hair.
+        return 1e-3 * s + 1e-8 * a.abs().mean((1, 2, 3)).unsqueeze(1) * s.softmax(1)
+
+
+class SaeOnALayerThatCostsNothing(unittest.TestCase):
+    def test_no_share_of_a_cost_below_rounding_is_recovered(self):
+        with tempfile.TemporaryDirectory() as folder:
+            folder = pathlib.Path(folder)
+            model = folder / "ignores.pt"
+            torch.jit.save(torch.jit.script(IgnoresItsFirstLayer().eval()), str(model))
+            images = folder / "images"
+            images.mkdir()
+            for name in IMAGES:
+                shutil.copy(FIXTURES / "color" / f"{name}.png", images / f"{name}.png")
+            train = cli("sae", "train", model, "--layer", "conv", "--images", images, "--preprocess", "none",
+                        "--expansion", 2, "--k", 2, "--batch", 256, "--tokens", 4096, "--out", folder / "saes")
+            self.assertEqual(train.returncode, 0, train.stderr)
+            out = folder / "evaluation.json"
+            result = cli("sae", "evaluate", model, "--sae", folder / "saes" / "conv", "--images", images,
+                         "--preprocess", "none", "--out", out)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertIn("zero-ablating 'conv' costs the model nothing measurable here", result.stderr)
+            self.assertIn("loss recovered undefined", result.stdout)
+            # A cost there is (the layer nudges the top class), but it is a float32 step's, not a cost.
+            downstream = json.loads(out.read_text())["downstream"]
+            self.assertGreater(downstream["loss_zero_ablated"], downstream["loss_clean"])
+            self.assertIsNone(downstream["loss_recovered"])
+            gap = downstream["loss_zero_ablated"] - downstream["loss_clean"]
+            self.assertLess(abs(gap), 1e-9 * downstream["loss_clean"])
+            self.assertGreaterEqual(downstream["kl_zero_ablated"], 0.0)
+            self.assertGreaterEqual(downstream["kl_spliced"], 0.0)
+
+
 class SaeOnRegisterVit(SaeCase, unittest.TestCase):
     MODEL = FIXTURES / "register_vit.pt"
     LAYER = "encoder.layers.1"
