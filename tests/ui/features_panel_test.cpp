@@ -135,6 +135,7 @@ private Q_SLOTS:
         window.document()->clearEdits(QString());
 
         // Evaluated over the folder: the core's figures on the same SAE and folder, shown in the column.
+        panel->layerBox()->setCurrentText("features.0"); // the SAE's layer comes back with its evaluation
         QSignalSpy evaluated(panel, &FeaturesPanel::evaluated);
         panel->evaluateButton()->click();
         QVERIFY(evaluated.wait(Timeout));
@@ -156,6 +157,10 @@ private Q_SLOTS:
         // A flat folder has no labels: the loss is against the clean predictions.
         QVERIFY2(text.contains("loss recovered") && text.contains("clean predictions"), qPrintable(text));
         QVERIFY2(text.contains(QString("dead latents %1").arg(evaluation->deadLatents)), qPrintable(text));
+        QCOMPARE(panel->layerBox()->currentText(), QString("features.3"));
+        // Another SAE in the field: the evaluation shown was not of it.
+        panel->saeField()->setText(dir.filePath("another"));
+        QVERIFY(panel->evaluationLabel()->text().isEmpty());
     }
 
     void problemsAreSaidBeforeAnyJob()

@@ -115,6 +115,8 @@ FeaturesPanel::FeaturesPanel(Document* document, RunController* controller, QWid
     connect(train_, &QPushButton::clicked, this, &FeaturesPanel::train);
     connect(measure_, &QPushButton::clicked, this, &FeaturesPanel::measureLatents);
     connect(evaluate_, &QPushButton::clicked, this, &FeaturesPanel::evaluate);
+    // The evaluation is of the SAE in the field: another SAE (typed, or trained) makes it stale.
+    connect(sae_, &QLineEdit::textChanged, evaluation_, &QLabel::clear);
     connect(document_, &Document::modelChanged, this, &FeaturesPanel::resetForModel);
     connect(document_, &Document::modulesChanged, this, &FeaturesPanel::fillLayers);
     connect(layer_, &QComboBox::activated, this, [this] { layerPicked_ = true; });
@@ -464,6 +466,7 @@ void FeaturesPanel::evaluate()
 void FeaturesPanel::showEvaluation(const std::shared_ptr<const SaeEvaluationResult>& result)
 {
     column_->finish(result->cancelled);
+    layer_->setCurrentText(QString::fromStdString(result->layer)); // the SAE's own layer
     const auto g = [](double value) { return QString::number(value, 'g', 3); };
     const auto percent = [](double value) { return QString::number(100.0 * value, 'f', 1) + " %"; };
     QStringList rows{tr("<b>%1</b> (%2): %3 images, %4 vectors")
