@@ -61,13 +61,12 @@ std::vector<AnalysisInfo> makeTable()
             "ConceptRelevanceRequest", "ConceptRelevanceResult", {"crp"}, "Relevance tab",
             {"json", "pt", "npz", "safetensors"}, {}, {}},
         {"sae_train", "SAE Training", Batch, "core/sae", "trainSparseAutoencoders (sae/sae_training)",
-            "SaeTrainingRequest", "SaeTrainingResult", {"sae train"}, "Features tab (to come)",
-            {"safetensors", "json", "csv"}, {}, {}},
+            "SaeTrainingRequest", "SaeTrainingResult", {"sae train"}, "Features tab", {"safetensors", "json", "csv"},
+            {}, {}},
         {"sae_evaluate", "SAE Evaluation", Batch, "core/sae", "evaluateSparseAutoencoder (sae/sae_evaluation)",
-            "SaeEvaluationRequest", "SaeEvaluationResult", {"sae evaluate"}, "Features tab (to come)", {"json"}, {},
-            {}},
+            "SaeEvaluationRequest", "SaeEvaluationResult", {"sae evaluate"}, "Features tab", {"json"}, {}, {}},
         {"sae_latents", "SAE Latents", Batch, "core/sae", "computeSaeLatents (sae/sae_latents)", "SaeLatentsRequest",
-            "SaeLatentsResult", {"sae latents"}, "Features tab (to come)", {"json"}, {}, {}},
+            "SaeLatentsResult", {"sae latents"}, "Features tab", {"json"}, {}, {}},
     };
 }
 
