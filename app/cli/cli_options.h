@@ -116,8 +116,8 @@ struct CliOptions {
     // sae train / sae evaluate (--layer: `layers`; --seed, --batch-images: `batch`, --memory-mb shared)
     std::string imageFolder; // the folder the vectors come from
     std::string sae; // sae evaluate: a saved SAE's folder
-    int64_t expansion = 16;
-    int64_t latents = 0;
+    std::string expansion = "16"; // sae train: one expansion, or several (8,16,32)
+    std::string latents; // sae train: latent counts instead
     int64_t saeK = 32;
     std::string architecture = "topk";
     std::string matryoshka; // W1,W2,...: Matryoshka's prefix widths

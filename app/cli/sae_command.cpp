@@ -33,11 +33,14 @@ Command saeCommand()
             train->add_option("--images", o.imageFolder, "a folder of images (class sub-folders allowed)")
                 ->required()
                 ->check(CLI::ExistingDirectory);
-            auto* expansion = train->add_option("--expansion", o.expansion, "latents per input dimension")
-                                  ->check(CLI::Range(int64_t{1}, int64_t{1024}))
+            auto* expansion = train
+                                  ->add_option("--expansion", o.expansion,
+                                      "latents per input dimension, 1 to 1024; several (8,16,32): an SAE of each "
+                                      "size per layer, all from the same pass")
                                   ->capture_default_str();
-            train->add_option("--latents", o.latents, "the number of latents (instead of --expansion)")
-                ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
+            train
+                ->add_option("--latents", o.latents,
+                    "the number of latents (instead of --expansion); several (4096,16384): an SAE of each")
                 ->excludes(expansion);
             train->add_option("--k", o.saeK, "active latents per vector")
                 ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))

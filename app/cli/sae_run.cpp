@@ -62,8 +62,20 @@ int runSaeTrain(const CliOptions& given)
     request.setup = chooseSetup(*model, options);
     request.layers = options.layers;
     request.images = options.imageFolder;
-    request.expansion = options.expansion;
-    request.latents = options.latents;
+    const std::vector<int64_t> expansions
+        = wholeNumbers(options.expansion, "--expansion", "latents per input dimension such as 16, or 8,16,32");
+    const std::vector<int64_t> latents
+        = wholeNumbers(options.latents, "--latents", "latent counts such as 4096, or 4096,16384");
+    for (const int64_t x : expansions)
+        if (x < 1 || x > 1024)
+            throw UsageError("--expansion " + std::to_string(x) + ": expected 1 to 1024");
+    for (const int64_t n : latents)
+        if (n < 1 || n > (int64_t{1} << 24))
+            throw UsageError("--latents " + std::to_string(n) + ": expected 1 to 16777216");
+    if (expansions.empty() && latents.empty())
+        throw UsageError("--expansion: expected latents per input dimension such as 16");
+    request.expansions = latents.empty() ? expansions : std::vector<int64_t>{};
+    request.latentCounts = latents;
     request.k = options.saeK;
     request.batchTopK = options.architecture == "batchtopk";
     request.matryoshkaWidths = wholeNumbers(options.matryoshka, "--matryoshka", "prefix widths such as 512,2048");

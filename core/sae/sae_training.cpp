@@ -159,11 +159,67 @@ std::string logLine(int64_t step, const SaeStepMetrics& m)
 }
 
 // What a run was asked, as training.json holds it: a resume must ask the same.
-nlohmann::json runDescription(const SaeTrainingRequest& request, const std::string& modelHash)
+nlohmann::json runDescription(
+    const SaeTrainingRequest& request, const std::string& modelHash, const std::vector<std::string>& sizes)
 {
-    return {{"layers", request.layers}, {"images", std::filesystem::absolute(request.images).lexically_normal()},
-        {"positions", request.positions}, {"model_sha256", modelHash}, {"batch", request.batch}, {"seed", request.seed},
-        {"epochs", request.epochs}};
+    nlohmann::json asked = {{"layers", request.layers},
+        {"images", std::filesystem::absolute(request.images).lexically_normal()}, {"positions", request.positions},
+        {"model_sha256", modelHash}, {"batch", request.batch}, {"seed", request.seed}};
+    if (request.epochs > 1)
+        asked["epochs"] = request.epochs;
+    if (sizes.size() > 1)
+        asked["sizes"] = sizes;
+    return asked;
+}
+
+// An SAE the run trains: a layer (its index in the request) at one size.
+struct SaeEntry {
+    size_t layer = 0;
+    int64_t expansion = 0; // d_sae = expansion × d_in, unless latents is set
+    int64_t latents = 0;
+    std::string size; // "x16" or "4096"
+    std::string folder;
+};
+
+// Every layer at every size asked: the layers' SAEs in the request's order, each layer's sizes together.
+std::vector<SaeEntry> saeEntries(const SaeTrainingRequest& request)
+{
+    std::vector<std::pair<int64_t, int64_t>> sizes; // expansion, latents
+    if (!request.latentCounts.empty())
+        for (const int64_t n : request.latentCounts)
+            sizes.emplace_back(0, n);
+    else if (request.latents > 0)
+        sizes.emplace_back(0, request.latents);
+    else if (!request.expansions.empty())
+        for (const int64_t x : request.expansions)
+            sizes.emplace_back(x, 0);
+    else
+        sizes.emplace_back(request.expansion, 0);
+    for (const auto& [expansion, latents] : sizes) {
+        if (latents == 0 && expansion < 1)
+            throw Error("the expansion must be at least 1, got " + std::to_string(expansion));
+        if (expansion == 0 && latents < 1)
+            throw Error("the latents must be at least 1, got " + std::to_string(latents));
+    }
+    std::vector<SaeEntry> entries;
+    for (size_t i = 0; i < request.layers.size(); ++i) {
+        for (size_t j = 0; j < i; ++j)
+            if (request.layers[j] == request.layers[i])
+                throw Error("the layer '" + request.layers[i]
+                    + "' is asked twice; several SAEs of one layer are several sizes (--expansion 8,16)");
+        for (const auto& [expansion, latents] : sizes) {
+            SaeEntry entry{i, expansion, latents,
+                latents > 0 ? std::to_string(latents) : "x" + std::to_string(expansion),
+                saeFolderFor(request.out, request.layers[i])};
+            if (sizes.size() > 1)
+                entry.folder += "-" + entry.size;
+            for (const auto& other : entries)
+                if (other.layer == i && other.size == entry.size)
+                    throw Error("the size " + entry.size + " is asked twice");
+            entries.push_back(entry);
+        }
+    }
+    return entries;
 }
 
 } // namespace
@@ -178,8 +234,6 @@ SaeTrainingResult trainSparseAutoencoders(
         throw Error("the training batch must be at least 1 vector, got " + std::to_string(request.batch));
     if (request.out.empty())
         throw Error("no folder to save the sparse autoencoders in");
-    if (!request.latents && request.expansion < 1)
-        throw Error("the expansion must be at least 1, got " + std::to_string(request.expansion));
     if (request.epochs < 1)
         throw Error("the epochs must be at least 1, got " + std::to_string(request.epochs));
     if (request.epochs > 1 && request.cache.empty())
@@ -198,7 +252,12 @@ SaeTrainingResult trainSparseAutoencoders(
         throw Error("the folder '" + request.images + "' has no images");
     const auto totalImages = static_cast<int64_t>(folder.images.size());
     const std::string modelHash = sha256OfFile(engine.model().path());
-    const nlohmann::json asked = runDescription(request, modelHash);
+    const std::vector<SaeEntry> entries = saeEntries(request);
+    std::vector<std::string> sizeNames;
+    for (const auto& entry : entries)
+        if (entry.layer == 0)
+            sizeNames.push_back(entry.size);
+    const nlohmann::json asked = runDescription(request, modelHash, sizeNames);
     const std::string runPath = (std::filesystem::path(request.out) / RunFile).string();
 
     SaeTrainingResult result;
@@ -210,10 +269,9 @@ SaeTrainingResult trainSparseAutoencoders(
         std::vector<at::Tensor> ready; // with ranks: shuffled vectors waiting for a step of all ranks
         int64_t readyRows = 0;
     };
-    std::vector<LayerState> states(request.layers.size());
-    for (size_t i = 0; i < request.layers.size(); ++i)
-        result.layers.push_back(
-            SaeTrainingLayer{request.layers[i], saeFolderFor(request.out, request.layers[i]), 0, 0, {}});
+    std::vector<LayerState> states(entries.size());
+    for (const auto& entry : entries)
+        result.layers.push_back(SaeTrainingLayer{request.layers[entry.layer], entry.folder, 0, 0, {}});
 
     // The cache: read when a complete pass of this run's vectors is there, else written as they come.
     std::optional<VectorCache> cache;
@@ -291,7 +349,7 @@ SaeTrainingResult trainSparseAutoencoders(
     if (cacheComplete)
         for (size_t i = 0; i < states.size(); ++i)
             if (states[i].prefix < 0)
-                states[i].prefix = cache->prefixes[i];
+                states[i].prefix = cache->prefixes[entries[i].layer];
     if (writingCache && result.imagesBefore == 0)
         cache->start();
 
@@ -321,7 +379,7 @@ SaeTrainingResult trainSparseAutoencoders(
                 continue;
             const std::string& where = result.layers[i].folder;
             states[i].sae->save(
-                where, SaeOrigin{request.layers[i], request.positions, modelHash, states[i].prefix, {}});
+                where, SaeOrigin{request.layers[entries[i].layer], request.positions, modelHash, states[i].prefix, {}});
             states[i].sae->saveCheckpoint(where);
             writeFileAtomically((std::filesystem::path(where) / "training_log.csv").string(), states[i].log);
         }
@@ -390,7 +448,7 @@ SaeTrainingResult trainSparseAutoencoders(
         if (!state.sae) {
             SaeConfig config;
             config.dIn = vectors.size(1);
-            config.dSae = request.latents > 0 ? request.latents : request.expansion * config.dIn;
+            config.dSae = entries[i].latents > 0 ? entries[i].latents : entries[i].expansion * config.dIn;
             config.k = request.k;
             config.batchTopK = request.batchTopK;
             config.matryoshkaWidths = request.matryoshkaWidths;
@@ -408,7 +466,7 @@ SaeTrainingResult trainSparseAutoencoders(
         }
         if (!state.buffer.data.defined()) {
             const int64_t dIn = state.sae->config().dIn;
-            const int64_t perLayer = memory / static_cast<int64_t>(request.layers.size());
+            const int64_t perLayer = memory / static_cast<int64_t>(entries.size());
             // 64 training batches (SAELens's n_batches_in_buffer), less where the memory cap says so.
             const int64_t capacity = std::max<int64_t>(2 * request.batch,
                 std::min<int64_t>(64 * request.batch, perLayer / (dIn * static_cast<int64_t>(sizeof(float)))));
@@ -469,21 +527,27 @@ SaeTrainingResult trainSparseAutoencoders(
             if (!batch.images.defined() || batch.images.size(0) == 0)
                 return;
             const RunResult out = engine.run(run, forwardInputsFromBatch(engine.model(), batch.images));
-            for (size_t i = 0; i < request.layers.size(); ++i) {
-                const at::Tensor activation = out.tensor(request.layers[i]);
+            for (size_t j = 0; j < request.layers.size(); ++j) {
+                const at::Tensor activation = out.tensor(request.layers[j]);
                 const int64_t prefix
                     = saePrefixTokens(engine.model(), activation, batch.images.size(2), batch.images.size(3));
-                if (activation.dim() == 3)
-                    states[i].prefix = prefix >= 0 ? prefix : saeTokenRange(activation.size(1), "patches", -1).first;
-                if (writingCache)
-                    cache->prefixes[i] = states[i].prefix;
+                const int64_t tokensPrefix = activation.dim() == 3
+                    ? (prefix >= 0 ? prefix : saeTokenRange(activation.size(1), "patches", -1).first)
+                    : -1;
+                if (writingCache && activation.dim() == 3)
+                    cache->prefixes[j] = tokensPrefix;
                 const at::Tensor vectors = activationVectors(
                     activation, request.positions, request.seed + static_cast<uint64_t>(batchNumber), prefix);
                 // The run's length: the folder's vectors at this image's count per image, each epoch.
                 const int64_t perImage = vectors.size(0) / std::max<int64_t>(batch.images.size(0), 1);
-                feed(i, vectors, perImage * totalImages * request.epochs);
+                for (size_t i = 0; i < entries.size(); ++i) // every size of the layer, from the same vectors
+                    if (entries[i].layer == j) {
+                        if (activation.dim() == 3)
+                            states[i].prefix = tokensPrefix;
+                        feed(i, vectors, perImage * totalImages * request.epochs);
+                    }
                 if (writingCache)
-                    cache->add(i, vectors);
+                    cache->add(j, vectors);
             }
         };
         if (distributed) {
@@ -595,9 +659,15 @@ SaeTrainingResult trainSparseAutoencoders(
                 imagesThisEpoch += cache->shardImages[permutation[j].item<int64_t>()];
             for (; shardsDone < shards && !everyEnough(); ++shardsDone) {
                 const int64_t shard = permutation[shardsDone].item<int64_t>();
-                for (size_t i = 0; i < request.layers.size(); ++i) {
-                    const int64_t dIn = states[i].sae ? states[i].sae->config().dIn : 0;
-                    feed(i, cache->read(i, shard, dIn), cache->vectors[i] * request.epochs);
+                for (size_t j = 0; j < request.layers.size(); ++j) {
+                    int64_t dIn = 0;
+                    for (size_t i = 0; i < entries.size(); ++i)
+                        if (entries[i].layer == j && states[i].sae)
+                            dIn = states[i].sae->config().dIn;
+                    const at::Tensor vectors = cache->read(j, shard, dIn);
+                    for (size_t i = 0; i < entries.size(); ++i)
+                        if (entries[i].layer == j)
+                            feed(i, vectors, cache->vectors[j] * request.epochs);
                 }
                 imagesThisEpoch += cache->shardImages[shard];
                 checkpointDue();
@@ -640,8 +710,9 @@ SaeTrainingResult trainSparseAutoencoders(
         save();
     for (size_t i = 0; i < states.size(); ++i)
         if (!states[i].sae || states[i].sae->steps() == 0) {
-            result.warnings.push_back("'" + request.layers[i] + "': no SAE trained (fewer vectors than one batch of "
-                + std::to_string(request.batch) + ")");
+            result.warnings.push_back("'" + request.layers[entries[i].layer] + "'"
+                + (entries.size() > request.layers.size() ? " at " + entries[i].size : std::string())
+                + ": no SAE trained (fewer vectors than one batch of " + std::to_string(request.batch) + ")");
             result.layers[i].folder.clear();
         }
     return result;

@@ -43,6 +43,11 @@ struct SaeTrainingRequest {
     ModelSetup setup;
     int64_t expansion = 16; // d_sae = expansion × d_in, unless latents is set
     int64_t latents = 0;
+    // Several sizes of every layer's SAE, all trained from the same pass: expansions, or latent
+    // counts (instead of expansion / latents). Each size's SAE is saved in the layer's folder name
+    // with "-x16" or "-4096" after it; each has its own shuffle buffer under the memory cap.
+    std::vector<int64_t> expansions;
+    std::vector<int64_t> latentCounts;
     int64_t k = 32;
     bool batchTopK = false;
     std::vector<int64_t> matryoshkaWidths; // see SaeConfig; empty: none

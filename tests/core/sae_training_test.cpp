@@ -23,6 +23,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <tuple>
 
 namespace torchscope::test {
 namespace {
@@ -174,6 +175,54 @@ nlohmann::json runState(const std::string& out)
 {
     std::ifstream in(std::filesystem::path(out) / "training.json");
     return nlohmann::json::parse(in);
+}
+
+TEST(SaeTraining, SeveralSizesOfALayerTrainFromOnePass)
+{
+    Engine engine(Model::load(Demo));
+    SaeTrainingRequest request;
+    request.layers = {"features.1", "features.0"};
+    request.images = DemoImages;
+    request.setup = storedSetup(engine.model()).value_or(ModelSetup{});
+    request.expansions = {1, 2};
+    request.k = 4;
+    request.batch = 32;
+    request.imageBatch = 2;
+    request.out = freshFolder("sae_sizes").string();
+    const SaeTrainingResult result = trainSparseAutoencoders(engine, request);
+    // features.1: [N, 64, 7, 7], at 1 and 2 times its 64 channels.
+    ASSERT_EQ(result.layers.size(), 4u);
+    const std::vector<std::tuple<std::string, std::string, int64_t>> expected{
+        {"features.1", "features.1-x1", 64}, {"features.1", "features.1-x2", 128}};
+    for (size_t i = 0; i < expected.size(); ++i) {
+        const auto& [layer, name, latents] = expected[i];
+        SCOPED_TRACE(name);
+        EXPECT_EQ(result.layers[i].layer, layer);
+        EXPECT_EQ(std::filesystem::path(result.layers[i].folder).filename().string(), name);
+        EXPECT_EQ(result.layers[i].dSae, latents);
+        // Every vector of the one pass, for each size.
+        EXPECT_EQ(result.layers[i].steps.size(), 10u * 49u / 32u);
+        SaeOrigin origin;
+        const SparseAutoencoder sae = SparseAutoencoder::load(result.layers[i].folder, &origin);
+        EXPECT_EQ(sae.config().dSae, latents);
+        EXPECT_EQ(origin.layer, layer);
+    }
+    // features.0's two sizes, after features.1's: its channels once and twice.
+    EXPECT_EQ(std::filesystem::path(result.layers[3].folder).filename().string(), "features.0-x2");
+    EXPECT_GT(result.layers[2].dIn, 0);
+    EXPECT_EQ(result.layers[2].dSae, result.layers[2].dIn);
+    EXPECT_EQ(result.layers[3].dSae, 2 * result.layers[3].dIn);
+    EXPECT_EQ(runState(request.out)["sizes"], nlohmann::json({"x1", "x2"}));
+    // A layer asked twice is refused: its sizes are the way to several SAEs of it.
+    SaeTrainingRequest twice = request;
+    twice.layers = {"features.1", "features.1"};
+    try {
+        trainSparseAutoencoders(engine, twice);
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("is asked twice"), std::string::npos) << e.what();
+    }
+    std::filesystem::remove_all(request.out);
 }
 
 // A cache's vectors of features.1, its shards in order.
