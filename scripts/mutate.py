@@ -138,6 +138,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="*", help="mutations to run (all when none)")
     parser.add_argument("--list", action="store_true", help="print one mutation a line and stop")
+    parser.add_argument("--check", action="store_true",
+                        help="check that each mutation's text occurs exactly once in the checkout, and stop")
     parser.add_argument("--build-dir", default=str(CHECKOUT / "build-mutate"),
                         help="holds the private copy (source/) and its build tree (build/)")
     parser.add_argument("--fixtures", help="the fixtures folder the tests read (made by scripts/test.sh)")
@@ -148,6 +150,17 @@ def main():
     if args.list:
         for m in mutations:
             print(f"{m['name']:32} {m['file']:40} {m['description']}")
+        return 0
+    if args.check:  # the catalogue against the code as it is now (a test: the code moves under it)
+        stale = []
+        for m in mutations:
+            path = CHECKOUT / m["file"]
+            count = path.read_text().count(m["find"]) if path.is_file() else 0
+            if count != 1:
+                stale.append(f"{m['name']}: its text occurs {count} times in {m['file']} (must be once)")
+        if stale:
+            sys.exit(f"{CATALOGUE}: {len(stale)} mutation(s) no longer match the code:\n  " + "\n  ".join(stale))
+        print(f"mutate: all {len(mutations)} mutations match the code once")
         return 0
     known = {m["name"]: m for m in mutations}
     unknown = [n for n in args.names if n not in known]

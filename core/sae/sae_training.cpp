@@ -165,10 +165,8 @@ nlohmann::json runDescription(
     nlohmann::json asked = {{"layers", request.layers},
         {"images", std::filesystem::absolute(request.images).lexically_normal()}, {"positions", request.positions},
         {"model_sha256", modelHash}, {"batch", request.batch}, {"seed", request.seed}};
-    if (request.epochs > 1)
-        asked["epochs"] = request.epochs;
-    if (sizes.size() > 1)
-        asked["sizes"] = sizes;
+    asked["epochs"] = request.epochs;
+    asked["sizes"] = sizes;
     return asked;
 }
 
@@ -266,6 +264,7 @@ SaeTrainingResult trainSparseAutoencoders(
         ShuffleBuffer buffer;
         std::string log; // training_log.csv's text
         int64_t prefix = -1; // tokens before the patch grid, from the first batch
+        at::Generator shuffle;
         std::vector<at::Tensor> ready; // with ranks: shuffled vectors waiting for a step of all ranks
         int64_t readyRows = 0;
     };
@@ -295,15 +294,24 @@ SaeTrainingResult trainSparseAutoencoders(
 
     int64_t epoch = 1; // the pass under way, from 1
     int64_t shardsDone = 0; // of a cached epoch
+    bool finishedBefore = false; // a resumed run that had ended: nothing more to train
     if (request.resume) {
         const nlohmann::json before = readJsonFile(runPath);
         if (before.is_null())
             throw Error("nothing to resume in '" + request.out + "': it has no " + RunFile);
-        for (const auto& [key, value] : asked.items())
-            if (!before.contains(key) || before[key] != value)
+        for (const auto& [key, value] : asked.items()) {
+            // A run written before epochs and sizes were kept had one of each.
+            nlohmann::json was = before.contains(key) ? before[key] : nlohmann::json();
+            if (was.is_null() && key == "epochs")
+                was = 1;
+            if (was.is_null() && key == "sizes" && value.size() == 1)
+                was = value;
+            if (was != value)
                 throw Error("'" + runPath + "' was a run with " + key + " "
-                    + (before.contains(key) ? before[key].dump() : std::string("unsaid")) + ", not " + value.dump()
+                    + (was.is_null() ? std::string("unsaid") : was.dump()) + ", not " + value.dump()
                     + ": resume it as it was asked, or train into another folder");
+        }
+        finishedBefore = before.value("finished", false);
         result.imagesBefore = before.value("images_done", int64_t{0});
         epoch = before.value("epoch", int64_t{1});
         shardsDone = before.value("shards_done", int64_t{0});
@@ -341,9 +349,21 @@ SaeTrainingResult trainSparseAutoencoders(
         }
         folder.images.erase(folder.images.begin(), folder.images.begin() + result.imagesBefore);
     }
-    const bool forwardPass = epoch == 1 && !cacheComplete && result.imagesBefore < totalImages;
+    if (request.resume && cacheComplete && epoch == 1 && result.imagesBefore > 0 && result.imagesBefore < totalImages) {
+        // The model's pass had ended (its cache is complete) after the last checkpoint: the first
+        // epoch goes on from the cache at the shard after the images done (a checkpoint writes
+        // the cache's shards up to it, so a shard ends there).
+        int64_t images = 0;
+        shardsDone = 0;
+        while (shardsDone < cache->shards() && images < result.imagesBefore)
+            images += cache->shardImages[static_cast<size_t>(shardsDone++)];
+        if (images != result.imagesBefore)
+            throw Error("the cache '" + request.cache + "' has no shard that ends at the "
+                + std::to_string(result.imagesBefore) + " images '" + runPath + "' says were done");
+    }
+    const bool forwardPass = !finishedBefore && epoch == 1 && !cacheComplete && result.imagesBefore < totalImages;
     const bool writingCache = cache && !cacheComplete && forwardPass;
-    if (cache && !cacheComplete && !forwardPass)
+    if (cache && !cacheComplete && !forwardPass && !finishedBefore)
         throw Error("'" + runPath + "' was past its first epoch, but the cache '" + request.cache
             + "' does not hold a complete pass of its vectors: resume with the cache it was trained with");
     if (cacheComplete)
@@ -354,8 +374,10 @@ SaeTrainingResult trainSparseAutoencoders(
         cache->start();
 
     const int64_t memory = request.memoryBytes > 0 ? request.memoryBytes : defaultMemoryBudget();
-    at::Generator shuffle = at::make_generator<at::CPUGeneratorImpl>(
-        request.seed + 1 + static_cast<uint64_t>(result.imagesBefore + 1000003 * (epoch - 1) + shardsDone));
+    // A shuffle generator per SAE: each one's batches the same whichever way the vectors come.
+    for (size_t i = 0; i < states.size(); ++i)
+        states[i].shuffle = at::make_generator<at::CPUGeneratorImpl>(request.seed + 1 + 7919 * static_cast<uint64_t>(i)
+            + static_cast<uint64_t>(result.imagesBefore + 1000003 * (epoch - 1) + shardsDone));
     const auto enough = [&](size_t i) {
         return request.vectors > 0 && states[i].sae && states[i].sae->steps() * request.batch >= request.vectors;
     };
@@ -367,10 +389,20 @@ SaeTrainingResult trainSparseAutoencoders(
     };
     int64_t imagesDone = result.imagesBefore;
     bool finished = false;
+    // The images the cache has counted in this call: every image the pass has consumed, those of
+    // batches that could not be read at all included, so its shards end where the images done do.
+    int64_t cacheImages = 0;
+    const auto countCacheImages = [&] {
+        if (writingCache && imagesDone - result.imagesBefore > cacheImages) {
+            cache->imagesAdded(imagesDone - result.imagesBefore - cacheImages);
+            cacheImages = imagesDone - result.imagesBefore;
+        }
+    };
     const auto save = [&] { // every SAE with its checkpoint and log, then training.json: consistent at each step
         if (distributed && ranks->rank() != 0)
             return; // every rank holds the same SAEs: rank 0 writes them
         if (writingCache) {
+            countCacheImages();
             cache->flush();
             cache->write(imagesDone == totalImages);
         }
@@ -435,8 +467,9 @@ SaeTrainingResult trainSparseAutoencoders(
             parts.push_back(states[i].sae ? readyParts(i) : 0);
         return parts.dump();
     };
-    const auto shuffled = [&](const at::Tensor& data, int64_t n) {
-        const at::Tensor order = at::randperm(n, shuffle, at::TensorOptions().dtype(at::kLong)).to(data.device());
+    const auto shuffled = [&](size_t i, const at::Tensor& data, int64_t n) {
+        const at::Tensor order
+            = at::randperm(n, states[i].shuffle, at::TensorOptions().dtype(at::kLong)).to(data.device());
         return data.narrow(0, 0, n).index_select(0, order);
     };
     // A layer's vectors into its shuffle buffer (the SAE made at the first; `planned`: the vectors
@@ -474,7 +507,7 @@ SaeTrainingResult trainSparseAutoencoders(
         }
         state.buffer.add(vectors.to(state.buffer.data.device(), at::kFloat), [&](const at::Tensor& data) {
             const int64_t half = data.size(0) / 2;
-            const at::Tensor mixed = shuffled(data, data.size(0));
+            const at::Tensor mixed = shuffled(i, data, data.size(0));
             if (distributed) {
                 state.ready.push_back(mixed.narrow(0, 0, half).clone());
                 state.readyRows += half;
@@ -546,8 +579,11 @@ SaeTrainingResult trainSparseAutoencoders(
                             states[i].prefix = tokensPrefix;
                         feed(i, vectors, perImage * totalImages * request.epochs);
                     }
-                if (writingCache)
+                if (writingCache) {
                     cache->add(j, vectors);
+                    if (cache->perImage[j] == 0)
+                        cache->perImage[j] = perImage;
+                }
             }
         };
         if (distributed) {
@@ -614,9 +650,8 @@ SaeTrainingResult trainSparseAutoencoders(
                 takeBatch(batch, batchNumber);
                 ++batchNumber;
                 const auto consumed = static_cast<int64_t>(batch.indices.size() + batch.failures.size());
-                if (writingCache)
-                    cache->imagesAdded(consumed);
                 imagesDone = result.imagesBefore + reported + consumed;
+                countCacheImages();
                 checkpointDue();
             });
             result.failures = loop.failures;
@@ -625,6 +660,7 @@ SaeTrainingResult trainSparseAutoencoders(
             if (!cancelled && !everyEnough()) {
                 imagesDone = totalImages;
                 if (writingCache) { // the pass is complete: the later epochs read it
+                    countCacheImages();
                     cache->flush();
                     cache->write(true);
                 }
@@ -638,7 +674,7 @@ SaeTrainingResult trainSparseAutoencoders(
     }
 
     // The epochs from the cache: its shards in an order shuffled per epoch, through the same buffers.
-    if (cache && !cancelled && !everyEnough() && epoch <= request.epochs) {
+    if (cache && !finishedBefore && !cancelled && !everyEnough() && epoch <= request.epochs) {
         if (!cacheComplete) { // just written by the pass above
             const nlohmann::json state
                 = readJsonFile((std::filesystem::path(request.cache) / VectorCache::File).string());
@@ -657,7 +693,7 @@ SaeTrainingResult trainSparseAutoencoders(
             int64_t imagesThisEpoch = 0;
             for (int64_t j = 0; j < shardsDone; ++j)
                 imagesThisEpoch += cache->shardImages[permutation[j].item<int64_t>()];
-            for (; shardsDone < shards && !everyEnough(); ++shardsDone) {
+            while (shardsDone < shards && !everyEnough()) {
                 const int64_t shard = permutation[shardsDone].item<int64_t>();
                 for (size_t j = 0; j < request.layers.size(); ++j) {
                     int64_t dIn = 0;
@@ -665,17 +701,20 @@ SaeTrainingResult trainSparseAutoencoders(
                         if (entries[i].layer == j && states[i].sae)
                             dIn = states[i].sae->config().dIn;
                     const at::Tensor vectors = cache->read(j, shard, dIn);
+                    // The run's length as the model's pass planned it (unreadable images included).
+                    const int64_t perPass
+                        = cache->perImage[j] > 0 ? cache->perImage[j] * totalImages : cache->vectors[j];
                     for (size_t i = 0; i < entries.size(); ++i)
                         if (entries[i].layer == j)
-                            feed(i, vectors, cache->vectors[j] * request.epochs);
+                            feed(i, vectors, perPass * request.epochs);
                 }
                 imagesThisEpoch += cache->shardImages[shard];
+                ++shardsDone; // before a checkpoint: it holds this shard
                 checkpointDue();
                 if (progress
                     && !progress(Progress{
                         (epoch - 1) * totalImages + imagesThisEpoch, progressTotal, "training", firstValues()})) {
                     cancelled = !everyEnough();
-                    ++shardsDone;
                     break;
                 }
             }
@@ -691,7 +730,7 @@ SaeTrainingResult trainSparseAutoencoders(
         for (size_t i = 0; i < states.size(); ++i) {
             if (!states[i].sae || states[i].buffer.filled == 0)
                 continue;
-            const at::Tensor rest = shuffled(states[i].buffer.data, states[i].buffer.filled);
+            const at::Tensor rest = shuffled(i, states[i].buffer.data, states[i].buffer.filled);
             if (distributed) {
                 states[i].ready.push_back(rest.clone());
                 states[i].readyRows += rest.size(0);

@@ -56,10 +56,11 @@ bool VectorCache::open(const nlohmann::json& state)
         vectors = state.at("vectors").get<std::vector<int64_t>>();
         shardImages = state.at("shard_images").get<std::vector<int64_t>>();
         prefixes = state.value("prefix_tokens", std::vector<int64_t>(layers.size(), -1));
+        perImage = state.value("vectors_per_image", std::vector<int64_t>(layers.size(), 0));
     } catch (const nlohmann::json::exception& e) {
         throw Error("'" + (std::filesystem::path(folder) / File).string() + "': " + e.what());
     }
-    if (vectors.size() != layers.size() || prefixes.size() != layers.size())
+    if (vectors.size() != layers.size() || prefixes.size() != layers.size() || perImage.size() != layers.size())
         throw Error("'" + (std::filesystem::path(folder) / File).string() + "' counts the vectors of "
             + std::to_string(vectors.size()) + " layers, not " + std::to_string(layers.size()));
     return true;
@@ -70,6 +71,7 @@ void VectorCache::start()
     pending.assign(layers.size(), {});
     vectors.assign(layers.size(), 0);
     prefixes.assign(layers.size(), -1);
+    perImage.assign(layers.size(), 0);
     shardImages.clear();
     for (const auto& layer : layers) { // the shards of an earlier pass that this one does not continue
         const std::filesystem::path where = saeFolderFor(folder, layer);
@@ -118,7 +120,7 @@ void VectorCache::flush()
 void VectorCache::write(bool complete) const
 {
     const nlohmann::json state = {{"of", description}, {"vectors", vectors}, {"shard_images", shardImages},
-        {"prefix_tokens", prefixes}, {"complete", complete},
+        {"prefix_tokens", prefixes}, {"vectors_per_image", perImage}, {"complete", complete},
         {"format",
             "one folder per layer of vectors_NNNNN.npy: float32 [n, d_in], shard j of every layer "
             "from the same images, in the folder's order"}};

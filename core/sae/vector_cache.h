@@ -5,7 +5,7 @@
 // folders) of vectors_NNNNN.npy shards, float32 [n, d_in] that NumPy reads, written together so that
 // shard j of every layer holds the vectors of the same images, in the folder's order; and
 // cache.json: what the vectors are of ("of": model hash, layers, folder, positions, seed, image
-// batch), the vectors per layer, the images per shard, each layer's prefix tokens, and whether the
+// batch), the vectors per layer (and per image), the images per shard, each layer's prefix tokens, and whether the
 // pass was complete. Every file is written atomically.
 
 #include <ATen/core/Tensor.h>
@@ -31,6 +31,7 @@ struct VectorCache {
     std::vector<std::vector<at::Tensor>> pending; // per layer, not yet written
     std::vector<int64_t> vectors; // per layer, written
     std::vector<int64_t> prefixes; // per layer: a ViT's tokens before its patch grid (-1: none)
+    std::vector<int64_t> perImage; // per layer: the vectors an image gives (0: not known)
     std::vector<int64_t> shardImages; // images per shard
     int64_t pendingImages = 0;
     int64_t pendingBytes = 0;

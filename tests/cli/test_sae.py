@@ -266,10 +266,15 @@ class SaeOnColorCnn(SaeCase, unittest.TestCase):
                      self.out)
         self.assertEqual(result.returncode, 1)
         self.assertIn("training.json' was a run with positions", result.stderr)
+        # Another size is another run too.
+        result = cli("sae", "train", self.MODEL, "--layer", "features.3", "--layer", "features.0", "--images",
+                     self.images, "--batch", 128, "--seed", 3, "--resume", "--out", self.out)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("training.json' was a run with sizes [\"x4\"], not [\"x16\"]", result.stderr)
         # Resuming a finished run trains nothing more.
         before = (self.out / "features.3" / "training_log.csv").read_text()
         again = cli("sae", "train", self.MODEL, "--layer", "features.3", "--layer", "features.0", "--images",
-                    self.images, "--batch", 128, "--seed", 3, "--resume", "--out", self.out)
+                    self.images, "--expansion", 4, "--batch", 128, "--seed", 3, "--resume", "--out", self.out)
         self.assertEqual(again.returncode, 0, again.stderr)
         self.assertIn("resumed after 4 images", again.stdout)
         self.assertEqual((self.out / "features.3" / "training_log.csv").read_text(), before)

@@ -273,6 +273,13 @@ TEST(SaeTraining, SeveralEpochsReadTheCacheWhichEqualsTheModelsPassAndResumeMidE
     EXPECT_EQ(state["epoch"], 3);
     EXPECT_TRUE(state["finished"].get<bool>());
 
+    // A finished run resumed trains nothing more, though its cache could give another epoch.
+    SaeTrainingRequest finishedRun = request;
+    finishedRun.resume = true;
+    const SaeTrainingResult nothing = trainSparseAutoencoders(engine, finishedRun);
+    EXPECT_TRUE(nothing.layers[0].steps.empty());
+    EXPECT_EQ(SparseAutoencoder::resume(all.layers[0].folder).steps(), 3 * 10 * 49 / 32);
+
     // A run from the complete cache runs no model and trains exactly as the run that wrote it.
     SaeTrainingRequest again = request;
     again.out = freshFolder("sae_epochs_again").string();
@@ -296,6 +303,16 @@ TEST(SaeTraining, SeveralEpochsReadTheCacheWhichEqualsTheModelsPassAndResumeMidE
     EXPECT_EQ(stopped["epoch"], 2);
     EXPECT_EQ(stopped["shards_done"], 1);
     EXPECT_FALSE(stopped["finished"].get<bool>());
+    // A resume with another cache (none complete of this run) is refused by what it lacks.
+    SaeTrainingRequest wrong = cut;
+    wrong.resume = true;
+    wrong.cache = freshFolder("sae_cache_other").string();
+    try {
+        trainSparseAutoencoders(engine, wrong);
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("does not hold a complete pass"), std::string::npos) << e.what();
+    }
     cut.resume = true;
     const SaeTrainingResult second = trainSparseAutoencoders(engine, cut);
     EXPECT_FALSE(second.cancelled);
@@ -306,15 +323,6 @@ TEST(SaeTraining, SeveralEpochsReadTheCacheWhichEqualsTheModelsPassAndResumeMidE
     EXPECT_GT(steps, static_cast<int64_t>(first.layers[0].steps.size()));
     EXPECT_LE(steps, 3 * 10 * 49 / 32);
 
-    // A resume with another cache (none complete of this run) is refused by what it lacks.
-    SaeTrainingRequest wrong = cut;
-    wrong.cache = freshFolder("sae_cache_other").string();
-    try {
-        trainSparseAutoencoders(engine, wrong);
-        FAIL() << "no error";
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("does not hold a complete pass"), std::string::npos) << e.what();
-    }
     // Cancelled in the first epoch and resumed: the cache goes on from where the run stopped and
     // ends as the uncut run's, vector for vector.
     SaeTrainingRequest early = request;
