@@ -225,19 +225,25 @@ c10::intrusive_ptr<c10d::TCPStore> storeOnAFreePort()
     return c10::make_intrusive<c10d::TCPStore>("127.0.0.1", options);
 }
 
+// Rank r of a run of two meeting at the store on `port` as torchrun's agent store.
+ClusterEnvironment rankOfTwo(int r, int port)
+{
+    ClusterEnvironment environment;
+    environment.rank = r;
+    environment.worldSize = 2;
+    environment.masterAddress = "127.0.0.1";
+    environment.masterPort = port;
+    environment.agentStore = true;
+    return environment;
+}
+
 TEST(Lockstep, RanksExchangeAndAFailureReachesEveryRank)
 {
     if (!Cluster::available())
         TORCHSCOPE_MISSING_CAPABILITY("c10d's Gloo (this build has no distributed jobs)");
     const auto store = storeOnAFreePort();
     auto rank = [port = store->getPort()](int r) {
-        ClusterEnvironment environment;
-        environment.rank = r;
-        environment.worldSize = 2;
-        environment.masterAddress = "127.0.0.1";
-        environment.masterPort = port;
-        environment.agentStore = true;
-        Cluster cluster(environment, std::chrono::seconds(60));
+        Cluster cluster(rankOfTwo(r, port), std::chrono::seconds(60));
         Lockstep lockstep(cluster);
         StepResult mine;
         mine.images = 10 + r;
@@ -302,13 +308,7 @@ TEST(SaeOverRanks, TwoRanksTrainAsOneProcessOnTheirPartsConcatenated)
 
         const auto store = storeOnAFreePort();
         auto rank = [&, port = store->getPort()](int r) {
-            ClusterEnvironment environment;
-            environment.rank = r;
-            environment.worldSize = 2;
-            environment.masterAddress = "127.0.0.1";
-            environment.masterPort = port;
-            environment.agentStore = true;
-            Cluster cluster(environment, std::chrono::seconds(60));
+            Cluster cluster(rankOfTwo(r, port), std::chrono::seconds(60));
             SparseAutoencoder sae(config);
             std::vector<SaeStepMetrics> metrics;
             for (const auto& batch : batches) // rank r: rows [128 r, 128 r + 128) of every step
@@ -347,13 +347,7 @@ TEST(SaeOverRanks, PartsOfDifferentSizesAreRefused)
         TORCHSCOPE_MISSING_CAPABILITY("c10d's Gloo (this build has no distributed jobs)");
     const auto store = storeOnAFreePort();
     auto rank = [port = store->getPort()](int r) {
-        ClusterEnvironment environment;
-        environment.rank = r;
-        environment.worldSize = 2;
-        environment.masterAddress = "127.0.0.1";
-        environment.masterPort = port;
-        environment.agentStore = true;
-        Cluster cluster(environment, std::chrono::seconds(60));
+        Cluster cluster(rankOfTwo(r, port), std::chrono::seconds(60));
         SaeConfig config;
         config.dIn = 8;
         config.dSae = 16;

@@ -107,17 +107,25 @@ TEST(SaeTraining, TwoLayersFromOnePassAreTrainedAndSaved)
     std::filesystem::remove_all(request.out);
 }
 
-TEST(SaeTraining, ACancelledRunIsSavedAndResumesWithTheImagesLeft)
+// An SAE as wide as the demo's features.1 ([N, 64, 7, 7]: 49 vectors of 64 an image), k 4, in steps
+// of 32 vectors, over the demo's 10 images 2 at a time.
+SaeTrainingRequest demoRequest(const Engine& engine)
 {
-    Engine engine(Model::load(Demo));
     SaeTrainingRequest request;
     request.layers = {"features.1"};
     request.images = DemoImages;
     request.setup = storedSetup(engine.model()).value_or(ModelSetup{});
     request.expansion = 1;
     request.k = 4;
-    request.batch = 32; // features.1 gives [N, 64, 7, 7]: 49 vectors of 64 an image
+    request.batch = 32;
     request.imageBatch = 2;
+    return request;
+}
+
+TEST(SaeTraining, ACancelledRunIsSavedAndResumesWithTheImagesLeft)
+{
+    Engine engine(Model::load(Demo));
+    SaeTrainingRequest request = demoRequest(engine);
     request.memoryBytes = 128 * 64 * 4; // a buffer of 128 vectors: 2 steps each time it fills
     request.out = freshFolder("sae_resume").string();
     {
@@ -180,14 +188,9 @@ nlohmann::json runState(const std::string& out)
 TEST(SaeTraining, SeveralSizesOfALayerTrainFromOnePass)
 {
     Engine engine(Model::load(Demo));
-    SaeTrainingRequest request;
+    SaeTrainingRequest request = demoRequest(engine);
     request.layers = {"features.1", "features.0"};
-    request.images = DemoImages;
-    request.setup = storedSetup(engine.model()).value_or(ModelSetup{});
     request.expansions = {1, 2};
-    request.k = 4;
-    request.batch = 32;
-    request.imageBatch = 2;
     request.out = freshFolder("sae_sizes").string();
     const SaeTrainingResult result = trainSparseAutoencoders(engine, request);
     // features.1: [N, 64, 7, 7], at 1 and 2 times its 64 channels.
@@ -245,14 +248,7 @@ at::Tensor cachedVectors(const std::string& cache)
 TEST(SaeTraining, SeveralEpochsReadTheCacheWhichEqualsTheModelsPassAndResumeMidEpoch)
 {
     Engine engine(Model::load(Demo));
-    SaeTrainingRequest request;
-    request.layers = {"features.1"};
-    request.images = DemoImages;
-    request.setup = storedSetup(engine.model()).value_or(ModelSetup{});
-    request.expansion = 1;
-    request.k = 4;
-    request.batch = 32; // 49 vectors of 64 an image
-    request.imageBatch = 2;
+    SaeTrainingRequest request = demoRequest(engine);
     request.memoryBytes = 128 * 64 * 4; // shards of 64 KB at least: 3 batches of 2 images
     request.epochs = 3;
     request.cache = freshFolder("sae_cache").string();

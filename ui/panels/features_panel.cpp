@@ -416,7 +416,7 @@ void FeaturesPanel::showTraining(const std::shared_ptr<const SaeTrainingResult>&
     Q_EMIT trained(result);
 }
 
-void FeaturesPanel::measureLatents()
+bool FeaturesPanel::saeJobCanStart(const QString& overWhat)
 {
     QString problem;
     if (document_->modelPath().isEmpty())
@@ -424,11 +424,16 @@ void FeaturesPanel::measureLatents()
     else if (!QFileInfo(sae_->text().trimmed() + "/cfg.json").exists())
         problem = tr("Train an SAE first, or give a saved SAE's folder (it holds cfg.json).");
     else if (!QFileInfo(images_->text().trimmed()).isDir())
-        problem = tr("Give a folder of images to measure the latents over.");
-    if (!problem.isEmpty()) {
+        problem = tr("Give a folder of images to %1.").arg(overWhat);
+    if (!problem.isEmpty())
         column_->summary()->setText(problem);
+    return problem.isEmpty();
+}
+
+void FeaturesPanel::measureLatents()
+{
+    if (!saeJobCanStart(tr("measure the latents over")))
         return;
-    }
     SaeLatentsRequest request;
     request.sae = sae_->text().trimmed().toStdString();
     request.images = images_->text().trimmed().toStdString();
@@ -442,17 +447,8 @@ void FeaturesPanel::measureLatents()
 
 void FeaturesPanel::evaluate()
 {
-    QString problem;
-    if (document_->modelPath().isEmpty())
-        problem = tr("Open a model first.");
-    else if (!QFileInfo(sae_->text().trimmed() + "/cfg.json").exists())
-        problem = tr("Train an SAE first, or give a saved SAE's folder (it holds cfg.json).");
-    else if (!QFileInfo(images_->text().trimmed()).isDir())
-        problem = tr("Give a folder of images to evaluate the SAE over.");
-    if (!problem.isEmpty()) {
-        column_->summary()->setText(problem);
+    if (!saeJobCanStart(tr("evaluate the SAE over")))
         return;
-    }
     SaeEvaluationRequest request;
     request.sae = sae_->text().trimmed().toStdString();
     request.images = images_->text().trimmed().toStdString();

@@ -84,6 +84,9 @@ private:
     void showTraining(const std::shared_ptr<const SaeTrainingResult>& result);
     void showLatents(const std::shared_ptr<const SaeLatentsResult>& result);
     void showEvaluation(const std::shared_ptr<const SaeEvaluationResult>& result);
+    // Says in the summary what is missing for a job on the SAE over the folder (`overWhat`: what it
+    // does over it); true when nothing is.
+    bool saeJobCanStart(const QString& overWhat);
     void fillTable();
     void filterTable();
     void drawPage();
