@@ -2,6 +2,7 @@
 // input is refused with what to give instead.
 
 #include "analysis_commands.h"
+#include "concepts_command.h"
 #include "each_image_command.h"
 #include "image_inputs.h"
 #include "visualize_command.h"
@@ -88,6 +89,16 @@ int runCompareMaps(const CliOptions&, const CompareConfig&)
 int runVisualize(const CliOptions&)
 {
     refuse("visualize", "its images are written as PNG files and contact sheets");
+}
+
+int runDissect(const CliOptions&)
+{
+    refuse("dissect", "a dissection reads a concept set's images and masks");
+}
+
+int runConcepts(const CliOptions&)
+{
+    refuse("concepts make", "the synthetic concept set is drawn and written with OpenCV");
 }
 
 } // namespace torchscope::cli

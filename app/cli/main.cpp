@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "common/error.h"
 #include "compare_command.h"
+#include "concepts_command.h"
 #include "crp_command.h"
 #include "evaluate_command.h"
 #include "probe_command.h"
@@ -27,7 +28,8 @@ int main(int argc, char** argv)
     // In the order --help lists them.
     const std::vector<Command> commands{inspectCommand(), analysesCommand(), setupCommand(), runCommand(),
         gradCamCommand(), attributeCommand(), attentionCommand(), crpCommand(), evaluateCommand(), sanityCommand(),
-        patchCommand(), recordCommand(), probeCommand(), saeCommand(), compareCommand(), visualizeCommand()};
+        patchCommand(), recordCommand(), probeCommand(), saeCommand(), dissectCommand(), conceptsCommand(),
+        compareCommand(), visualizeCommand()};
     try {
         const CliOptions options = parseCommandLine(argc, argv, commands);
         if (options.command == "help") {

@@ -67,6 +67,8 @@ std::vector<AnalysisInfo> makeTable()
             "SaeEvaluationRequest", "SaeEvaluationResult", {"sae evaluate"}, "Features tab", {"json"}, {}, {}},
         {"sae_latents", "SAE Latents", Batch, "core/sae", "computeSaeLatents (sae/sae_latents)", "SaeLatentsRequest",
             "SaeLatentsResult", {"sae latents"}, "Features tab", {"json"}, {}, {}},
+        {"dissect", "Dissection", Batch, "core/concepts", "dissect (concepts/dissection)", "DissectionRequest",
+            "DissectionResult", {"dissect"}, "Concepts tab", {"json", "csv"}, {"iou", "invert", "both"}, {}},
     };
 }
 

@@ -55,7 +55,7 @@ LinearProbe probeFromTensors(const std::string& layer, const std::string& poolin
     return probe;
 }
 
-ProbeExtension fromStateDict(const std::string& path, const c10::IValue& saved)
+LinearProbe probeFromStateDict(const std::string& path, const c10::IValue& saved)
 {
     if (!saved.isGenericDict())
         throw Error("'" + path + "' was written by torch.save but holds no probe state dict (a dict with weight, "
@@ -70,8 +70,17 @@ ProbeExtension fromStateDict(const std::string& path, const c10::IValue& saved)
             classes.push_back(c.toStringRef());
     const std::string layer = dict.contains("layer") ? dict.at("layer").toStringRef() : "";
     const std::string pooling = dict.contains("pooling") ? dict.at("pooling").toStringRef() : "avg";
-    return toExtension(probeFromTensors(layer, pooling, classes, dict.at("weight").toTensor(),
-        dict.at("bias").toTensor(), dict.at("feature_mean").toTensor(), dict.at("feature_std").toTensor()));
+    return probeFromTensors(layer, pooling, classes, dict.at("weight").toTensor(), dict.at("bias").toTensor(),
+        dict.at("feature_mean").toTensor(), dict.at("feature_std").toTensor());
+}
+
+c10::IValue readStateDictFile(const std::string& path, const std::string& problem)
+{
+    try {
+        return readTorchSaveFile(path);
+    } catch (const Error&) {
+        throw Error("'" + path + "' is not a probe: " + problem);
+    }
 }
 
 } // namespace
@@ -88,7 +97,7 @@ ProbeExtension toExtension(const LinearProbe& probe)
     module->register_buffer("feature_std", t.featureStd.detach().cpu().contiguous());
     module->define(forwardSource(probe.pooling));
     module->eval();
-    return {probe.layer, probe.classNames, module};
+    return {probe.layer, probe.classNames, module, toString(probe.pooling)};
 }
 
 void saveProbeModule(const std::string& path, const LinearProbe& probe)
@@ -117,16 +126,8 @@ void saveProbeStateDict(const std::string& path, const LinearProbe& probe)
 
 ProbeExtension loadProbeExtension(const std::string& path)
 {
-    if (const auto problem = diagnoseModelFile(path)) {
-        // Not TorchScript: a state dict written by torch.save, or something that is no probe.
-        c10::IValue saved;
-        try {
-            saved = readTorchSaveFile(path);
-        } catch (const Error&) {
-            throw Error("'" + path + "' is not a probe: " + *problem);
-        }
-        return fromStateDict(path, saved);
-    }
+    if (const auto problem = diagnoseModelFile(path)) // not TorchScript: a state dict written by torch.save?
+        return toExtension(probeFromStateDict(path, readStateDictFile(path, *problem)));
     torch::jit::ExtraFilesMap extra{{kMetadataFile, ""}};
     ProbeExtension extension;
     try {
@@ -143,6 +144,7 @@ ProbeExtension loadProbeExtension(const std::string& path)
         if (metadata.is_object()) {
             extension.layer = metadata.value("layer", "");
             extension.classNames = metadata.value("classes", std::vector<std::string>{});
+            extension.pooling = metadata.value("pooling", "");
         }
     }
     return extension;
@@ -153,6 +155,22 @@ std::vector<double> probeProbabilities(const at::Tensor& scores)
     const at::Tensor s = scores.detach().to(at::kCPU, at::kDouble).flatten();
     const at::Tensor p = s.numel() == 1 ? at::cat({1 - s.sigmoid(), s.sigmoid()}) : s.softmax(0);
     return {p.data_ptr<double>(), p.data_ptr<double>() + p.numel()};
+}
+
+LinearProbe loadLinearProbe(const std::string& path)
+{
+    if (const auto problem = diagnoseModelFile(path))
+        return probeFromStateDict(path, readStateDictFile(path, *problem));
+    const ProbeExtension extension = loadProbeExtension(path);
+    for (const char* name : {"weight", "bias", "feature_mean", "feature_std"})
+        if (!extension.module->hasattr(name) || !extension.module->attr(name).isTensor())
+            throw Error("'" + path
+                + "' is a TorchScript module but not a linear probe TorchScope wrote: it has no tensor '" + name
+                + "' (a probe's weights are read from its weight, bias, feature_mean and feature_std)");
+    const auto& m = *extension.module;
+    return probeFromTensors(extension.layer, extension.pooling.empty() ? "avg" : extension.pooling,
+        extension.classNames, m.attr("weight").toTensor(), m.attr("bias").toTensor(), m.attr("feature_mean").toTensor(),
+        m.attr("feature_std").toTensor());
 }
 
 } // namespace torchscope

@@ -30,6 +30,7 @@ struct ProbeExtension {
     std::string layer; // "" when the file does not say
     std::vector<std::string> classNames;
     std::shared_ptr<torch::jit::Module> module;
+    std::string pooling; // a LinearProbe's ("avg", "flatten"); "" for a module of unknown pooling
 };
 
 // The probe as a TorchScript module: forward(activations [N, C, ...] or features [N, F]) ->
@@ -39,6 +40,11 @@ ProbeExtension toExtension(const LinearProbe& probe);
 
 // One sample's class probabilities from a probe's scores: [1] is the logit of the second of two
 // classes (logistic regression), [K] a softmax's logits.
+// A linear probe's weights from either file above (its state dict or the TorchScript module
+// saveProbeModule writes). Throws torchscope::Error saying what the file is when it holds no
+// linear probe.
+LinearProbe loadLinearProbe(const std::string& path);
+
 std::vector<double> probeProbabilities(const at::Tensor& scores);
 
 // TorchScript .pt for torch.jit.load, with a torchscope_probe.json extra file (layer, classes,

@@ -1,5 +1,6 @@
 #include "sae/sae_evaluation.h"
 
+#include "attention/attention_maps.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "export/manifest.h"
@@ -43,6 +44,22 @@ at::Tensor saeEvaluationVectors(const at::Tensor& activation, const std::string&
         return a;
     throw Error("a layer's output of " + std::to_string(a.dim()) + " dimensions has no positions to evaluate an SAE "
         + "on (expected [N, C, H, W], tokens [N, T, D] or [N, C])");
+}
+
+std::pair<int64_t, int64_t> saeGrid(
+    const Model& model, const at::Tensor& activation, const std::string& positions, int64_t height, int64_t width)
+{
+    if (activation.dim() == 4)
+        return {activation.size(2), activation.size(3)};
+    if (activation.dim() == 3) {
+        const int64_t prefix = saePrefixTokens(model, activation, height, width);
+        const auto [first, count] = saeTokenRange(activation.size(1), positions, prefix);
+        const TokenLayout layout = tokenLayout(model, activation.size(1), height, width, 0);
+        if (first > 0 && layout.spatial && layout.gridHeight * layout.gridWidth == count)
+            return {layout.gridHeight, layout.gridWidth};
+        return {1, count};
+    }
+    return {1, 1};
 }
 
 at::Tensor spliceVectors(

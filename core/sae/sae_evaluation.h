@@ -30,6 +30,7 @@
 namespace torchscope {
 
 class Engine;
+class Model;
 struct ExportManifest;
 
 struct SaeEvaluationRequest {
@@ -78,6 +79,10 @@ SaeEvaluationResult evaluateSparseAutoencoder(
 at::Tensor saeEvaluationVectors(const at::Tensor& activation, const std::string& positions, int64_t prefix = -1);
 // A layer's value with the SAE's positions replaced: `replacement` holds one vector per position
 // the SAE reads, in the order saeEvaluationVectors gives them.
+// The grid the vectors at `positions` lie on, on images of height × width: a map's [h, w], a ViT's
+// patch grid, else one row of the positions (the class token: 1 × 1).
+std::pair<int64_t, int64_t> saeGrid(
+    const Model& model, const at::Tensor& activation, const std::string& positions, int64_t height, int64_t width);
 at::Tensor spliceVectors(
     const at::Tensor& activation, const std::string& positions, const at::Tensor& replacement, int64_t prefix = -1);
 

@@ -1,6 +1,5 @@
 #include "sae/sae_latents.h"
 
-#include "attention/attention_maps.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "export/manifest.h"
@@ -29,23 +28,6 @@ namespace {
 
 constexpr int64_t HistogramBins = 48;
 constexpr double HistogramLow = -3.0, HistogramHigh = 3.0; // log10 of the activation
-
-// The grid a layer's positions lie on: a map's, a ViT's patch grid, else one row.
-std::pair<int64_t, int64_t> gridOf(
-    const Model& model, const at::Tensor& activation, const std::string& positions, int64_t height, int64_t width)
-{
-    if (activation.dim() == 4)
-        return {activation.size(2), activation.size(3)};
-    if (activation.dim() == 3) {
-        const int64_t prefix = saePrefixTokens(model, activation, height, width);
-        const auto [first, count] = saeTokenRange(activation.size(1), positions, prefix);
-        const TokenLayout layout = tokenLayout(model, activation.size(1), height, width, 0);
-        if (first > 0 && layout.spatial && layout.gridHeight * layout.gridWidth == count)
-            return {layout.gridHeight, layout.gridWidth};
-        return {1, count};
-    }
-    return {1, 1};
-}
 
 FloatTensor toFloatTensor(const at::Tensor& t)
 {
@@ -115,7 +97,7 @@ SaeLatentsResult computeSaeLatents(Engine& engine, const SaeLatentsRequest& requ
         const int64_t n = batch.images.size(0), positions = x.size(0) / n;
         if (result.gridHeight == 0)
             std::tie(result.gridHeight, result.gridWidth)
-                = gridOf(engine.model(), activation, result.positions, height, width);
+                = saeGrid(engine.model(), activation, result.positions, height, width);
         if (result.gridHeight * result.gridWidth != positions)
             throw Error("the images of '" + request.images + "' give '" + result.layer
                 + "' a different number of positions from image to image; give them one size");

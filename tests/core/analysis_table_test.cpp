@@ -13,6 +13,7 @@
 #include "common/tensor_conversion.h"
 #include "compare/compare_folder.h"
 #include "compare/layer_pair_maps.h"
+#include "concepts/dissection.h"
 #include "export/pt_export.h"
 #include "graph/engine.h"
 #include "graph/request.h"
@@ -58,7 +59,8 @@ TEST(AnalysisTable, EveryAnalysisTypeHasARowAndEveryNameIsOne)
 {
     const auto types = namesOfTypes<GradCamAnalysis, PatchAnalysis, SetupAdviceAnalysis, RecordAnalysis, ProbeAnalysis,
         ProbeScoresAnalysis, CompareAnalysis, LayerMapsAnalysis, VisualizeAnalysis, AttributionAnalysis,
-        AttentionAnalysis, ConceptRelevanceAnalysis, SaeTrainingAnalysis, SaeEvaluationAnalysis, SaeLatentsAnalysis>();
+        AttentionAnalysis, ConceptRelevanceAnalysis, SaeTrainingAnalysis, SaeEvaluationAnalysis, SaeLatentsAnalysis,
+        DissectionAnalysis>();
     for (const auto& name : types)
         EXPECT_EQ(analysisInfo(name).name, name);
     std::set<std::string> names;

@@ -85,6 +85,7 @@ ChannelPage::ChannelPage(Document* document, RunController* controller, RecordRe
     , image_(new QLabel)
     , value_(new QLabel)
     , notes_(new QLabel)
+    , concepts_(new QLabel)
     , statistics_(new QLabel)
     , topGrid_(new QGridLayout)
     , mapsScale_(new ColorBar)
@@ -161,6 +162,10 @@ ChannelPage::ChannelPage(Document* document, RunController* controller, RecordRe
                          .arg(QFileInfo(document_->modelPath()).fileName().toHtmlEscaped(), layer_.toHtmlEscaped())
                          .arg(channel_));
     layout->addWidget(title);
+    concepts_->setWordWrap(true);
+    concepts_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    concepts_->hide();
+    layout->addWidget(concepts_);
     layout->addLayout(columns, 1);
     layout->addLayout(bottom);
 
@@ -357,6 +362,17 @@ void ChannelPage::exportTo(const QString& path)
     QSaveFile file(path);
     if (!file.open(QIODevice::WriteOnly) || !grab().toImage().save(&file, "PNG") || !file.commit())
         Q_EMIT failed(tr("Export failed"), tr("Could not write %1: %2").arg(path, file.errorString()));
+}
+
+void ChannelPage::setConcepts(const QString& labels)
+{
+    concepts_->setText(labels.isEmpty() ? QString() : tr("Concepts (dissection): %1").arg(labels));
+    concepts_->setVisible(!labels.isEmpty());
+}
+
+QString ChannelPage::conceptsText() const
+{
+    return concepts_->text();
 }
 
 } // namespace torchscope

@@ -37,6 +37,10 @@ public:
     void optimise(); // from the cache when these settings ran before
     void exportTo(const QString& path); // the page as PNG, atomically; emits failed on error
     bool isRunning() const;
+    // The channel's concept labels from a dissection (the Concepts tab's), shown under the title; ""
+    // hides them.
+    void setConcepts(const QString& labels);
+    QString conceptsText() const;
     QString valueText() const;
 
 Q_SIGNALS:
@@ -66,6 +70,7 @@ private:
     QLabel* image_;
     QLabel* value_;
     QLabel* notes_;
+    QLabel* concepts_;
     QLabel* statistics_;
     QGridLayout* topGrid_;
     ColorBar* mapsScale_; // the top images' maps' one scale

@@ -7,6 +7,7 @@
 #include "panels/setup_and_results.h"
 #include "views/empty_plot.h"
 #include "views/layer_combo.h"
+#include "views/number_item.h"
 #include "views/overlay_image.h"
 #include "views/qcustomplot_include.h"
 #include "visualize/channel_visualization.h"
@@ -35,39 +36,6 @@ namespace torchscope {
 namespace {
 
 constexpr int TopSize = 112; // a top image's longer side
-
-// A table cell that sorts by its number, not its text.
-class NumberItem : public QTableWidgetItem {
-public:
-    NumberItem(double value, const QString& text)
-        : QTableWidgetItem(text)
-    {
-        setData(Qt::UserRole, value);
-        setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-    }
-    bool operator<(const QTableWidgetItem& other) const override
-    {
-        return data(Qt::UserRole).toDouble() < other.data(Qt::UserRole).toDouble();
-    }
-};
-
-// An image file as a picture [H, W, 3] in [0, 1], at most `side` pixels on its longer side.
-FloatTensor pictureOf(const QString& path, int side)
-{
-    QImage image(path);
-    if (image.isNull())
-        return {};
-    image = image.convertToFormat(QImage::Format_RGB888)
-                .scaled(side, side, Qt::KeepAspectRatio, Qt::SmoothTransformation);
-    FloatTensor picture{{image.height(), image.width(), 3}, {}};
-    picture.values.reserve(static_cast<size_t>(picture.numel()));
-    for (int y = 0; y < image.height(); ++y) {
-        const uchar* row = image.constScanLine(y);
-        for (int x = 0; x < image.width() * 3; ++x)
-            picture.values.push_back(static_cast<float>(row[x]) / 255.0f);
-    }
-    return picture;
-}
 
 } // namespace
 
@@ -585,7 +553,7 @@ void FeaturesPanel::drawPage()
                             .arg(latent.maxActivation, 0, 'g', 4));
     for (const auto& top : latent.top) {
         const QString path = QString::fromStdString(latents_->images[static_cast<size_t>(top.image)]);
-        const FloatTensor picture = pictureOf(path, TopSize);
+        const FloatTensor picture = pictureFromFile(path, TopSize);
         auto* label = new QLabel;
         label->setAlignment(Qt::AlignCenter);
         if (!picture.empty()) {

@@ -31,4 +31,21 @@ std::vector<float> scaledToUnit(const FloatTensor& map, double low, double high)
     return scaled;
 }
 
+FloatTensor pictureFromFile(const QString& path, int side)
+{
+    QImage image(path);
+    if (image.isNull())
+        return {};
+    image = image.convertToFormat(QImage::Format_RGB888)
+                .scaled(side, side, Qt::KeepAspectRatio, Qt::SmoothTransformation);
+    FloatTensor picture{{image.height(), image.width(), 3}, {}};
+    picture.values.reserve(static_cast<size_t>(picture.numel()));
+    for (int y = 0; y < image.height(); ++y) {
+        const uchar* row = image.constScanLine(y);
+        for (int x = 0; x < image.width() * 3; ++x)
+            picture.values.push_back(static_cast<float>(row[x]) / 255.0f);
+    }
+    return picture;
+}
+
 } // namespace torchscope

@@ -3,6 +3,7 @@
 #include "maps/colormap.h"
 
 #include <QImage>
+#include <QString>
 
 #include <vector>
 
@@ -18,5 +19,9 @@ QImage overlayImage(
 // The map's values with `low` drawn as 0 and `high` as 1 (all 0 when high <= low): what
 // overlayImage takes, the colour bar showing low … high.
 std::vector<float> scaledToUnit(const FloatTensor& map, double low, double high);
+
+// An image file as a picture [H, W, 3] in [0, 1], at most `side` pixels on its longer side; empty
+// when it does not read.
+FloatTensor pictureFromFile(const QString& path, int side);
 
 } // namespace torchscope

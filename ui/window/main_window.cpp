@@ -8,6 +8,7 @@
 #include "panels/attention_panel.h"
 #include "panels/attribution_panel.h"
 #include "panels/compare_panel.h"
+#include "panels/concepts_panel.h"
 #include "panels/features_panel.h"
 #include "panels/log_dock.h"
 #include "panels/predictions_panel.h"
@@ -79,6 +80,7 @@ MainWindow::MainWindow(QWidget* parent)
     , attention_(new AttentionPanel(document_, controller_))
     , relevance_(new RelevancePanel(document_, controller_))
     , features_(new FeaturesPanel(document_, controller_))
+    , concepts_(new ConceptsPanel(document_, controller_))
     , setup_(new SetupActions(document_, controller_, this))
     , sessions_(new SessionIo(document_, controller_, activations_, this))
     , central_(new QTabWidget)
@@ -96,6 +98,7 @@ MainWindow::MainWindow(QWidget* parent)
     central_->addTab(probes_, tr("Probes"));
     central_->addTab(compare_, tr("Compare"));
     central_->addTab(features_, tr("Features"));
+    central_->addTab(concepts_, tr("Concepts"));
     central_->setDocumentMode(true);
     setCentralWidget(central_);
     createDocks();
@@ -115,6 +118,8 @@ MainWindow::MainWindow(QWidget* parent)
     connect(attention_, &AttentionPanel::failed, this, &MainWindow::reportError);
     connect(relevance_, &RelevancePanel::failed, this, &MainWindow::reportError);
     connect(features_, &FeaturesPanel::failed, this, &MainWindow::reportError);
+    connect(concepts_, &ConceptsPanel::failed, this, &MainWindow::reportError);
+    connect(concepts_, &ConceptsPanel::channelPageRequested, this, &MainWindow::openChannelPage);
     connect(relevance_, &RelevancePanel::channelPageRequested, this, &MainWindow::openChannelPage);
     connect(compare_, &ComparePanel::finished, this, [this](const CompareResultPtr& result) {
         log_->append(tr("Compared %1 images: %2 × %3 layers")
@@ -317,10 +322,12 @@ void MainWindow::createMenus()
     view->addSeparator();
     // CentralTab's order (Alt+1 … Alt+9).
     const QStringList tabs{tr("&Activations"), tr("&Grad-CAM / Saliency"), tr("Attri&bution"), tr("Atte&ntion"),
-        tr("R&elevance"), tr("&Patching / Ablation"), tr("&Recorders"), tr("Pr&obes"), tr("&Compare"), tr("&Features")};
+        tr("R&elevance"), tr("&Patching / Ablation"), tr("&Recorders"), tr("Pr&obes"), tr("&Compare"), tr("&Features"),
+        tr("Concep&ts")};
     for (int i = 0; i < tabs.size(); ++i) {
         QAction* show = view->addAction(tabs[i], this, [this, i] { central_->setCurrentIndex(i); });
-        show->setShortcut(QKeySequence(Qt::ALT | Qt::Key(i < 9 ? Qt::Key_1 + i : Qt::Key_0)));
+        if (i < 10)
+            show->setShortcut(QKeySequence(Qt::ALT | Qt::Key(i < 9 ? Qt::Key_1 + i : Qt::Key_0)));
     }
     view->addSeparator();
     view->addAction(tr("Reset &Layout"), this, &MainWindow::resetLayout);
@@ -591,6 +598,7 @@ ChannelPage* MainWindow::openChannelPage(const QString& layer, int channel)
     if (!document_->hasModel())
         return nullptr;
     auto* page = new ChannelPage(document_, controller_, recorders_->snapshot(), layer, channel, this);
+    page->setConcepts(concepts_->labelsOf(layer, channel)); // the Concepts tab's last dissection of it
     page->setAttribute(Qt::WA_DeleteOnClose);
     connect(page, &ChannelPage::failed, this, &MainWindow::reportError);
     page->show();

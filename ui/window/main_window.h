@@ -18,6 +18,7 @@ class ChannelPage;
 class AttentionPanel;
 class RelevancePanel;
 class FeaturesPanel;
+class ConceptsPanel;
 class AttributionPanel;
 class ComparePanel;
 class PatchingView;
@@ -61,6 +62,7 @@ public:
     AttentionPanel* attentionPanel() const { return attention_; }
     RelevancePanel* relevancePanel() const { return relevance_; }
     FeaturesPanel* featuresPanel() const { return features_; }
+    ConceptsPanel* conceptsPanel() const { return concepts_; }
     SetupActions* setupActions() const { return setup_; }
     enum class CentralTab {
         Activations,
@@ -72,7 +74,8 @@ public:
         Recorders,
         Probes,
         Compare,
-        Features
+        Features,
+        Concepts
     };
     void showCentralTab(CentralTab tab);
 
@@ -132,6 +135,7 @@ private:
     AttentionPanel* attention_;
     RelevancePanel* relevance_;
     FeaturesPanel* features_;
+    ConceptsPanel* concepts_;
     SetupActions* setup_;
     SessionIo* sessions_;
     QTabWidget* central_ = nullptr;
