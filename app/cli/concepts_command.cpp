@@ -28,8 +28,9 @@ Command dissectCommand()
                 "at least --auc-threshold and p below --alpha.\n"
                 "A concept set: images/ and masks/CONCEPT/ (torchscope-cli concepts make writes one), a folder per\n"
                 "concept (image-level: invert only) or Broden's index.csv (docs/concepts.md).\n"
-                "Progress: images of the first pass (ranking), then of the second (counting). Ctrl+C writes what is\n"
-                "complete.\n");
+                "Progress: images of the first pass (ranking), then of the second (counting), over both. Ctrl+C "
+                "writes\n"
+                "what is complete.\n");
             repeatable(dissect, "--layer", o.layers, "a module to dissect (repeat for several, from one pass)");
             dissect->add_option("--concepts", o.concepts, "a concept set's folder")
                 ->required()

@@ -11,6 +11,7 @@
 #include "problems.h"
 #include "stop_requests.h"
 
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 
@@ -54,6 +55,9 @@ int runDissect(const CliOptions& options)
     request.imageBatch = options.batch;
     if (!endsWith(options.out, ".json") && !endsWith(options.out, ".csv"))
         throw UsageError("--out '" + options.out + "': a dissection is written as FILE.json or FILE.csv");
+    const std::filesystem::path folder = std::filesystem::absolute(options.out).parent_path();
+    if (!std::filesystem::is_directory(folder))
+        throw UsageError("--out '" + options.out + "': the folder '" + folder.string() + "' does not exist");
     Engine engine(model);
     DissectionResult result;
     {

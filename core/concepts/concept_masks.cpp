@@ -18,7 +18,7 @@ std::string sizeText(int64_t width, int64_t height)
     return std::to_string(width) + " x " + std::to_string(height);
 }
 
-// [H, W] float planes of a decoded file, channel by channel, in 0..255.
+// [C, H, W] float planes of a decoded 8-bit file, channel by channel, in 0..255.
 at::Tensor planes(const DecodedImage& decoded)
 {
     return at::from_blob(
@@ -55,7 +55,11 @@ ConceptPixels fromMasks(
             throw Error("the mask '" + file.path + "' is " + sizeText(decoded.width, decoded.height)
                 + " but its image '" + image.path + "' is " + sizeText(imageWidth, imageHeight)
                 + ": a mask has its image's size");
-        masks.push_back(planes(decoded).amax(0).gt(0).to(at::kByte));
+        masks.push_back(at::from_blob(
+            const_cast<float*>(decoded.pixels.data()), {decoded.height, decoded.width, decoded.channels}, at::kFloat)
+                            .amax(2)
+                            .gt(0)
+                            .to(at::kByte)); // any bit depth: a 16-bit mask of 0 and 1 too
     }
     ConceptPixels out;
     if (masks.empty()) {
@@ -89,6 +93,9 @@ ConceptPixels fromSegmentations(const ConceptSet& set, const ConceptImage& image
             throw Error("the segmentation '" + path + "' is " + sizeText(decoded.width, decoded.height)
                 + " but index.csv gives '" + image.name + "' segmentations of "
                 + sizeText(image.maskWidth, image.maskHeight));
+        if (decoded.sourceBitDepth != 8)
+            throw Error("the segmentation '" + path + "' has " + std::to_string(decoded.sourceBitDepth)
+                + "-bit pixels: Broden's labels are R + 256 G of an 8-bit PNG");
         const at::Tensor p = planes(decoded).to(at::kLong);
         labels.push_back(decoded.channels >= 2 ? p[0] + 256 * p[1] : p[0]);
     }

@@ -34,6 +34,17 @@ struct Formula {
     double iou = 0.0, intersection = 0.0, area = 0.0;
 };
 
+// Which combinations of concepts satisfy `formula` op `other` (truths of 0 and 1; `other` may be
+// [K, G], every concept at once): AND, OR, AND NOT.
+at::Tensor joined(int op, const at::Tensor& formula, const at::Tensor& other)
+{
+    if (op == 0)
+        return formula * other;
+    if (op == 1)
+        return formula + other - formula * other;
+    return formula * (1.0 - other);
+}
+
 } // namespace
 
 InvertScores invertScores(const at::Tensor& values, const at::Tensor& labels)
@@ -186,10 +197,9 @@ void searchFormulas(DissectedLayer& layer, const at::Tensor& counts, const at::T
             std::vector<Candidate> candidates;
             for (size_t b = 0; b < beam.size(); ++b) {
                 const at::Tensor& truth = beam[b].truth;
-                const at::Tensor made[3]
-                    = {truth * singles, truth + singles - truth * singles, truth * (1.0 - singles)};
                 for (int op = 0; op < 3; ++op) {
-                    const at::Tensor inter = made[op].mv(h), area = made[op].mv(pixels);
+                    const at::Tensor made = joined(op, truth, singles);
+                    const at::Tensor inter = made.mv(h), area = made.mv(pixels);
                     const at::Tensor unions = total + area - inter;
                     const at::Tensor iou = at::where(unions > 0, inter / unions, 0.0).contiguous();
                     const double* values = iou.data_ptr<double>();
@@ -213,9 +223,7 @@ void searchFormulas(DissectedLayer& layer, const at::Tensor& counts, const at::T
                 f.composite = true;
                 f.used = parent.used;
                 f.used.push_back(static_cast<int32_t>(candidate.conceptId));
-                f.truth = candidate.op == 0 ? parent.truth * single
-                    : candidate.op == 1     ? parent.truth + single - parent.truth * single
-                                            : parent.truth * (1.0 - single);
+                f.truth = joined(candidate.op, parent.truth, single);
                 score(f.truth, f);
                 next.push_back(std::move(f));
             }

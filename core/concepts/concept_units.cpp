@@ -38,7 +38,7 @@ ConceptUnits ConceptUnits::parse(const std::string& spec, const std::string& dev
     if (spec == "channels")
         return units;
     if (startsWith(spec, "sae:")) {
-        u.kind = "sae latents";
+        u.kind = "SAE latents";
         u.source = spec.substr(4);
         SaeOrigin origin;
         u.sae.emplace(SparseAutoencoder::load(u.source, &origin, device));
@@ -88,6 +88,11 @@ at::Tensor ConceptUnits::maps(const Model& model, const at::Tensor& activation, 
     if (u.kind == "probe directions") {
         // The probe reads dimension 1 as its channels and pools the rest (probe/probe_training.h).
         const auto& t = u.probe.training;
+        if (a.dim() == 3)
+            throw Error("the probe '" + u.source + "' reads dimension 1 of the layer's "
+                + shapeToString(a.sizes().vec())
+                + " as its channels, which for tokens [N, T, D] are the tokens: its directions lie on no patch grid; "
+                  "dissect a probe of a map [N, C, H, W] or of [N, F]");
         if (a.dim() < 2)
             throw Error(
                 "the probe '" + u.source + "' reads [N, C, ...]; the layer gives " + shapeToString(a.sizes().vec()));

@@ -30,7 +30,7 @@ public:
     ConceptUnits(ConceptUnits&&) noexcept;
     ConceptUnits& operator=(ConceptUnits&&) noexcept;
 
-    std::string kind() const; // "channels", "sae latents", "probe directions"
+    std::string kind() const; // "channels", "SAE latents", "probe directions"
     std::string layer() const; // the layer an SAE or probe reads ("" when its file does not say; channels: "")
     std::vector<std::string> unitNames() const; // a probe's classes; else empty
     // The units of `activation` (the layer's output on images of height × width) as maps

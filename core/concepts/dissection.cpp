@@ -63,8 +63,8 @@ struct ImageBatchRead {
 };
 
 // The set's images in batches (skipping those excluded or unreadable, which go to `failures`);
-// returns false when cancelled.
-bool forEachImageBatch(const ConceptSet& set, const DissectionRequest& request, const std::string& stage,
+// returns false when cancelled. Progress: `report.done` + the images of this pass, of `report.total`.
+bool forEachImageBatch(const ConceptSet& set, const DissectionRequest& request, const Progress& report,
     const std::vector<bool>& include, const ProgressCallback& progress,
     std::vector<std::pair<std::string, std::string>>* failures,
     const std::function<void(const ImageBatchRead&)>& handle)
@@ -97,16 +97,30 @@ bool forEachImageBatch(const ConceptSet& set, const DissectionRequest& request, 
             read.images = at::stack(tensors);
             handle(read);
         }
-        if (progress && !progress(Progress{std::min(total, start + batch), total, stage, {}}))
+        if (progress
+            && !progress(Progress{report.done + std::min(total, start + batch), report.total, report.stage, {}}))
             return false;
     }
     return true;
 }
 
+// The units' maps of a batch on the CPU. Throws torchscope::Error naming the images where they are
+// not finite (a NaN would take the top of every ranking and make the thresholds NaN).
 at::Tensor unitMaps(const ConceptUnits& units, const Engine& engine, const RunResult& out, const std::string& layer,
-    const at::Tensor& images)
+    const at::Tensor& images, const ConceptSet& set, const std::vector<int64_t>& indices)
 {
-    return units.maps(engine.model(), out.tensor(layer), images.size(2), images.size(3)).to(at::kCPU).contiguous();
+    const at::Tensor maps
+        = units.maps(engine.model(), out.tensor(layer), images.size(2), images.size(3)).to(at::kCPU).contiguous();
+    const at::Tensor finite = at::isfinite(maps).flatten(1).all(1);
+    if (!finite.all().item<bool>()) {
+        std::vector<std::string> names;
+        for (int64_t j = 0; j < finite.size(0); ++j)
+            if (!finite[j].item<bool>())
+                names.push_back(set.images[static_cast<size_t>(indices[static_cast<size_t>(j)])].path);
+        throw Error("the units of '" + layer + "' are NaN or infinite on " + join(names, ", ")
+            + ": a dissection ranks finite values only (look at the model's input setup)");
+    }
+    return maps;
 }
 
 // The first pass: the layer's pooled values, its largest values, its top images.
@@ -293,12 +307,15 @@ DissectionResult dissect(Engine& engine, const DissectionRequest& request, const
 
     // The first pass: per-image values (invert), thresholds (iou), top images.
     const bool labelsFromMasks = set.pixelLevel && invert;
+    // Progress over both passes: the first's images, then the second's.
+    const Progress ranking{0, (iou ? 2 : 1) * imageCount, "ranking", {}};
     const bool firstDone = forEachImageBatch(
-        set, request, "ranking", everyImage, progress, &result.failures, [&](const ImageBatchRead& batch) {
+        set, request, ranking, everyImage, progress, &result.failures, [&](const ImageBatchRead& batch) {
             const RunResult out = engine.run(grab, forwardInputsFromBatch(engine.model(), batch.images));
             for (auto& pass : passes)
-                firstPassBatch(
-                    pass, request, unitMaps(units, engine, out, pass.layer, batch.images), batch.indices, imageCount);
+                firstPassBatch(pass, request,
+                    unitMaps(units, engine, out, pass.layer, batch.images, set, batch.indices), batch.indices,
+                    imageCount);
             for (size_t j = 0; j < batch.indices.size(); ++j) {
                 const auto i = static_cast<size_t>(batch.indices[j]);
                 read[i] = true;
@@ -333,36 +350,44 @@ DissectionResult dissect(Engine& engine, const DissectionRequest& request, const
             pass.unitArea = at::zeros({pass.units, static_cast<int64_t>(set.categories.size())}, at::kDouble);
             pass.unitAreaAll = at::zeros({pass.units}, at::kDouble);
         }
-        const bool secondDone
-            = forEachImageBatch(set, request, "counting", read, progress, nullptr, [&](const ImageBatchRead& batch) {
-                  const RunResult out = engine.run(grab, forwardInputsFromBatch(engine.model(), batch.images));
-                  std::vector<at::Tensor> maps;
-                  for (auto& pass : passes)
-                      maps.push_back(unitMaps(units, engine, out, pass.layer, batch.images));
-                  for (size_t j = 0; j < batch.indices.size(); ++j) {
-                      const auto i = static_cast<size_t>(batch.indices[j]);
-                      const ConceptPixels pixels = readConceptPixels(
-                          set, i, request.setup.preprocessing, batch.sizes[j].first, batch.sizes[j].second);
-                      if (!labelsFromMasks)
-                          concepts[i] = pixels.concepts;
-                      std::vector<int64_t> ids;
-                      for (const auto& combination : pixels.combinations)
-                          ids.push_back(combinations.id(combination));
-                      const auto m = static_cast<int64_t>(ids.size());
-                      const at::Tensor perCombination = at::bincount(pixels.combination, {}, m);
-                      const auto* perData = perCombination.data_ptr<int64_t>();
-                      for (int64_t c = 0; c < m; ++c)
-                          combinations.pixels[static_cast<size_t>(ids[static_cast<size_t>(c)])]
-                              += static_cast<double>(perData[c]);
-                      const at::Tensor oneHot = at::zeros({pixels.height * pixels.width, m})
-                                                    .scatter_(1, pixels.combination.unsqueeze(1), 1.0f);
-                      const at::Tensor idTensor = at::tensor(ids, at::kLong);
-                      for (size_t l = 0; l < passes.size(); ++l)
-                          countImage(passes[l], maps[l][static_cast<int64_t>(j)], pixels, idTensor, oneHot,
-                              set.images[i].categories, static_cast<int64_t>(combinations.sets.size()));
-                      ++counted;
-                  }
-              });
+        const Progress counting{imageCount, 2 * imageCount, "counting", {}};
+        const bool secondDone = forEachImageBatch(
+            set, request, counting, read, progress, &result.failures, [&](const ImageBatchRead& batch) {
+                const RunResult out = engine.run(grab, forwardInputsFromBatch(engine.model(), batch.images));
+                std::vector<at::Tensor> maps;
+                for (auto& pass : passes)
+                    maps.push_back(unitMaps(units, engine, out, pass.layer, batch.images, set, batch.indices));
+                for (size_t j = 0; j < batch.indices.size(); ++j) {
+                    const auto i = static_cast<size_t>(batch.indices[j]);
+                    const ConceptPixels pixels = readConceptPixels(
+                        set, i, request.setup.preprocessing, batch.sizes[j].first, batch.sizes[j].second);
+                    if (!labelsFromMasks)
+                        concepts[i] = pixels.concepts;
+                    std::vector<int64_t> ids;
+                    for (const auto& combination : pixels.combinations)
+                        ids.push_back(combinations.id(combination));
+                    const auto m = static_cast<int64_t>(ids.size());
+                    const at::Tensor perCombination = at::bincount(pixels.combination, {}, m);
+                    const auto* perData = perCombination.data_ptr<int64_t>();
+                    for (int64_t c = 0; c < m; ++c)
+                        combinations.pixels[static_cast<size_t>(ids[static_cast<size_t>(c)])]
+                            += static_cast<double>(perData[c]);
+                    const at::Tensor oneHot = at::zeros({pixels.height * pixels.width, m})
+                                                  .scatter_(1, pixels.combination.unsqueeze(1), 1.0f);
+                    const at::Tensor idTensor = at::tensor(ids, at::kLong);
+                    // The categories it annotates: its own (Broden's columns), and those of every concept
+                    // it shows (a label whose category is another column's counts there too).
+                    std::vector<int32_t> annotated = set.images[i].categories;
+                    for (const int32_t c : pixels.concepts)
+                        annotated.push_back(set.categoryOf(c));
+                    std::sort(annotated.begin(), annotated.end());
+                    annotated.erase(std::unique(annotated.begin(), annotated.end()), annotated.end());
+                    for (size_t l = 0; l < passes.size(); ++l)
+                        countImage(passes[l], maps[l][static_cast<int64_t>(j)], pixels, idTensor, oneHot, annotated,
+                            static_cast<int64_t>(combinations.sets.size()));
+                    ++counted;
+                }
+            });
         if (!secondDone) {
             result.cancelled = true;
             result.warnings.push_back("cancelled in the second pass: IoU over the first " + std::to_string(counted)

@@ -99,7 +99,7 @@ struct CategoryCount {
 
 struct DissectedLayer {
     std::string layer;
-    std::string units; // "channels", "sae latents", "probe directions"
+    std::string units; // "channels", "SAE latents", "probe directions"
     int64_t gridHeight = 0, gridWidth = 0;
     std::vector<std::string> unitNames; // probe: its classes; else empty
     std::vector<DissectedUnit> unitResults;
@@ -126,7 +126,8 @@ struct DissectionResult {
 
 // Throws torchscope::Error for a request that cannot run: no layer, a concept set that does not read,
 // iou on an image-level set, units that do not fit the layer. `progress`: images of the first pass
-// ("ranking"), then of the second ("counting"); returning false cancels, keeping what is complete.
+// ("ranking"), then of the second ("counting"), counted over both (of twice the images with iou);
+// returning false cancels, keeping what is complete.
 DissectionResult dissect(Engine& engine, const DissectionRequest& request, const ProgressCallback& progress = {});
 
 struct DissectionAnalysis {

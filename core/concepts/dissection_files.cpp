@@ -118,7 +118,7 @@ std::string json(const DissectionResult& result)
         {"categories", result.categories}, {"concepts", concepts}, {"images", result.images},
         {"images_read", result.imagesRead}, {"layers", layers}, {"cancelled", result.cancelled}, {"failures", failures},
         {"warnings", result.warnings}};
-    return out.dump(1) + "\n";
+    return out.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"; // names not in UTF-8 too
 }
 
 std::string csv(const DissectionResult& result)

@@ -147,7 +147,9 @@ SyntheticConceptsResult makeSyntheticConcepts(const SyntheticConceptsRequest& re
             + " x " + std::to_string(request.height));
     if (request.images < 1)
         throw Error("make at least one image, not " + std::to_string(request.images));
-    const fs::path out(request.out);
+    fs::path out = fs::path(request.out).lexically_normal();
+    if (out.filename().empty()) // "shapes/"
+        out = out.parent_path();
     std::error_code ec;
     if (fs::exists(out, ec) && !(fs::is_directory(out, ec) && fs::is_empty(out, ec)))
         throw Error("'" + request.out + "' exists and is not an empty folder: give a new folder for the concept set");
@@ -239,7 +241,8 @@ SyntheticConceptsResult makeSyntheticConcepts(const SyntheticConceptsRequest& re
     fs::remove(out, ec); // an empty folder
     fs::rename(partial, out, ec);
     if (ec)
-        throw Error("cannot move the concept set into '" + request.out + "': " + ec.message());
+        throw Error("cannot move the concept set into '" + request.out + "': " + ec.message() + " (it is in '"
+            + partial.string() + "')");
     return result;
 }
 

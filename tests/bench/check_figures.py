@@ -6,7 +6,7 @@ mistake or a run that did nothing; echoed settings equal to what was asked). San
 the speed goals stay in the benchmarks' own output.
 
   check_figures.py BENCH -- COMMAND [ARG ...]     BENCH: engine, compare, visualize, record, gui, job,
-                                                  attention, exported, sae, sae_scale
+                                                  attention, exported, sae, sae_scale, dissect
   check_figures.py --self-test                    the checks themselves fail on broken reports
 """
 import copy
@@ -189,10 +189,22 @@ def sae_scale_rules(report):
             "memory.vectors_trained.1": within(1, 1e12), "memory.peak_rss_growth": within(*RSS_GROWTH)}
 
 
+def dissect_rules(report):
+    # The IoU tables of two float32 computations (TorchScript and eager PyTorch with PIL) may differ where
+    # a pixel lies at a unit's threshold: a pixel in a union of 100 moves an IoU by 0.01. cli_dissect holds
+    # every count to the transcription exactly, pixels at the threshold aside.
+    return {"threads": within(1, 4096), "images": equals(16), "units": equals(512),
+            "torchscope.seconds": within(*SECONDS), "numpy.seconds": within(*SECONDS), "speedup": within(*RATIO),
+            "torchscope.peak_rss_mib": within(*RSS_MIB), "numpy.peak_rss_mib": within(*RSS_MIB),
+            "memory.peak_rss_mib.0": within(*RSS_MIB), "memory.peak_rss_mib.1": within(*RSS_MIB),
+            "memory.peak_rss_growth": within(-0.5, 1.0), "all_stages.seconds": within(*SECONDS),
+            "all_stages.against_layer4_alone": within(*RATIO), "iou_max_abs_difference": within(0.0, 0.01)}
+
+
 BENCHES = {"engine": (engine_rules, engine_whole), "compare": (compare_rules, compare_whole),
            "visualize": (visualize_rules, None), "record": (record_rules, None), "gui": (gui_rules, gui_whole),
            "job": (job_rules, None), "attention": (attention_rules, None), "exported": (exported_rules, None), "sae": (sae_rules, None),
-           "sae_scale": (sae_scale_rules, None)}
+           "sae_scale": (sae_scale_rules, None), "dissect": (dissect_rules, None)}
 
 
 def problems(bench, report):
@@ -270,6 +282,13 @@ def self_test():
         "sae_scale": {"threads": 2, "batch": 256, "memory": {"images": [20, 200], "peak_rss_mib": [600.0, 640.0],
                                                "seconds": [1.5, 2.0], "vectors_trained": [4096, 8192],
                                                "peak_rss_growth": 0.07}},
+        "dissect": {"model": "resnet18", "size": 64, "images": 16, "threads": 2, "batch": 8, "units": 512,
+                    "torchscope": {"seconds": 1.4, "peak_rss_mib": 720.0},
+                    "numpy": {"seconds": 4.8, "peak_rss_mib": 850.0}, "speedup": 3.4,
+                    "memory": {"images": [4, 16], "peak_rss_mib": [720.0, 725.0], "peak_rss_growth": 0.007},
+                    "all_stages": {"layers": ["layer1", "layer2", "layer3", "layer4"], "seconds": 1.7,
+                                   "peak_rss_mib": 725.0, "against_layer4_alone": 1.2},
+                    "iou_max_abs_difference": 0.0, "interpretable_units": 50},
     }
     for bench, report in good.items():
         assert not problems(bench, report), (bench, problems(bench, report))
@@ -286,6 +305,8 @@ def self_test():
                                  "vectors_trained": [4096, 8192], "peak_rss_growth": 2.0}),
         ("sae_scale", "memory", {"images": [20, 20], "peak_rss_mib": [600.0, 600.0], "seconds": [1.5, 2.0],
                                  "vectors_trained": [4096, 8192], "peak_rss_growth": 0.0}),
+        ("dissect", "iou_max_abs_difference", 0.5), ("dissect", "images", 8), ("dissect", "speedup", 0.0),
+        ("dissect", "iou_max_abs_difference", float("nan")),
     ]
     for bench, key, value in broken:
         report = copy.deepcopy(good[bench])

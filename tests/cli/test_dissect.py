@@ -244,6 +244,11 @@ class HandSetModelTest(DissectTestCase):
     def test_the_red_channel_is_red_by_iou_and_by_auc(self):
         result = self.dissect(self.hand, "--layer", "units", "--top", 12)
         layer = result["layers"][0]
+        # The transcription and scikit-learn / SciPy on maps with many ties (every pixel of no colour is 0).
+        with torch.no_grad():
+            acts = HandSetModel().eval()(torch.from_numpy(self.images).permute(0, 3, 1, 2)).numpy()
+        self.check_iou(layer, acts, self.masks)
+        self.check_invert(layer, acts.astype(np.float64).mean((2, 3)), self.masks.any((2, 3)))
         area = self.masks.sum((0, 2, 3))
         for unit, colour in ((0, "red"), (1, "green"), (2, "blue")):
             entry = layer["units"][unit]
@@ -350,7 +355,7 @@ class OracleTest(DissectTestCase):
         folder = next(p for p in sae.iterdir() if (p / "cfg.json").exists())
         result = self.dissect(FIXTURES / "color_cnn.pt", "--units", f"sae:{folder}", "--top", 12)
         layer = result["layers"][0]
-        self.assertEqual((layer["layer"], layer["units_kind"]), ("features.3", "sae latents"))
+        self.assertEqual((layer["layer"], layer["units_kind"]), ("features.3", "SAE latents"))
         coder, _ = overcomplete_sae(folder)
         a = hooked(self.model, self.model.features[3], self.x)
         with torch.no_grad():
@@ -453,6 +458,13 @@ class BrodenTest(DissectTestCase):
         self.assertIn("without a crop", refused.stderr)
 
 
+class Log(nn.Module):
+    """NaN on images in 0..1."""
+
+    def forward(self, x):
+        return torch.log(x - 2.0)
+
+
 class BadInputTest(DissectTestCase):
     def refused(self, *args):
         result = cli("dissect", FIXTURES / "color_cnn.pt", "--layer", "features.3", *args)
@@ -473,6 +485,36 @@ class BadInputTest(DissectTestCase):
         message = self.refused("--concepts", wrong, "--out", self.tmp / "x.json")
         self.assertIn("is 20 x 20 but its image", message)
         self.assertFalse((self.tmp / "x.json").exists(), "nothing half-written")
+
+    def test_bad_units_and_outputs_say_what_is_wrong(self):
+        # A model whose maps are NaN on the set (the log of a negative number).
+        broken = self.tmp / "broken.pt"
+        torch.jit.save(torch.jit.script(nn.Sequential(Log())), str(broken),
+                       _extra_files={"torchscope.json": json.dumps({"preprocess": {}})})
+        result = cli("dissect", broken, "--layer", "0", "--concepts", self.set, "--out", self.tmp / "x.json")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("are NaN or infinite on", result.stderr)
+        self.assertIn("00000.png", result.stderr)
+        self.assertFalse((self.tmp / "x.json").exists())
+        # A probe of a ViT's tokens reads the tokens as its channels: its directions lie on no grid.
+        probe = {"weight": torch.ones(1, 38), "bias": torch.zeros(1), "feature_mean": torch.zeros(38),
+                 "feature_std": torch.ones(38), "layer": "encoder.layers.1", "pooling": "avg", "classes": ["a", "b"]}
+        torch.save(probe, self.tmp / "token_probe.pt")
+        result = cli("dissect", FIXTURES / "register_vit.pt", "--units", f"probe:{self.tmp / 'token_probe.pt'}",
+                     "--concepts", self.set, "--out", self.tmp / "x.json")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("lie on no patch grid", result.stderr)
+        # An --out in a folder that does not exist is refused before the run.
+        result = cli("dissect", FIXTURES / "color_cnn.pt", "--layer", "features.3", "--concepts", self.set,
+                     "--out", self.tmp / "missing" / "x.json")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("does not exist", result.stderr)
+        # concepts make into an empty folder named with a trailing slash (as a shell completes it).
+        empty = self.tmp / "empty"
+        empty.mkdir()
+        made = make("--out", f"{empty}/", "--images", 2, "--size", "40x56")
+        self.assertEqual(made.returncode, 0, made.stderr)
+        self.assertEqual(len(list((empty / "images").glob("*.png"))), 2)
 
     def test_folders_of_images_are_scored_by_invert(self):
         folders = self.tmp / "folders"
@@ -505,7 +547,7 @@ class BadInputTest(DissectTestCase):
         run.process.send_signal(signal.SIGINT)
         code, _, written = run.finish()
         self.assertEqual(code, 130, written)
-        self.assertTrue(written.startswith("\rranking: 4 / 48"), f"blocked elsewhere: {written[:200]!r}")
+        self.assertTrue(written.startswith("\rranking: 4 / 96"), f"blocked elsewhere: {written[:200]!r}")
         result = json.loads(out.read_text())
         self.assertTrue(result["cancelled"])
         self.assertEqual(result["images_read"], 4)

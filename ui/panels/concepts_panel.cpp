@@ -35,7 +35,7 @@ namespace torchscope {
 namespace {
 
 constexpr int TopSize = 120; // a top image's longer side
-const QColor MaskTint(0, 190, 255), RegionLine(255, 220, 0);
+const QColor MaskLine(0, 230, 255), RegionLine(255, 220, 0);
 
 // The map's value at each pixel of a width × height picture (bilinear, align_corners false: as the
 // dissection upsamples it).
@@ -58,33 +58,42 @@ std::vector<float> upsampled(const FloatTensor& map, int width, int height)
     return out;
 }
 
-// A top image: the concept's mask tinted, the unit's region (its map above its threshold) outlined.
+// A top image as NetDissect draws it: the unit's region (its map above its threshold) bright, the
+// rest dimmed, its edge in yellow; the concept's mask outlined in cyan.
 QImage thumbnail(const FloatTensor& picture, const FloatTensor& map, double threshold, const QImage& mask)
 {
     QImage image = overlayImage(picture, nullptr, 0, 0, ColorMap::Inferno, 0.0f).convertToFormat(QImage::Format_RGB32);
     const int width = image.width(), height = image.height();
+    const auto edge = [&](const auto& inside, int y, int x) {
+        return inside(y, x) && (!inside(y - 1, x) || !inside(y + 1, x) || !inside(y, x - 1) || !inside(y, x + 1));
+    };
+    if (map.shape.size() == 2 && std::isfinite(threshold)) {
+        const std::vector<float> values = upsampled(map, width, height);
+        const auto inside = [&](int y, int x) {
+            return y >= 0 && x >= 0 && y < height && x < width
+                && values[static_cast<size_t>(y) * width + x] > threshold;
+        };
+        QImage drawn = image;
+        for (int y = 0; y < height; ++y)
+            for (int x = 0; x < width; ++x) {
+                if (edge(inside, y, x))
+                    drawn.setPixelColor(x, y, RegionLine);
+                else if (!inside(y, x))
+                    drawn.setPixelColor(x, y, image.pixelColor(x, y).darker(250));
+            }
+        image = drawn;
+    }
     if (!mask.isNull()) {
         const QImage scaled = mask.scaled(width, height, Qt::IgnoreAspectRatio, Qt::FastTransformation)
                                   .convertToFormat(QImage::Format_Grayscale8);
+        const auto inside = [&](int y, int x) {
+            return y >= 0 && x >= 0 && y < height && x < width && scaled.constScanLine(y)[x] > 0;
+        };
         for (int y = 0; y < height; ++y)
             for (int x = 0; x < width; ++x)
-                if (scaled.constScanLine(y)[x] > 0) {
-                    const QColor c = image.pixelColor(x, y);
-                    image.setPixelColor(x, y,
-                        QColor((c.red() + MaskTint.red()) / 2, (c.green() + MaskTint.green()) / 2,
-                            (c.blue() + MaskTint.blue()) / 2));
-                }
+                if (edge(inside, y, x))
+                    image.setPixelColor(x, y, MaskLine);
     }
-    if (map.shape.size() != 2 || !std::isfinite(threshold))
-        return image;
-    const std::vector<float> values = upsampled(map, width, height);
-    const auto inside = [&](int y, int x) {
-        return y >= 0 && x >= 0 && y < height && x < width && values[static_cast<size_t>(y) * width + x] > threshold;
-    };
-    for (int y = 0; y < height; ++y)
-        for (int x = 0; x < width; ++x)
-            if (inside(y, x) && (!inside(y - 1, x) || !inside(y + 1, x) || !inside(y, x - 1) || !inside(y, x + 1)))
-                image.setPixelColor(x, y, RegionLine);
     return image;
 }
 
@@ -387,10 +396,13 @@ void ConceptsPanel::drawCategories()
     }
     plot_->xAxis->setTicker(ticker);
     plot_->xAxis->setRange(0.4, static_cast<double>(keys.size()) + 0.6);
-    plot_->yAxis->setLabel(tr("interpretable units of %1").arg(layer.unitResults.size()));
+    auto counts = QSharedPointer<QCPAxisTickerFixed>::create(); // whole units
+    counts->setTickStep(1.0);
+    counts->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+    plot_->yAxis->setTicker(counts);
     plot_->yAxis->rescale();
-    plot_->yAxis->setRangeLower(0.0);
-    plot_->yAxis->setRangeUpper(std::max(1.0, plot_->yAxis->range().upper * 1.15));
+    plot_->yAxis->setRange(0.0, std::max(1.0, std::ceil(plot_->yAxis->range().upper * 1.15)));
+    plot_->yAxis->setLabel(tr("units of %1").arg(layer.unitResults.size()));
     plot_->legend->setVisible(true);
     plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
     plot_->replot();
@@ -476,7 +488,7 @@ QString ConceptsPanel::labelsOf(const QString& layer, int64_t unit) const
         for (const auto& c : u.iou)
             iou << QString("%1 %2").arg(QString::fromStdString(c.label), number(c.score));
         if (!iou.isEmpty())
-            parts << tr("IoU: %1%2").arg(iou.join(", "), u.interpretableIou ? tr(" (interpretable)") : QString());
+            parts << tr("IoU%1: %2").arg(u.interpretableIou ? tr(" (interpretable)") : QString(), iou.join(", "));
         if (!u.formula.label.empty())
             parts << tr("formula: %1 %2").arg(QString::fromStdString(u.formula.label), number(u.formula.score));
         QStringList invert;
@@ -510,8 +522,8 @@ void ConceptsPanel::drawUnit()
     const std::string conceptId = hasIou ? unit.iou.front().label
         : !unit.invert.empty()           ? unit.invert.front().label
                                          : "";
-    unitTitle_->setText(tr("<b>%1 %2</b> of %3 — its top images, its region (the top %4 % of its values) outlined "
-                           "in yellow over the mask of <b>%5</b> in blue")
+    unitTitle_->setText(tr("<b>%1 %2</b> of %3 — its top images: its region (the top %4 % of its values) bright "
+                           "and edged in yellow, the mask of <b>%5</b> outlined in cyan")
                             .arg(QString::fromStdString(layer.units).chopped(1).toHtmlEscaped())
                             .arg(unit.unit)
                             .arg(QString::fromStdString(layer.layer).toHtmlEscaped())
