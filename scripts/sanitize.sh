@@ -21,8 +21,10 @@ fixtures=$PWD/${BUILD_DIR:-build}/fixtures
 # fixed and tested). Left to scripts/test.sh, where they prove what they are for: the second shape's
 # runs of the attribution classes (*Color: the same code paths as the grey classes run here, their
 # point is the numbers against the peers) and the model sweep (label sweep: it converts models in
-# Python for minutes; the engine paths it takes are under the sanitizers in cli_exported, cli_CliRun).
-excluded='Color$'
+# Python for minutes; the engine paths it takes are under the sanitizers in cli_exported, cli_CliRun)
+# and the dissection benchmark's smoke (it scripts a ResNet and runs NumPy's transcription beside three
+# runs of the CLI for figures that mean nothing under the sanitizers; cli_dissect takes the same paths).
+excluded='Color$|^bench_dissect_smoke$'
 ctest_flags=(-E "$excluded" -LE sweep)
 if [[ -f "$fixtures/stamp" ]]; then
   ctest_flags=(-FS torch_fixtures -E "^make_fixtures\$|$excluded" -LE sweep) # made by scripts/test.sh; not again while tests read them
