@@ -24,6 +24,8 @@ fixtures=$PWD/${BUILD_DIR:-build}/fixtures
 # Python for minutes; the engine paths it takes are under the sanitizers in cli_exported, cli_CliRun)
 # and the dissection benchmark's smoke (it scripts a ResNet and runs NumPy's transcription beside three
 # runs of the CLI for figures that mean nothing under the sanitizers; cli_dissect takes the same paths).
+# The Python suites of oracles run the tests tests/cli/CMakeLists.txt names for this build: each of
+# their paths on the smaller models (the large models' comparisons stay in scripts/test.sh).
 excluded='Color$|^bench_dissect_smoke$'
 ctest_flags=(-E "$excluded" -LE sweep)
 if [[ -f "$fixtures/stamp" ]]; then

@@ -11,6 +11,7 @@
 #include "model/model.h"
 #include "model/model_setup.h"
 #include "open_model.h"
+#include "prediction_text.h"
 #include "problems.h"
 #include "record/labelled_samples.h"
 #include "stop_requests.h"
@@ -26,15 +27,6 @@
 
 namespace torchscope::cli {
 namespace {
-
-std::string fixed(double value, int digits)
-{
-    if (std::isnan(value))
-        return "n/a";
-    char text[32];
-    std::snprintf(text, sizeof text, "%.*f", digits, value);
-    return text;
-}
 
 std::string scientific(double value)
 {

@@ -1,5 +1,7 @@
 #include "prediction_text.h"
 
+#include <cmath>
+#include <cstdio>
 #include <iomanip>
 #include <sstream>
 
@@ -28,6 +30,15 @@ std::string predictionText(const std::string& name, const ImagePrediction& p)
     }
     out << '\n';
     return out.str();
+}
+
+std::string fixed(double value, int digits)
+{
+    if (std::isnan(value))
+        return "n/a";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.*f", digits, value);
+    return text;
 }
 
 } // namespace torchscope::cli

@@ -80,16 +80,16 @@ std::string percent(double accuracy)
 }
 
 // What the probe needs before its first batch (in a distributed run (torchrun): this rank's share).
-struct Prepared {
+struct PreparedProbe {
     std::shared_ptr<Model> model;
     std::vector<std::string> layers;
     std::unique_ptr<Engine> engine;
     ProbeSamples samples;
 };
 
-Prepared prepare(const CliOptions& options, const Shard& shard)
+PreparedProbe prepareProbe(const CliOptions& options, const Shard& shard)
 {
-    Prepared p;
+    PreparedProbe p;
     p.model = openModel(options);
     p.layers = layersOf(*p.model, options);
     p.engine = std::make_unique<Engine>(p.model);
@@ -103,16 +103,16 @@ static int runProbe(const CliOptions& given)
 {
     const std::unique_ptr<DistributedRun> run = DistributedRun::join(given);
     const CliOptions options = run ? run->rankOptions(given) : given;
-    Prepared p;
+    PreparedProbe p;
     if (run)
         run->prepareTogether(
             [&] {
-                p = prepare(options, run->shard());
+                p = prepareProbe(options, run->shard());
                 return static_cast<int64_t>(p.samples.labels.size());
             },
             "--data");
     else
-        p = prepare(options, {});
+        p = prepareProbe(options, {});
     const std::vector<std::string>& layers = p.layers;
     const ProbePooling pooling = parseProbePooling(options.pool);
     const bool speaks = !run || run->root();

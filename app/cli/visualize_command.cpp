@@ -11,6 +11,7 @@
 #include "imaging/image_tensor.h"
 #include "model/model.h"
 #include "open_model.h"
+#include "prediction_text.h"
 #include "record/recorder.h"
 #include "record/recording_files.h"
 #include "visualize/activation_maximization.h"
@@ -114,13 +115,6 @@ Objective objectiveFor(const CliOptions& o, int64_t channel)
         }
     }
     return objective;
-}
-
-std::string fixed(double value, int digits)
-{
-    char text[32];
-    std::snprintf(text, sizeof text, "%.*f", digits, value);
-    return text;
 }
 
 struct TopImage {

@@ -19,11 +19,6 @@
 namespace torchscope {
 namespace {
 
-bool has(const std::vector<std::string>& methods, const char* method)
-{
-    return std::find(methods.begin(), methods.end(), method) != methods.end();
-}
-
 // The kernel side of the first Conv2d whose kernel is square and larger than 1: a ViT's patch
 // embedding (kernel = stride = patch). 0 when there is none.
 int64_t patchEmbeddingSize(const Model& model)
@@ -216,8 +211,9 @@ AttentionResult attentionMaps(
             throw Error("unknown attention method '" + method + "'; expected heads, rollout or legrad");
     AttentionResult result;
     result.layers = attentionLayers(engine.model(), request.layers);
-    const bool keep = has(request.methods, AttentionHeads);
-    const bool rollout = has(request.methods, AttentionRollout), legrad = has(request.methods, AttentionLeGrad);
+    const bool keep = contains(request.methods, AttentionHeads);
+    const bool rollout = contains(request.methods, AttentionRollout),
+               legrad = contains(request.methods, AttentionLeGrad);
 
     Request run;
     run.scores = request.scores;

@@ -62,7 +62,7 @@ at::Tensor tokensAsMaps(const at::Tensor& tokens, int64_t height, int64_t width)
         }
         return {};
     }
-    const TokenLayout layout = tokenLayout({tokens.size(1), tokens.size(2)});
+    const TokenGrid layout = tokenGrid({tokens.size(1), tokens.size(2)});
     if (layout.side == 0)
         return {};
     return tokens.narrow(1, layout.extraTokens, layout.side * layout.side)

@@ -20,11 +20,6 @@
 namespace torchscope {
 namespace {
 
-bool has(const std::vector<std::string>& methods, const char* method)
-{
-    return std::find(methods.begin(), methods.end(), method) != methods.end();
-}
-
 struct PathIntegral {
     at::Tensor attribution; // [1, C, H, W]
     double delta = 0.0; // completeness error
@@ -107,18 +102,19 @@ InputAttributionResult attributeInputs(
     if (cams && request.layer.empty())
         throw Error("the CAMs (grad_cam, grad_cam_pp, hires_cam, xgrad_cam, layer_cam, score_cam, eigen_cam) need "
                     "--layer");
-    const bool integrated = has(methods, IntegratedGradients);
-    const bool noisy = has(methods, SmoothGrad) || has(methods, SmoothGradSquared) || has(methods, VarGrad);
+    const bool integrated = contains(methods, IntegratedGradients);
+    const bool noisy
+        = contains(methods, SmoothGrad) || contains(methods, SmoothGradSquared) || contains(methods, VarGrad);
     // Which passes the methods need: the input's gradient, the layer's gradient, or neither (the
     // target is then the prediction, from a pass without gradients).
-    const bool inputGradient = has(methods, Saliency) || has(methods, InputXGradient) || integrated || noisy;
+    const bool inputGradient = contains(methods, Saliency) || contains(methods, InputXGradient) || integrated || noisy;
     const bool layerGradient = std::any_of(methods.begin(), methods.end(), isGradientCam);
     const IntegrationPoints points = integrated ? integrationPoints(request.rule, request.steps) : IntegrationPoints{};
     const int64_t perSample = request.bytesPerSample > 0 ? request.bytesPerSample
                                                          : 64 * images[0].numel() * static_cast<int64_t>(sizeof(float));
     const int64_t useful
         = std::max<int64_t>({static_cast<int64_t>(points.alphas.size()), noisy ? int64_t{request.noise.samples} : 1,
-            has(methods, Occlusion) || has(methods, ScoreCam) ? int64_t{4096} : 1});
+            contains(methods, Occlusion) || contains(methods, ScoreCam) ? int64_t{4096} : 1});
     // A model taking List[Tensor] (detection) hands back the first image's input gradient only:
     // its path points and noisy copies go one at a time.
     const auto& arguments = engine.model().forwardArguments();
@@ -144,7 +140,7 @@ InputAttributionResult attributeInputs(
         std::optional<InputRelevance> relevance;
         if (inputGradient) {
             atX = inputGradients(engine, x, source, wanted);
-        } else if (has(methods, Lrp)) { // its own pass finds the target
+        } else if (contains(methods, Lrp)) { // its own pass finds the target
             relevance = inputRelevance(engine, x, source, wanted, request.relevance);
             atX.target = relevance->target;
             atX.description = relevance->description;
@@ -158,7 +154,7 @@ InputAttributionResult attributeInputs(
         }
         result.targets.push_back(atX.target);
         result.targetDescriptions.push_back(atX.description);
-        if (has(methods, Lrp)) {
+        if (contains(methods, Lrp)) {
             if (!relevance)
                 relevance = inputRelevance(engine, x, source, atX.target, request.relevance);
             maps[Lrp].push_back(relevance->relevance.cpu());
@@ -166,20 +162,20 @@ InputAttributionResult attributeInputs(
             result.relevanceScores.push_back(relevance->score);
             result.relevance = relevance->coverage;
         }
-        if (has(methods, Saliency))
+        if (contains(methods, Saliency))
             maps[Saliency].push_back(atX.input.abs().cpu());
-        if (has(methods, InputXGradient))
+        if (contains(methods, InputXGradient))
             maps[InputXGradient].push_back((x * atX.input).cpu());
         if (noisy) {
             const SmoothGradients smooth = smoothGradients(engine, x, i, source, atX.target, request.noise, batch);
-            if (has(methods, SmoothGrad))
+            if (contains(methods, SmoothGrad))
                 maps[SmoothGrad].push_back(smooth.mean.cpu());
-            if (has(methods, SmoothGradSquared))
+            if (contains(methods, SmoothGradSquared))
                 maps[SmoothGradSquared].push_back(smooth.meanOfSquares.cpu());
-            if (has(methods, VarGrad))
+            if (contains(methods, VarGrad))
                 maps[VarGrad].push_back(smooth.variance().cpu());
         }
-        if (has(methods, Occlusion))
+        if (contains(methods, Occlusion))
             maps[Occlusion].push_back(
                 occlusion(engine, x, source, atX.target, request.window, request.stride, batch).cpu());
         if (cams) {

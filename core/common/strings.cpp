@@ -41,6 +41,22 @@ bool startsWith(std::string_view text, std::string_view prefix)
     return text.substr(0, prefix.size()) == prefix;
 }
 
+std::string firstLine(const std::string& text)
+{
+    return text.substr(0, text.find('\n'));
+}
+
+bool contains(const std::vector<std::string>& list, std::string_view item)
+{
+    return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+bool isWithin(std::string_view path, std::string_view ancestor)
+{
+    return ancestor.empty() || path == ancestor
+        || (path.size() > ancestor.size() && startsWith(path, ancestor) && path[ancestor.size()] == '.');
+}
+
 bool endsWith(std::string_view text, std::string_view suffix)
 {
     return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;

@@ -12,6 +12,11 @@ bool startsWith(std::string_view text, std::string_view prefix);
 // Appends `item` unless the list holds it already (warnings repeated by every batch, said once).
 void appendUnique(std::vector<std::string>& list, const std::string& item);
 bool endsWith(std::string_view text, std::string_view suffix);
+// The text up to its first line break (a message's headline).
+std::string firstLine(const std::string& text);
+bool contains(const std::vector<std::string>& list, std::string_view item);
+// A module path is `ancestor` or a module inside it ("layer1.0" is within "layer1"; "" holds every path).
+bool isWithin(std::string_view path, std::string_view ancestor);
 
 // Edit distance, used to suggest the closest existing names for a misspelled one.
 size_t levenshtein(std::string_view a, std::string_view b);

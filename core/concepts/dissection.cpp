@@ -27,7 +27,7 @@ namespace {
 constexpr int64_t MaxUpsampledValues = int64_t{1} << 25; // per chunk of units: 128 MiB of floats
 
 // The running state of one layer over the passes.
-struct LayerPass {
+struct DissectionPass {
     std::string layer;
     int64_t units = 0, gridHeight = 0, gridWidth = 0;
     at::Tensor pooled; // [images, U] float: invert's per-image value (NaN: not read)
@@ -124,7 +124,7 @@ at::Tensor unitMaps(const ConceptUnits& units, const Engine& engine, const RunRe
 }
 
 // The first pass: the layer's pooled values, its largest values, its top images.
-void firstPassBatch(LayerPass& pass, const DissectionRequest& request, const at::Tensor& maps,
+void firstPassBatch(DissectionPass& pass, const DissectionRequest& request, const at::Tensor& maps,
     const std::vector<int64_t>& indices, int64_t imageCount)
 {
     const int64_t n = maps.size(0);
@@ -165,7 +165,7 @@ void firstPassBatch(LayerPass& pass, const DissectionRequest& request, const at:
 }
 
 // The threshold: NumPy's quantile(values, 1 − q) (linear interpolation) from the largest values kept.
-at::Tensor thresholdsOf(const LayerPass& pass, double quantile, int64_t values)
+at::Tensor thresholdsOf(const DissectionPass& pass, double quantile, int64_t values)
 {
     const double position = (1.0 - quantile) * static_cast<double>(values - 1);
     const auto below = static_cast<int64_t>(std::floor(position));
@@ -179,8 +179,9 @@ at::Tensor thresholdsOf(const LayerPass& pass, double quantile, int64_t values)
 
 // The second pass over one image of one layer: which of the unit's upsampled pixels pass its threshold,
 // counted per combination of concepts.
-void countImage(LayerPass& pass, const at::Tensor& maps, const ConceptPixels& pixels, const at::Tensor& combinationIds,
-    const at::Tensor& oneHot, const std::vector<int32_t>& categories, int64_t capacity)
+void countImage(DissectionPass& pass, const at::Tensor& maps, const ConceptPixels& pixels,
+    const at::Tensor& combinationIds, const at::Tensor& oneHot, const std::vector<int32_t>& categories,
+    int64_t capacity)
 {
     if (pass.counts.size(1) < capacity) {
         at::Tensor grown = at::zeros({pass.units, std::max(capacity, 2 * pass.counts.size(1))}, at::kDouble);
@@ -298,7 +299,7 @@ DissectionResult dissect(Engine& engine, const DissectionRequest& request, const
         grab.grabOutput(layer);
     engine.prepare(grab);
     const auto imageCount = static_cast<int64_t>(set.images.size());
-    std::vector<LayerPass> passes(layers.size());
+    std::vector<DissectionPass> passes(layers.size());
     for (size_t l = 0; l < layers.size(); ++l)
         passes[l].layer = layers[l];
     std::vector<bool> read(set.images.size(), false);

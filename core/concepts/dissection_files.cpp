@@ -15,7 +15,7 @@ namespace torchscope {
 namespace {
 
 // NaN and infinities as JSON null.
-nlohmann::json number(double value)
+nlohmann::json jsonNumber(double value)
 {
     return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
 }
@@ -67,29 +67,30 @@ std::string json(const DissectionResult& result)
             if (result.method != DissectionMethod::Invert && !unit.iou.empty()) {
                 nlohmann::json iou = nlohmann::json::array();
                 for (const auto& c : unit.iou)
-                    iou.push_back({{"concept", c.label}, {"category", categoryOf(result, c)}, {"iou", number(c.score)},
-                        {"intersection", c.intersection}, {"unit_pixels", c.unitArea},
+                    iou.push_back({{"concept", c.label}, {"category", categoryOf(result, c)},
+                        {"iou", jsonNumber(c.score)}, {"intersection", c.intersection}, {"unit_pixels", c.unitArea},
                         {"concept_pixels", c.conceptArea}});
-                entry["threshold"] = number(unit.threshold);
+                entry["threshold"] = jsonNumber(unit.threshold);
                 entry["iou"] = iou;
                 entry["interpretable_iou"] = unit.interpretableIou;
             }
             if (!unit.formula.label.empty())
-                entry["formula"] = {{"formula", unit.formula.label}, {"iou", number(unit.formula.score)},
+                entry["formula"] = {{"formula", unit.formula.label}, {"iou", jsonNumber(unit.formula.score)},
                     {"intersection", unit.formula.intersection}, {"unit_pixels", unit.formula.unitArea},
                     {"formula_pixels", unit.formula.conceptArea}};
             if (result.method != DissectionMethod::Iou) {
                 nlohmann::json invert = nlohmann::json::array();
                 for (const auto& c : unit.invert)
-                    invert.push_back({{"concept", c.label}, {"category", categoryOf(result, c)},
-                        {"auc", number(c.score)}, {"p", number(c.pValue)}, {"p_uncorrected", number(c.uncorrectedP)}});
+                    invert.push_back(
+                        {{"concept", c.label}, {"category", categoryOf(result, c)}, {"auc", jsonNumber(c.score)},
+                            {"p", jsonNumber(c.pValue)}, {"p_uncorrected", jsonNumber(c.uncorrectedP)}});
                 entry["invert"] = invert;
                 entry["interpretable_invert"] = unit.interpretableInvert;
             }
             nlohmann::json top = nlohmann::json::array();
             for (const auto& image : unit.topImages)
                 top.push_back({{"image", image.image}, {"path", result.images[static_cast<size_t>(image.image)]},
-                    {"value", number(image.value)}, {"map", mapRows(image.map)}});
+                    {"value", jsonNumber(image.value)}, {"map", mapRows(image.map)}});
             entry["top_images"] = top;
             units.push_back(entry);
         }

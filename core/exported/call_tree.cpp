@@ -17,11 +17,6 @@ struct StackEntry {
     std::string key, path, type;
 };
 
-bool isWithin(const std::string& path, const std::string& ancestor)
-{
-    return ancestor.empty() || path == ancestor || startsWith(path, ancestor + ".");
-}
-
 // "L__self__,,pkg.Net;L__self___fc,fc,torch.nn.modules.linear.Linear": key, path, type per entry.
 // Entries that do not nest under the previous one (a module reached through another's attribute)
 // are left out, so every call sits inside its parent module's call.

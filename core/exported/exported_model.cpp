@@ -88,11 +88,6 @@ std::string lastAtom(const std::string& path)
     return dot == std::string::npos ? path : path.substr(dot + 1);
 }
 
-bool isWithin(const std::string& path, const std::string& ancestor)
-{
-    return ancestor.empty() || path == ancestor || startsWith(path, ancestor + ".");
-}
-
 // The symbol a symbolic size stands for ("Symbol('s77', positive=True, integer=True)" -> "s77").
 std::string symbolName(const std::string& expression)
 {

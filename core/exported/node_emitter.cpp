@@ -51,11 +51,6 @@ c10::Device followModel(const c10::Device& device, const ValueScope& scope)
     return device.type() == scope.exportDevice.type() ? scope.device : device;
 }
 
-std::string firstLine(const std::string& text)
-{
-    return text.substr(0, text.find('\n'));
-}
-
 std::string describe(const ex::Node& node)
 {
     const auto& name = node.get_name();

@@ -25,7 +25,7 @@ MapLayout mapLayout(const std::vector<int64_t>& shape)
     }
 }
 
-TokenLayout tokenLayout(const std::vector<int64_t>& shape)
+TokenGrid tokenGrid(const std::vector<int64_t>& shape)
 {
     if (shape.size() != 2)
         return {};
@@ -39,7 +39,7 @@ TokenLayout tokenLayout(const std::vector<int64_t>& shape)
     return {};
 }
 
-FloatTensor tokenMaps(const FloatTensor& tokens, const TokenLayout& layout)
+FloatTensor tokenMaps(const FloatTensor& tokens, const TokenGrid& layout)
 {
     const int64_t patches = layout.side * layout.side, features = layout.features;
     FloatTensor maps{{features, layout.side, layout.side}, std::vector<float>(static_cast<size_t>(patches * features))};
@@ -50,7 +50,7 @@ FloatTensor tokenMaps(const FloatTensor& tokens, const TokenLayout& layout)
     return maps;
 }
 
-FloatTensor classTokens(const FloatTensor& tokens, const TokenLayout& layout)
+FloatTensor classTokens(const FloatTensor& tokens, const TokenGrid& layout)
 {
     const auto end = tokens.values.begin() + layout.extraTokens * layout.features;
     return {{layout.extraTokens, layout.features}, std::vector<float>(tokens.values.begin(), end)};

@@ -45,16 +45,16 @@ MapLayout mapLayout(const std::vector<int64_t>& shapeWithoutBatch);
 
 // Vision transformer tokens: one image's [T, D] output whose T is a square grid of patches,
 // after one class token (ViT) or none. `side` is 0 when the shape is not such a grid.
-struct TokenLayout {
+struct TokenGrid {
     int64_t extraTokens = 0; // class tokens before the patches
     int64_t side = 0; // the patch grid is side x side
     int64_t features = 0;
 };
-TokenLayout tokenLayout(const std::vector<int64_t>& shapeWithoutBatch);
+TokenGrid tokenGrid(const std::vector<int64_t>& shapeWithoutBatch);
 // The patches of [T, D] tokens as D maps of side x side: [D, side, side].
-FloatTensor tokenMaps(const FloatTensor& tokens, const TokenLayout& layout);
+FloatTensor tokenMaps(const FloatTensor& tokens, const TokenGrid& layout);
 // The class token(s) before the patches: [extraTokens, D].
-FloatTensor classTokens(const FloatTensor& tokens, const TokenLayout& layout);
+FloatTensor classTokens(const FloatTensor& tokens, const TokenGrid& layout);
 
 // An RGB8 picture of `map` (height x width values in [0, 1]) upsampled bilinearly to the image's
 // size and blended over it: out = (1 - alpha) * image + alpha * colour(map).

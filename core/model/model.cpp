@@ -48,11 +48,6 @@ int64_t countParameters(const torch::jit::Module& module, bool recurse)
     return count;
 }
 
-std::string firstLine(const std::string& text)
-{
-    return text.substr(0, text.find('\n'));
-}
-
 // torch.jit.freeze folds submodules and weights into the forward graph as constants: the root
 // is all that is left, with no parameters and tensor constants in its graph.
 std::string describeFreezing(const torch::jit::Module& module, size_t moduleCount, int64_t parameters)

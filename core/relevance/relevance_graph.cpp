@@ -79,9 +79,9 @@ int weightRank(const Node* layer)
     return 0; // transposed, or unknown: no batch norm merged into it
 }
 
-class Rewriter {
+class RelevanceRewriter {
 public:
-    Rewriter(Graph& graph, const torch::jit::Module& module, const RelevanceSettings& settings,
+    RelevanceRewriter(Graph& graph, const torch::jit::Module& module, const RelevanceSettings& settings,
         const std::vector<ResolvedRuleOverride>& overrides)
         : graph_(graph)
         , module_(module)
@@ -736,7 +736,7 @@ private:
 RelevanceCoverage rewriteForRelevance(Graph& graph, const torch::jit::Module& module, const RelevanceSettings& settings,
     const std::vector<ResolvedRuleOverride>& overrides)
 {
-    return Rewriter(graph, module, settings, overrides).run();
+    return RelevanceRewriter(graph, module, settings, overrides).run();
 }
 
 } // namespace torchscope

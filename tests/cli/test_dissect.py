@@ -242,7 +242,7 @@ class HandSetModelTest(DissectTestCase):
                        _extra_files={"torchscope.json": json.dumps({"preprocess": {}})})
 
     def test_the_red_channel_is_red_by_iou_and_by_auc(self):
-        result = self.dissect(self.hand, "--layer", "units", "--top", 12)
+        result = self.dissect(self.hand, "--layer", "units", "--top", 12, "--top-images", 5)
         layer = result["layers"][0]
         # The transcription and scikit-learn / SciPy on maps with many ties (every pixel of no colour is 0).
         with torch.no_grad():
@@ -265,6 +265,17 @@ class HandSetModelTest(DissectTestCase):
             self.assertLess(entry["invert"][0]["p"], 1e-6)
             others = [e for e in entry["invert"] if e["category"] != "color"]
             self.assertTrue(all(abs(e["auc"] - 0.5) < 0.3 for e in others), others)
+        # Each unit's top images: those of the largest maximum, with the map of the unit on each
+        # (rows of the grid's width: the 40 x 56 images themselves through 1 x 1 convolutions).
+        peaks = acts.max((2, 3))
+        for unit in layer["units"]:
+            u, top = unit["unit"], unit["top_images"]
+            self.assertEqual(len(top), 5)
+            np.testing.assert_allclose([t["value"] for t in top], np.sort(peaks[:, u])[::-1][:5], rtol=1e-6)
+            for t in top:
+                self.assertEqual(pathlib.Path(t["path"]).stem, self.names[t["image"]])
+                np.testing.assert_allclose(np.array(t["map"], np.float32), acts[t["image"], u], rtol=1e-5,
+                                           atol=1e-6)
         self.assertEqual(layer["interpretable"]["iou"], 4)
         counts = {c["category"]: c["iou"] for c in layer["categories"]}
         self.assertEqual(sum(counts.values()), 4)
@@ -296,6 +307,14 @@ class HandSetModelTest(DissectTestCase):
         red = [r for r in rows if r[1] == "0" and r[2] == "iou"]
         self.assertEqual(red[0][4], "red")
         self.assertAlmostEqual(float(red[0][6]), result["layers"][0]["units"][0]["iou"][0]["iou"], places=8)
+        # INVERT's rows: the AUC and the corrected p of the JSON, in its order.
+        for unit in result["layers"][0]["units"]:
+            invert = [r for r in rows if r[1] == str(unit["unit"]) and r[2] == "invert"]
+            self.assertEqual([r[4] for r in invert], [e["concept"] for e in unit["invert"][:2]])
+            for r, e in zip(invert, unit["invert"]):
+                self.assertEqual(r[5], e["category"])
+                self.assertAlmostEqual(float(r[6]), e["auc"], places=8)
+                np.testing.assert_allclose(float(r[7]), e["p"], rtol=1e-8, atol=1e-300)
 
 
 class OracleTest(DissectTestCase):

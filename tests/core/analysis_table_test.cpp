@@ -44,12 +44,6 @@
 namespace torchscope::test {
 namespace {
 
-const std::string Demo = std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt";
-std::string demoImage(const std::string& name)
-{
-    return std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/images/" + name;
-}
-
 template <typename... Analyses> std::vector<std::string> namesOfTypes()
 {
     return {Analyses::name...};
@@ -94,14 +88,14 @@ TEST(AnalysisContext, AnAnalysisThroughItsContextEqualsItsOperation)
     GradCamRequest request;
     request.images = {demoImage("bag.png"), demoImage("coat.png")};
     request.layer = "features.1";
-    request.setup = storedSetup(*Model::load(Demo)).value_or(ModelSetup{});
+    request.setup = storedSetup(*Model::load(demoModelPath())).value_or(ModelSetup{});
     LoadedModels models;
     ModelKey key;
-    key.path = Demo;
+    key.path = demoModelPath();
     int reports = 0;
     AnalysisContext context{models, key, [&](const Progress&) { return ++reports > 0; }, {}};
     const GradCamResult viaContext = GradCamAnalysis::run(context, request);
-    Engine engine(Model::load(Demo));
+    Engine engine(Model::load(demoModelPath()));
     const GradCamResult direct = computeGradCam(engine, request);
     ASSERT_EQ(viaContext.images.size(), 2u);
     ASSERT_EQ(direct.images.size(), 2u);
@@ -120,7 +114,7 @@ TEST(AnalysisContext, TheSanityCheckRandomisesACopyNeverTheModelItRuns)
 {
     LoadedModels models;
     ModelKey key;
-    key.path = Demo;
+    key.path = demoModelPath();
     const auto model = models.model(key);
     std::vector<at::Tensor> before;
     for (const auto& p : model->module().parameters())
@@ -140,18 +134,18 @@ TEST(AnalysisContext, TheSanityCheckRandomisesACopyNeverTheModelItRuns)
     // The measures the CLI's sanity writes is the one the window exports.
     EXPECT_EQ(result.measures.sanity.at("saliency").size(), result.sanity.at("saliency").size());
     EXPECT_EQ(result.measures.images.size(), 2u);
-    EXPECT_EQ(result.measures.model, Demo);
+    EXPECT_EQ(result.measures.model, demoModelPath());
 }
 
 ModelSetup demoSetup()
 {
-    return storedSetup(*Model::load(Demo)).value_or(ModelSetup{});
+    return storedSetup(*Model::load(demoModelPath())).value_or(ModelSetup{});
 }
 
 TEST(WindowAnalyses, ARecordingKeepsTheEditsAndWritesWhatItRecorded)
 {
     LoadedModels models;
-    AnalysisContext context{models, ModelKey{Demo}, {}, {}};
+    AnalysisContext context{models, ModelKey{demoModelPath()}, {}, {}};
     RecordRequest request;
     request.folder = fixture("labelled");
     request.grabs = {GrabSpec::parse("features.1")};
@@ -179,7 +173,7 @@ TEST(WindowAnalyses, ARecordingKeepsTheEditsAndWritesWhatItRecorded)
 TEST(WindowAnalyses, ProbesHoldOutTheFractionAskedAndScoreImagesFromTheirFile)
 {
     LoadedModels models;
-    AnalysisContext context{models, ModelKey{Demo}, {}, {}};
+    AnalysisContext context{models, ModelKey{demoModelPath()}, {}, {}};
     ProbeRequest request;
     request.folder = fixture("probe");
     request.layers = {"features.1"};
@@ -222,10 +216,10 @@ TEST(WindowAnalyses, ProbesHoldOutTheFractionAskedAndScoreImagesFromTheirFile)
 TEST(WindowAnalyses, ACellsLayerMapsAreTheTwoPrecisionsRuns)
 {
     LoadedModels models;
-    AnalysisContext context{models, ModelKey{Demo}, {}, {}};
+    AnalysisContext context{models, ModelKey{demoModelPath()}, {}, {}};
     LayerMapsRequest request;
     request.compare.config.mode = CompareMode::Precision;
-    request.compare.modelA = Demo;
+    request.compare.modelA = demoModelPath();
     request.compare.preprocessing = demoSetup().preprocessing;
     request.image = demoImage("bag.png");
     request.layerA = request.layerB = "features.1";
@@ -233,7 +227,7 @@ TEST(WindowAnalyses, ACellsLayerMapsAreTheTwoPrecisionsRuns)
     LoadOptions float64, float32;
     float64.dtype = "float64";
     float32.dtype = "float32";
-    Engine a(Model::load(Demo, float64)), b(Model::load(Demo, float32));
+    Engine a(Model::load(demoModelPath(), float64)), b(Model::load(demoModelPath(), float32));
     const LayerPairResult direct = layerPairMaps(
         a, b, {request.image, "features.1", "features.1", request.compare.preprocessing, "float64", "float32"});
     EXPECT_EQ(maps.a.values, direct.a.values) << "A is the float64 run";
@@ -244,9 +238,9 @@ TEST(WindowAnalyses, ACellsLayerMapsAreTheTwoPrecisionsRuns)
 TEST(WindowAnalyses, AChannelsMapsOverTheTopImagesShareOneScale)
 {
     LoadedModels models;
-    AnalysisContext context{models, ModelKey{Demo}, {}, {}};
+    AnalysisContext context{models, ModelKey{demoModelPath()}, {}, {}};
     VisualizeRequest request;
-    request.model = Demo;
+    request.model = demoModelPath();
     request.preprocessing = demoSetup().preprocessing;
     request.config.layer = "features.1";
     request.config.objectives = {Objective{}};
@@ -258,7 +252,7 @@ TEST(WindowAnalyses, AChannelsMapsOverTheTopImagesShareOneScale)
     ASSERT_EQ(result.topPictures.size(), 2u);
     EXPECT_TRUE(result.warnings.empty());
     // The oracle: the channel's raw maps from a plain grab, on one scale from their joint min to max.
-    Engine engine(Model::load(Demo));
+    Engine engine(Model::load(demoModelPath()));
     std::vector<at::Tensor> raw;
     for (const auto& image : request.topImages) {
         Request grab;

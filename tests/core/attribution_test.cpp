@@ -13,11 +13,6 @@
 namespace torchscope::test {
 namespace {
 
-std::string demoModel()
-{
-    return std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt";
-}
-
 void expectAttribution(
     const Attribution& actual, const std::map<std::string, at::Tensor>& expected, const std::string& prefix)
 {
@@ -31,7 +26,7 @@ void expectAttribution(
 
 TEST(GradCam, MatchesPythonHooksOnTheDemoModel)
 {
-    Engine engine(Model::load(demoModel()));
+    Engine engine(Model::load(demoModelPath()));
     const auto expected = loadExpected("gradcam_expected.pt");
     const at::Tensor images = loadTensor("gradcam_input.pt");
     expectAttribution(computeAttribution(engine, images, "features.2"), expected, "features.2/predicted");
@@ -49,7 +44,7 @@ TEST(GradCam, MatchesPythonHooksOnResNet18)
 
 TEST(GradCam, RefusesALayerWithoutSpatialMaps)
 {
-    Engine engine(Model::load(demoModel()));
+    Engine engine(Model::load(demoModelPath()));
     const std::string message
         = errorOf([&] { computeAttribution(engine, loadTensor("gradcam_input.pt"), "classifier.2"); });
     EXPECT_NE(message.find("'classifier.2' gives [1, 10]"), std::string::npos) << message;
@@ -122,7 +117,7 @@ TEST(IntegrationPoints, RiemannRulesAsCaptumDefinesThem)
 
 TEST(Patching, BsLastLayerInAMakesAPredictBsClass)
 {
-    Engine engine(Model::load(demoModel()));
+    Engine engine(Model::load(demoModelPath()));
     const auto [a, b] = tShirtAndBoot();
     const PatchRuns runs = patchActivation(engine, {a}, {b}, "classifier.2");
     const int64_t predictedA = runs.a.tensor("output").argmax(1).item<int64_t>();
@@ -136,7 +131,7 @@ TEST(Patching, LaterLayersFollowThePatchedLayer)
 {
     // features.2 reads only features.1, so patching features.1 with B's makes features.2 B's too,
     // while the layer before the patch stays A's.
-    Engine engine(Model::load(demoModel()));
+    Engine engine(Model::load(demoModelPath()));
     const auto [a, b] = tShirtAndBoot();
     const PatchRuns runs = patchActivation(
         engine, {a}, {b}, "features.1", {GrabSpec::parse("features.0"), GrabSpec::parse("features.2")});

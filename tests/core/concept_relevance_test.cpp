@@ -18,17 +18,11 @@
 namespace torchscope::test {
 namespace {
 
-const std::string Demo = std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt";
-std::string demoImage(const std::string& name)
-{
-    return std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/images/" + name;
-}
-
 ConceptRelevanceRequest demoRequest()
 {
     ConceptRelevanceRequest request;
     request.images = {demoImage("bag.png"), demoImage("coat.png"), demoImage("sandal.png")};
-    request.setup = storedSetup(*Model::load(Demo)).value_or(ModelSetup{});
+    request.setup = storedSetup(*Model::load(demoModelPath())).value_or(ModelSetup{});
     request.layer = "features.1";
     return request;
 }
@@ -54,7 +48,7 @@ TEST(ConceptRelevance, ThroughItsContextEveryChannelAddsUpToTheWholeMap)
         request.channels.channels[static_cast<size_t>(c)] = c;
     LoadedModels models;
     int parts = 0;
-    AnalysisContext context{models, ModelKey{Demo}, {}, {}};
+    AnalysisContext context{models, ModelKey{demoModelPath()}, {}, {}};
     context.partial = [&](const std::shared_ptr<const void>&) { ++parts; };
     const ConceptRelevanceResult result = ConceptRelevanceAnalysis::run(context, request);
     ASSERT_EQ(result.images.size(), 3u);
@@ -82,7 +76,7 @@ TEST(ConceptRelevance, ThroughItsContextEveryChannelAddsUpToTheWholeMap)
             layer += r;
         EXPECT_NEAR(layer, image.layerSum, 1e-9 * std::abs(layer) + 1e-12);
     }
-    Engine engine(Model::load(Demo));
+    Engine engine(Model::load(demoModelPath()));
     const ConceptRelevanceResult direct = computeConceptRelevance(engine, request);
     for (size_t i = 0; i < 3; ++i) {
         EXPECT_EQ(direct.images[i].target, result.images[i].target);
@@ -95,7 +89,7 @@ TEST(ConceptRelevance, TopChannelsAreTheMostRelevantAndACancelKeepsWhatFinished)
     ConceptRelevanceRequest request = demoRequest();
     request.channels.top = 5;
     request.memoryBytes = 1; // one image per batch
-    Engine engine(Model::load(Demo));
+    Engine engine(Model::load(demoModelPath()));
     ConceptRelevanceReports reports;
     reports.progress = [](const Progress& p) { return p.done < 2; };
     const ConceptRelevanceResult result = computeConceptRelevance(engine, request, reports);
@@ -112,7 +106,7 @@ TEST(ConceptRelevance, TopChannelsAreTheMostRelevantAndACancelKeepsWhatFinished)
 
 TEST(ConceptRelevance, BadRequestsSayWhatIsWrong)
 {
-    Engine engine(Model::load(Demo));
+    Engine engine(Model::load(demoModelPath()));
     ConceptRelevanceRequest request = demoRequest();
     request.channels.channels = {64};
     EXPECT_NE(errorOf([&] {

@@ -137,7 +137,7 @@ void expectSameResults(const Recorder& merged, const Recorder& whole)
 
 TEST(RecorderMerge, ThreeShardsEqualOneRecorderForEveryReduction)
 {
-    auto model = Model::load(std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt");
+    auto model = Model::load(demoModelPath());
     Engine engine(model);
     const Samples samples = labelledSamples();
     for (const std::string reduction : {"stats", "none", "sum", "mean", "max", "min"}) {
@@ -157,7 +157,7 @@ TEST(RecorderMerge, ThreeShardsEqualOneRecorderForEveryReduction)
 
 TEST(RecorderMerge, ARangeFromTheEarliestBatchIsTheOneProcessesRange)
 {
-    auto model = Model::load(std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt");
+    auto model = Model::load(demoModelPath());
     Engine engine(model);
     const Samples samples = labelledSamples();
     RecorderConfig config;
@@ -192,7 +192,7 @@ TEST(RecorderMerge, TiesInTheTopKGoToTheLowerSampleWhateverTheOrder)
 {
     // Constant rows tie everywhere: one process and shards merged in any order pick the same,
     // lowest samples.
-    auto model = Model::load(std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt");
+    auto model = Model::load(demoModelPath());
     Engine engine(model);
     const Samples same{at::full({12, 1, 28, 28}, 0.5), {}};
     RecorderConfig config;

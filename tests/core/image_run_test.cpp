@@ -16,7 +16,7 @@ namespace torchscope::test {
 namespace {
 
 struct DemoRun {
-    std::shared_ptr<Model> model = Model::load(std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt");
+    std::shared_ptr<Model> model = Model::load(demoModelPath());
     Engine engine{model};
     ImageRunner runner{model, engine};
     ImageRunConfig config;

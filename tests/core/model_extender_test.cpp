@@ -16,11 +16,6 @@
 namespace torchscope::test {
 namespace {
 
-std::string demoModel()
-{
-    return std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt";
-}
-
 struct ProbeData {
     at::Tensor samples, labels;
 };
@@ -39,7 +34,7 @@ ProbeSamples footwearSamples()
 
 LinearProbe trainedProbe(const std::string& layer)
 {
-    Engine engine(Model::load(demoModel()));
+    Engine engine(Model::load(demoModelPath()));
     ProbeSamples samples = footwearSamples();
     const ProbeDataset dataset = collectProbeDataset(engine, {layer}, ProbePooling::Average, samples);
     return LinearProbe{
@@ -55,7 +50,7 @@ std::shared_ptr<torch::jit::Module> identityModule()
 
 TEST(ModelExtender, NamesAreUniqueAcrossLayers)
 {
-    ModelExtender extender(Model::load(demoModel()));
+    ModelExtender extender(Model::load(demoModelPath()));
     extender.registerExtension("features.0", "edges", identityModule());
     const std::string duplicate = errorOf([&] { extender.registerExtension("features.2", "edges", identityModule()); });
     EXPECT_NE(duplicate.find("an extension named 'edges' is already registered (on 'features.0')"), std::string::npos)
@@ -74,7 +69,7 @@ TEST(ModelExtender, NamesAreUniqueAcrossLayers)
 
 TEST(ModelExtender, RegistrationViewsAndOutputs)
 {
-    auto model = Model::load(demoModel());
+    auto model = Model::load(demoModelPath());
     ModelExtender extender(model);
     const ProbeExtension probe = toExtension(trainedProbe("features.1"));
     extender.registerProbe("footwear", probe);
@@ -104,7 +99,7 @@ TEST(ModelExtender, WithoutTheMainOutputTheRestOfTheNetworkIsNotComputed)
 {
     // A 4x4 image is too small for features.2's pooling: the full forward fails, the stump that
     // ends at features.0 never reaches it.
-    ModelExtender extender(Model::load(demoModel()));
+    ModelExtender extender(Model::load(demoModelPath()));
     extender.registerExtension("features.0", "early", identityModule());
     const at::Tensor tiny = at::randn({1, 1, 4, 4});
     EXPECT_NE(errorOf([&] { extender.forward({tiny}, /*returnOrigOut=*/true); }), "");
@@ -148,7 +143,7 @@ TEST(ActivationCache, SecondCollectionRunsNothingAndANewCheckpointRunsAgain)
     const auto dir = freshFolder("cache");
     std::filesystem::create_directories(dir / "cache");
     const std::string modelPath = (dir / "model.pt").string();
-    std::filesystem::copy_file(demoModel(), modelPath);
+    std::filesystem::copy_file(demoModelPath(), modelPath);
     const std::vector<std::string> layers{"features.1", "features.2"};
 
     ActivationCache cache((dir / "cache").string());
@@ -188,7 +183,7 @@ TEST(ActivationCache, SecondCollectionRunsNothingAndANewCheckpointRunsAgain)
 
 TEST(ActivationCache, CancelledCollectionKeepsNothing)
 {
-    Engine engine(Model::load(demoModel()));
+    Engine engine(Model::load(demoModelPath()));
     ActivationCache cache;
     ProbeSamples samples = footwearSamples();
     int calls = 0;
@@ -201,7 +196,7 @@ TEST(ActivationCache, CancelledCollectionKeepsNothing)
 
 TEST(LayerSweep, FootwearIsFoundInEveryBlockAndTheBestIsMarked)
 {
-    Engine engine(Model::load(demoModel()));
+    Engine engine(Model::load(demoModelPath()));
     const std::vector<std::string> layers{"features.0", "features.1", "features.2", "classifier.2"};
     ProbeSamples samples = footwearSamples();
     const ProbeDataset dataset = collectProbeDataset(engine, layers, ProbePooling::Average, samples);

@@ -200,7 +200,7 @@ TEST(Device, RecorderStatisticsOnCudaMatchTheCpu)
     for (const std::string device : {"cpu", "cuda"}) {
         LoadOptions options;
         options.device = device;
-        Engine engine(Model::load(std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt", options));
+        Engine engine(Model::load(demoModelPath(), options));
         RecorderConfig config;
         config.grabs = {GrabSpec::parse("features.1"), GrabSpec::parse("classifier.2")};
         config.histogramRange = std::make_pair(-1.0, 8.0);

@@ -66,7 +66,7 @@ TEST(Probe, RefusesWhatCannotBeTrained)
 
 TEST(Probe, DemoModelFeaturesTellFootwearFromShirtsFarAboveChance)
 {
-    auto model = Model::load(std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt");
+    auto model = Model::load(demoModelPath());
     const ModelSetup card = defaultSetup(*model);
     std::vector<std::string> paths;
     std::vector<int64_t> labels;
@@ -92,7 +92,7 @@ TEST(Probe, DemoModelFeaturesTellFootwearFromShirtsFarAboveChance)
 TEST(Probe, TrainedFromAnImageFolderSeparatesFootwearOnHeldOutImages)
 {
     // probe/{footwear,rest}: 60 Fashion-MNIST test images each, decoded from PNG files.
-    auto model = Model::load(std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt");
+    auto model = Model::load(demoModelPath());
     const ModelSetup card = defaultSetup(*model);
     ProbeSamples samples = folderSamples(ImageFolder::scan(fixture("probe"), card.labels), card.preprocessing, 16, 2);
     EXPECT_EQ(samples.classNames, (std::vector<std::string>{"footwear", "rest"}));

@@ -17,7 +17,7 @@ struct Recording {
 
 std::shared_ptr<Model> demoModel()
 {
-    return Model::load(std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt");
+    return Model::load(demoModelPath());
 }
 
 Recording record(const std::string& reduction, const std::string& condition, int batch = 8,

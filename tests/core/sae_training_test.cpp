@@ -28,7 +28,6 @@
 namespace torchscope::test {
 namespace {
 
-const std::string Demo = std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt";
 const std::string DemoImages = std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/images";
 
 TEST(SaeVectors, EveryPositionOfAMapIsOneVector)
@@ -74,7 +73,7 @@ TEST(SaeVectors, RegisterTokensAreNeitherTheClassTokenNorPatches)
 
 TEST(SaeTraining, TwoLayersFromOnePassAreTrainedAndSaved)
 {
-    Engine engine(Model::load(Demo));
+    Engine engine(Model::load(demoModelPath()));
     SaeTrainingRequest request;
     request.layers = {"features.1", "classifier.0"};
     request.images = DemoImages;
@@ -124,7 +123,7 @@ SaeTrainingRequest demoRequest(const Engine& engine)
 
 TEST(SaeTraining, ACancelledRunIsSavedAndResumesWithTheImagesLeft)
 {
-    Engine engine(Model::load(Demo));
+    Engine engine(Model::load(demoModelPath()));
     SaeTrainingRequest request = demoRequest(engine);
     request.memoryBytes = 128 * 64 * 4; // a buffer of 128 vectors: 2 steps each time it fills
     request.out = freshFolder("sae_resume").string();
@@ -187,7 +186,7 @@ nlohmann::json runState(const std::string& out)
 
 TEST(SaeTraining, SeveralSizesOfALayerTrainFromOnePass)
 {
-    Engine engine(Model::load(Demo));
+    Engine engine(Model::load(demoModelPath()));
     SaeTrainingRequest request = demoRequest(engine);
     request.layers = {"features.1", "features.0"};
     request.expansions = {1, 2};
@@ -247,7 +246,7 @@ at::Tensor cachedVectors(const std::string& cache)
 
 TEST(SaeTraining, SeveralEpochsReadTheCacheWhichEqualsTheModelsPassAndResumeMidEpoch)
 {
-    Engine engine(Model::load(Demo));
+    Engine engine(Model::load(demoModelPath()));
     SaeTrainingRequest request = demoRequest(engine);
     request.memoryBytes = 128 * 64 * 4; // shards of 64 KB at least: 3 batches of 2 images
     request.epochs = 3;
@@ -337,7 +336,7 @@ TEST(SaeTraining, SeveralEpochsReadTheCacheWhichEqualsTheModelsPassAndResumeMidE
 
 TEST(SaeTraining, BadRequestsSayWhatIsWrong)
 {
-    Engine engine(Model::load(Demo));
+    Engine engine(Model::load(demoModelPath()));
     SaeTrainingRequest request;
     request.images = DemoImages;
     request.out = "/tmp/unused";

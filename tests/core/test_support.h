@@ -15,6 +15,9 @@
 namespace torchscope::test {
 
 std::string fixture(const std::string& name);
+// The bundled demo (resources/demo): its model file and one of its images.
+std::string demoModelPath();
+std::string demoImage(const std::string& name);
 
 // An empty folder of this test's own under the temporary directory: named after `name`, this
 // process and a count, so two test processes (ctest --parallel, two CI runs) never share one.

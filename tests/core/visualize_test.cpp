@@ -26,11 +26,11 @@ json visualizeCases()
     return json::parse(file);
 }
 
-std::shared_ptr<Model> demoModel()
+std::shared_ptr<Model> demoModelOnCpu()
 {
     LoadOptions options;
     options.device = "cpu";
-    return Model::load(std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt", options);
+    return Model::load(demoModelPath(), options);
 }
 
 Objective objectiveFrom(const json& o)
@@ -92,7 +92,7 @@ TEST(Visualize, FollowsTheEagerReferenceStepByStep)
     for (const auto& c : cases) {
         SCOPED_TRACE(c.at("name").get<std::string>());
         const std::string model = c.at("model");
-        const auto loaded = model == "demo" ? demoModel() : loadModel(model);
+        const auto loaded = model == "demo" ? demoModelOnCpu() : loadModel(model);
         Engine engine(loaded);
         const VisualizeResult result = visualize(engine, defaultSetup(*loaded).preprocessing, configFrom(c));
         std::vector<std::vector<double>> expected = c.at("trajectory");
@@ -106,7 +106,7 @@ TEST(Visualize, FollowsTheEagerReferenceStepByStep)
 
 TEST(Visualize, IsDeterministicForASeed)
 {
-    const auto model = demoModel();
+    const auto model = demoModelOnCpu();
     Engine engine(model);
     const Preprocessing preprocessing = defaultSetup(*model).preprocessing;
     VisualizeConfig config = demoChannels({5}, 10);
@@ -123,7 +123,7 @@ TEST(Visualize, ExcitesItsChannelMoreThanEveryDemoImageAndNoise)
     const json dataset = visualizeCases().at("demo_dataset");
     ASSERT_EQ(dataset.at("layer"), "features.2.bn");
     const std::vector<double> datasetMax = dataset.at("max");
-    const auto model = demoModel();
+    const auto model = demoModelOnCpu();
     Engine engine(model);
     const Preprocessing preprocessing = defaultSetup(*model).preprocessing;
     const std::vector<int64_t> channels = {0, 17, 64, 101};
@@ -149,7 +149,7 @@ TEST(Visualize, ExcitesItsChannelMoreThanEveryDemoImageAndNoise)
 
 TEST(Visualize, AProbesDirectionRaisesItsScore)
 {
-    const auto model = demoModel();
+    const auto model = demoModelOnCpu();
     Engine engine(model);
     const Preprocessing preprocessing = defaultSetup(*model).preprocessing;
     const auto data = readTorchSaveFile(fixture("labelled_inputs.pt")).toGenericDict();
@@ -184,7 +184,7 @@ TEST(Visualize, AProbesDirectionRaisesItsScore)
 
 TEST(Visualize, CancelReturnsTheImageSoFar)
 {
-    const auto model = demoModel();
+    const auto model = demoModelOnCpu();
     Engine engine(model);
     const VisualizeResult result = visualize(engine, defaultSetup(*model).preprocessing, demoChannels({3, 4}, 100),
         [](const Progress& p) { return p.done < 5; });
@@ -198,7 +198,7 @@ TEST(Visualize, CancelReturnsTheImageSoFar)
 
 TEST(Visualize, RefusesWhatDoesNotFit)
 {
-    const auto model = demoModel();
+    const auto model = demoModelOnCpu();
     Engine engine(model);
     const Preprocessing preprocessing = defaultSetup(*model).preprocessing;
     EXPECT_NE(errorOf([&] {
@@ -241,7 +241,7 @@ TEST(Visualize, DiversityPushesApartOnlyImagesOfOneObjective)
     EXPECT_TRUE(diverseGroups({a, b, minusB}).empty());
 
     // With none to push apart, a diversity weight is said to do nothing.
-    const auto model = demoModel();
+    const auto model = demoModelOnCpu();
     Engine engine(model);
     VisualizeConfig config = demoChannels({0, 1}, 2);
     config.diversity = 1.0;

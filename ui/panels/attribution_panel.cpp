@@ -15,6 +15,7 @@
 #include "views/attribution_plots.h"
 #include "views/color_bar.h"
 #include "views/layer_combo.h"
+#include "views/number_item.h"
 #include "views/plot_file.h"
 
 #include <QCheckBox>
@@ -60,26 +61,14 @@ void addCheckItem(QListWidget* list, const QString& name, const QString& about, 
     item->setToolTip(about);
 }
 
-// A summary cell that sorts by its mean, not by its text.
-class NumberItem : public QTableWidgetItem {
-public:
-    NumberItem(double mean, double sd)
-        : QTableWidgetItem(!std::isfinite(mean) ? QString("—")
-                : std::isfinite(sd)             ? QString("%1 ± %2").arg(scaleNumber(mean), scaleNumber(sd))
-                                                : scaleNumber(mean))
-        , mean_(mean)
-    {
-        setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-    }
-    bool operator<(const QTableWidgetItem& other) const override
-    {
-        const auto* number = dynamic_cast<const NumberItem*>(&other);
-        return number ? mean_ < number->mean_ : QTableWidgetItem::operator<(other);
-    }
-
-private:
-    double mean_;
-};
+// A summary cell: the mean ± the standard deviation, sorted by the mean (NumberItem).
+NumberItem* summaryItem(double mean, double sd)
+{
+    return new NumberItem(mean,
+        !std::isfinite(mean)    ? QString("—")
+            : std::isfinite(sd) ? QString("%1 ± %2").arg(scaleNumber(mean), scaleNumber(sd))
+                                : scaleNumber(mean));
+}
 
 } // namespace
 
@@ -449,15 +438,15 @@ void AttributionPanel::fillSummary()
                     mean = found->second.mean;
                     sd = found->second.sd;
                 }
-            summary_->setItem(row, c + 1, new NumberItem(mean, sd));
+            summary_->setItem(row, c + 1, summaryItem(mean, sd));
         }
         if (sanity) {
             const auto layers = result_->sanity.find(method);
             const bool has = layers != result_->sanity.end() && !layers->second.empty();
             summary_->setItem(row, static_cast<int>(metrics.size()) + 1,
-                new NumberItem(has ? layers->second.back().spearmanAbs : NAN, NAN));
+                summaryItem(has ? layers->second.back().spearmanAbs : NAN, NAN));
             summary_->setItem(
-                row, static_cast<int>(metrics.size()) + 2, new NumberItem(has ? layers->second.back().ssim : NAN, NAN));
+                row, static_cast<int>(metrics.size()) + 2, summaryItem(has ? layers->second.back().ssim : NAN, NAN));
         }
     }
     summary_->setSortingEnabled(true);

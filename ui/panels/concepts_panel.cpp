@@ -11,6 +11,7 @@
 #include "views/layer_combo.h"
 #include "views/number_item.h"
 #include "views/overlay_image.h"
+#include "views/plot_colours.h"
 #include "views/qcustomplot_include.h"
 
 #include <QComboBox>
@@ -34,7 +35,7 @@
 namespace torchscope {
 namespace {
 
-constexpr int TopSize = 120; // a top image's longer side
+constexpr int TopImageSize = 120; // a top image's longer side
 const QColor MaskLine(0, 230, 255), RegionLine(255, 220, 0);
 
 // The map's value at each pixel of a width × height picture (bilinear, align_corners false: as the
@@ -227,7 +228,7 @@ QWidget* ConceptsPanel::buildResults()
     stripScroll->setWidget(strip);
     stripScroll->setWidgetResizable(true);
     stripScroll->setFrameShape(QFrame::NoFrame);
-    stripScroll->setMinimumHeight(TopSize + 24);
+    stripScroll->setMinimumHeight(TopImageSize + 24);
     unitTitle_->setWordWrap(true);
     auto* page = new QWidget;
     auto* pageColumn = new QVBoxLayout(page);
@@ -380,8 +381,7 @@ void ConceptsPanel::drawCategories()
     }
     auto* group = new QCPBarsGroup(plot_);
     const QList<std::tuple<QString, QVector<double>*, QColor, bool>> series{
-        {tr("IoU > %1").arg(result_->iouThreshold), &iou, QColor(31, 119, 180),
-            result_->method != DissectionMethod::Invert},
+        {tr("IoU > %1").arg(result_->iouThreshold), &iou, seriesColour(0), result_->method != DissectionMethod::Invert},
         {tr("INVERT"), &invert, QColor(255, 127, 14), result_->method != DissectionMethod::Iou}};
     for (const auto& [name, values, colour, shown] : series) {
         if (!shown)
@@ -532,7 +532,7 @@ void ConceptsPanel::drawUnit()
     const bool masks = result_->layout == "masks" && !conceptId.empty();
     for (const auto& top : unit.topImages) {
         const QString path = QString::fromStdString(result_->images[static_cast<size_t>(top.image)]);
-        const FloatTensor picture = pictureFromFile(path, TopSize);
+        const FloatTensor picture = pictureFromFile(path, TopImageSize);
         auto* label = new QLabel;
         label->setAlignment(Qt::AlignCenter);
         if (!picture.empty()) {

@@ -9,6 +9,7 @@
 #include "views/layer_combo.h"
 #include "views/number_item.h"
 #include "views/overlay_image.h"
+#include "views/plot_colours.h"
 #include "views/qcustomplot_include.h"
 #include "visualize/channel_visualization.h"
 
@@ -35,7 +36,7 @@
 namespace torchscope {
 namespace {
 
-constexpr int TopSize = 112; // a top image's longer side
+constexpr int LatentImageSize = 112; // a top image's longer side
 
 } // namespace
 
@@ -199,7 +200,7 @@ QWidget* FeaturesPanel::buildResults()
     stripScroll->setWidget(strip);
     stripScroll->setWidgetResizable(true);
     stripScroll->setFrameShape(QFrame::NoFrame);
-    stripScroll->setMinimumHeight(TopSize + 48);
+    stripScroll->setMinimumHeight(LatentImageSize + 48);
     histogram_->setMinimumSize(150, 110);
     histogram_->setToolTip(tr("The latent's activations where it fires, in log10 bins"));
     pageTitle_->setWordWrap(true);
@@ -323,8 +324,8 @@ void FeaturesPanel::addStep(const SaeTrainingPart& part)
     curves_->clearItems();
     curves_->clearPlottables();
     prepareFilledPlot(curves_);
-    const QList<std::pair<QString, QColor>> series{{tr("FVU"), QColor(31, 119, 180)},
-        {tr("dead share"), QColor(214, 39, 40)}, {tr("L0 / k"), QColor(44, 160, 44)}};
+    const QList<std::pair<QString, QColor>> series{
+        {tr("FVU"), seriesColour(0)}, {tr("dead share"), QColor(214, 39, 40)}, {tr("L0 / k"), QColor(44, 160, 44)}};
     const QList<QVector<double>*> values{&fvu, &dead, &l0};
     for (int i = 0; i < 3; ++i) {
         QCPGraph* graph = curves_->addGraph(curves_->xAxis, i == 2 ? curves_->yAxis2 : curves_->yAxis);
@@ -553,7 +554,7 @@ void FeaturesPanel::drawPage()
                             .arg(latent.maxActivation, 0, 'g', 4));
     for (const auto& top : latent.top) {
         const QString path = QString::fromStdString(latents_->images[static_cast<size_t>(top.image)]);
-        const FloatTensor picture = pictureFromFile(path, TopSize);
+        const FloatTensor picture = pictureFromFile(path, LatentImageSize);
         auto* label = new QLabel;
         label->setAlignment(Qt::AlignCenter);
         if (!picture.empty()) {
@@ -587,7 +588,7 @@ void FeaturesPanel::drawPage()
     }
     bars->setData(keys, counts, true);
     bars->setWidth(keys.size() > 1 ? keys[1] - keys[0] : 0.1);
-    bars->setBrush(QColor(31, 119, 180));
+    bars->setBrush(seriesColour(0));
     histogram_->xAxis->setLabel(tr("log10 activation"));
     histogram_->yAxis->setLabel(tr("vectors"));
     histogram_->rescaleAxes();
@@ -657,7 +658,7 @@ void FeaturesPanel::visualizeDirection()
                     std::lround(255.0f * image.values[static_cast<size_t>(y) * picture.width() * 3 + x]), 0L, 255L));
         }
         direction_->setPixmap(QPixmap::fromImage(
-            picture.scaled(TopSize - 16, TopSize - 16, Qt::KeepAspectRatio, Qt::SmoothTransformation)));
+            picture.scaled(LatentImageSize - 16, LatentImageSize - 16, Qt::KeepAspectRatio, Qt::SmoothTransformation)));
         Q_EMIT directionShown();
     });
     connect(job, &JobHandle::failed, this, [this] { direction_->setText(tr("failed: see the log")); });

@@ -12,6 +12,7 @@
 #include "views/empty_plot.h"
 #include "views/layer_combo.h"
 #include "views/overlay_image.h"
+#include "views/plot_colours.h"
 #include "views/plot_file.h"
 #include "views/qcustomplot_include.h"
 
@@ -417,7 +418,7 @@ void RelevancePanel::drawBars(const CrpImage& image)
     auto* bars = new QCPBars(bars_->xAxis, bars_->yAxis);
     auto* others = new QCPBars(bars_->xAxis, bars_->yAxis);
     auto* picked = new QCPBars(bars_->xAxis, bars_->yAxis);
-    bars->setBrush(QColor(31, 119, 180));
+    bars->setBrush(seriesColour(0));
     others->setBrush(QColor(180, 180, 180));
     picked->setBrush(QColor(214, 39, 40));
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();

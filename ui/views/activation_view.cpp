@@ -240,7 +240,7 @@ void ActivationView::refresh()
               .arg(value.values.empty() ? 0.0 : *hi, 0, 'g', 4);
     if (isGradientKey(key) && !result->gradientTarget.empty()) // this image's own target
         header += tr("; the gradient of %1").arg(QString::fromStdString(result->gradientTarget).toHtmlEscaped());
-    const TokenLayout tokens = tokenLayout(value.shape);
+    const TokenGrid tokens = tokenGrid(value.shape);
     if (tokens.side > 0) {
         header += tr("; tokens as a %1×%1 patch grid, one map per feature").arg(tokens.side);
         if (tokens.extraTokens > 0) {

@@ -12,8 +12,8 @@ namespace torchscope {
 namespace {
 
 constexpr int PreferredCell = 44;
-constexpr int SmallestCell = 16;
-constexpr int LargestCell = 64;
+constexpr int SmallestHeadCell = 16;
+constexpr int LargestHeadCell = 64;
 constexpr int Gap = 3;
 constexpr int RowLabelWidth = 44;
 constexpr int HeaderHeight = 18;
@@ -79,7 +79,7 @@ int AttentionHeadGrid::cellSize() const
         return PreferredCell;
     const int across = (width() - RowLabelWidth) / columns() - Gap;
     const int down = (height() - HeaderHeight) / rows() - Gap;
-    return std::clamp(std::min(across, down), SmallestCell, LargestCell);
+    return std::clamp(std::min(across, down), SmallestHeadCell, LargestHeadCell);
 }
 
 QRect AttentionHeadGrid::cellRect(int layer, int head) const
@@ -104,7 +104,7 @@ QSize AttentionHeadGrid::minimumSizeHint() const
 {
     if (cells_.empty())
         return {200, 80};
-    return {RowLabelWidth + columns() * (SmallestCell + Gap), HeaderHeight + rows() * (SmallestCell + Gap)};
+    return {RowLabelWidth + columns() * (SmallestHeadCell + Gap), HeaderHeight + rows() * (SmallestHeadCell + Gap)};
 }
 
 void AttentionHeadGrid::paintEvent(QPaintEvent*)

@@ -1,6 +1,7 @@
 #include "views/attention_plots.h"
 
 #include "views/empty_plot.h"
+#include "views/plot_colours.h"
 #include "views/qcustomplot_include.h"
 
 #include <QHBoxLayout>
@@ -29,7 +30,7 @@ void drawFigure(
     plot->xAxis->setTicker(ticker);
     auto* heads = plot->addGraph();
     heads->setLineStyle(QCPGraph::lsNone);
-    heads->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QColor(31, 119, 180), 5));
+    heads->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, seriesColour(0), 5));
     auto* picked = plot->addGraph();
     picked->setLineStyle(QCPGraph::lsNone);
     picked->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, QColor(214, 39, 40), 9));

@@ -4,6 +4,7 @@
 #include "views/color_bar.h"
 #include "views/empty_plot.h"
 #include "views/overlay_image.h"
+#include "views/plot_colours.h"
 #include "views/plot_legend.h"
 #include "views/qcustomplot_include.h"
 
@@ -18,9 +19,6 @@
 
 namespace torchscope {
 namespace {
-
-const QList<QColor> Colours{QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44), QColor(214, 39, 40),
-    QColor(148, 103, 189), QColor(140, 86, 75), QColor(227, 119, 194), QColor(127, 127, 127)};
 
 QCustomPlot* newPlot(const QString& x, const QString& y)
 {
@@ -108,7 +106,7 @@ void AttributionPlots::drawCurves()
         const auto summary = result_->summary.find(method);
         if (summary == result_->summary.end())
             continue;
-        const QColor pen = Colours[colour++ % Colours.size()];
+        const QColor pen = seriesColour(colour++);
         for (const char* metric : {"deletion", "insertion"}) {
             const auto found = summary->second.find(metric);
             if (found == summary->second.end() || found->second.meanCurve.size() < 2)
@@ -146,7 +144,7 @@ void AttributionPlots::drawSanity()
     int colour = 0;
     size_t most = 0;
     for (const auto& [method, layers] : result_->sanity) {
-        const QColor pen = Colours[colour++ % Colours.size()];
+        const QColor pen = seriesColour(colour++);
         auto* spearman = sanity_->addGraph();
         spearman->setName(QString("%1: Spearman |map|").arg(QString::fromStdString(method)));
         spearman->setPen(QPen(pen, 2));

@@ -2,6 +2,7 @@
 
 #include "maps/colormap.h"
 #include "views/empty_plot.h"
+#include "views/plot_colours.h"
 #include "views/plot_legend.h"
 #include "views/qcustomplot_include.h"
 
@@ -45,9 +46,6 @@ QCPColorGradient viridis()
     }
     return gradient;
 }
-
-const QList<QColor> Colours{QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44), QColor(214, 39, 40),
-    QColor(148, 103, 189), QColor(140, 86, 75)};
 
 } // namespace
 
@@ -250,10 +248,10 @@ void DriftPlot::show(const CompareResult& result)
         }
         if (precision) {
             addSeries(QString::fromStdString(comparison.name), comparison, &LayerDifference::relativeL2,
-                Colours[colour++ % Colours.size()], Qt::SolidLine);
+                seriesColour(colour++), Qt::SolidLine);
         } else {
-            addSeries(tr("CKA"), comparison, &LayerDifference::cka, Colours[0], Qt::SolidLine);
-            addSeries(tr("cosine"), comparison, &LayerDifference::cosine, Colours[1], Qt::DashLine);
+            addSeries(tr("CKA"), comparison, &LayerDifference::cka, seriesColour(0), Qt::SolidLine);
+            addSeries(tr("cosine"), comparison, &LayerDifference::cosine, seriesColour(1), Qt::DashLine);
         }
     }
     if (layers == 0) {
