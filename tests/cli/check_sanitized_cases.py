@@ -7,13 +7,7 @@ import fnmatch
 import sys
 import unittest
 
-
-def test_ids(suite):
-    for test in suite:
-        if isinstance(test, unittest.TestSuite):
-            yield from test_ids(test)
-        else:
-            yield test.id()
+from check_test_classes import tests_in
 
 
 def picks(name, test_id):
@@ -23,7 +17,7 @@ def picks(name, test_id):
 
 def main():
     module, names = sys.argv[1], sys.argv[2:]
-    ids = list(test_ids(unittest.defaultTestLoader.loadTestsFromName(module)))
+    ids = [test.id() for test in tests_in(unittest.defaultTestLoader.loadTestsFromName(module))]
     unmatched = [n for n in names if not any(picks(n, i) for i in ids)]
     if not names or unmatched:
         print(f"{module}: names that pick no test: {unmatched or 'none given'}")

@@ -7,17 +7,18 @@ import sys
 import unittest
 
 
-def classes_with_tests(suite):
+def tests_in(suite):
+    """Every test case of a unittest suite, through its nested suites."""
     for test in suite:
         if isinstance(test, unittest.TestSuite):
-            yield from classes_with_tests(test)
+            yield from tests_in(test)
         else:
-            yield type(test).__name__
+            yield test
 
 
 def main():
     module, registered = sys.argv[1], sys.argv[2:]
-    found = set(classes_with_tests(unittest.defaultTestLoader.loadTestsFromName(module)))
+    found = {type(test).__name__ for test in tests_in(unittest.defaultTestLoader.loadTestsFromName(module))}
     problems = []
     if len(set(registered)) != len(registered):
         problems.append(f"registered more than once: {sorted({c for c in registered if registered.count(c) > 1})}")
