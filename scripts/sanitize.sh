@@ -29,6 +29,12 @@ fixtures=$PWD/${BUILD_DIR:-build}/fixtures
 #   comparisons, a transformer's metrics; several inputs in one option (the commands' own paths run in
 #   their classes), the operator library (most of its time is compiling one in Python) and docs/cli.md
 #   against --help;
+# - the CLI classes of commands whose core operation runs here through its own GoogleTest suite
+#   (evaluate and sanity: analysis_table_test; compare: compare_test; patch: edit_test; probe:
+#   probe_test and the probe oracle; visualize: visualize_test; .pt2 models: exported_test and the
+#   Fixtures/*PyTorch2* cases; --each-image: image_run_test; a researcher's own model: model_setup_test
+#   and the window's own_model_test). What only the CLI does runs here: its writers and manifests,
+#   errors and bad input, run, record, inspect and attribute's 14 methods;
 # - the suites of attention, .pt2 programs, SAEs, feature visualisation and distributed jobs: their
 #   engine paths run here in the GoogleTest suites (attention_test, exported_test, the Fixtures/
 #   *PyTorch2* cases, sparse_autoencoder_test and sae_training_test, visualize_test, distributed_test),
@@ -41,10 +47,11 @@ fixtures=$PWD/${BUILD_DIR:-build}/fixtures
 #   cli_CliPyTorch2Models take its engine paths) and the dissection benchmark's smoke (figures that
 #   mean nothing under the sanitizers; cli_dissect takes its paths).
 # On the slow 2-core machine (docs/engine_and_tests.md) the whole set took 44 minutes, more than the
-# plain stage's tests and build.
+# plain stage's tests and build; after these cuts and the shards, 28 minutes (dcbfa67), then less.
 excluded='Color$|^bench_dissect_smoke$'
 excluded+='|^cli_Cli(AttributeNoise|AttributeProbe|AttributeArchitectures|AttributeTorchcam|GradCam|EigenCam)$'
 excluded+='|^cli_Cli(IntegratedGradientsReLU6|CompareMaps|MetricsOnATransformer|SeveralInputs|OperatorLibrary)$'
+excluded+='|^cli_Cli(Evaluate|Sanity|Compare|Patch|Probe|Visualize|PyTorch2Models|EachImage|OwnModel)$|^cli_probe_oracle$'
 excluded+='|^cli_(attention|exported|sae|visualize_oracle|job|reference)$'
 ctest_flags=(-E "$excluded" -LE sweep)
 if [[ -f "$fixtures/stamp" ]]; then
