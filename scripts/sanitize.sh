@@ -43,8 +43,8 @@ fixtures=$PWD/${BUILD_DIR:-build}/fixtures
 #   (unittest -k): each of their paths once, on the smaller models; the Python suites run the CLI with
 #   detect_leaks=0 (LeakSanitizer's scan at each exit; leaks are judged in the GoogleTest shards, the
 #   window's suites and the fuzzers);
-# - the model sweep (label sweep: it converts models in Python for minutes; cli_CliRun and
-#   cli_CliPyTorch2Models take its engine paths) and the dissection benchmark's smoke (figures that
+# - the model sweep (label sweep: it converts models in Python for minutes; cli_CliRun and the
+#   Fixtures/*PyTorch2* GoogleTest cases take its engine paths) and the dissection benchmark's smoke (figures that
 #   mean nothing under the sanitizers; cli_dissect takes its paths).
 # On the slow 2-core machine (docs/engine_and_tests.md) the whole set took 44 minutes, more than the
 # plain stage's tests and build; after these cuts and the shards, 28 minutes (dcbfa67), then less.
