@@ -137,6 +137,7 @@ struct CliOptions {
     // (--out, --seed, --images: `conceptImages`)
     std::string concepts; // a concept set's folder
     std::string units = "channels"; // channels | sae:FOLDER | probe:FILE
+    int64_t spillMb = -1; // dissect --spill-mb: maps kept on disk between the passes (-1: the default)
     std::string dissectMethod = "both";
     double quantile = 0.005;
     double iouThreshold = 0.04;

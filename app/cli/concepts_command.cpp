@@ -74,6 +74,11 @@ Command dissectCommand()
             dissect->add_option("--batch-images", o.batch, "images per forward pass")
                 ->check(CLI::Range(1, 4096))
                 ->capture_default_str();
+            dissect
+                ->add_option("--spill-mb", o.spillMb,
+                    "iou: the most MiB of maps kept on disk for the second pass, which otherwise runs the model "
+                    "again (default: half the temporary folder's free space; 0: never)")
+                ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
             dissect->add_option("--out,-o", o.out, "FILE.json or FILE.csv")->required();
             return dissect;
         },

@@ -53,6 +53,7 @@ int runDissect(const CliOptions& options)
     request.topImages = options.topImages;
     request.maxImages = options.maxImages;
     request.imageBatch = options.batch;
+    request.mapSpillBytes = options.spillMb < 0 ? -1 : options.spillMb << 20;
     if (!endsWith(options.out, ".json") && !endsWith(options.out, ".csv"))
         throw UsageError("--out '" + options.out + "': a dissection is written as FILE.json or FILE.csv");
     const std::filesystem::path folder = std::filesystem::absolute(options.out).parent_path();
@@ -81,6 +82,9 @@ int runDissect(const CliOptions& options)
             if (count.iou > 0 || count.invert > 0)
                 std::cout << "  " << count.category << ": " << count.iou << " (IoU), " << count.invert << " (INVERT)\n";
     }
+    if (result.spilledBytes > 0)
+        std::cout << "the second pass read " << (result.spilledBytes + (1 << 20) - 1) / (1 << 20)
+                  << " MiB of maps from a temporary file (the model ran once)\n";
     ExportManifest manifest = cliManifest(options, *model, request.setup, {});
     manifest.settings.emplace_back("units", options.units);
     writeDissection(options.out, result, &manifest);

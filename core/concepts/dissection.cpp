@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "common/strings.h"
+#include "common/tensor_spill.h"
 #include "concepts/concept_masks.h"
 #include "concepts/concept_scores.h"
 #include "concepts/concept_set.h"
@@ -19,6 +20,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 
 namespace torchscope {
 
@@ -60,6 +62,12 @@ struct ImageBatchRead {
     at::Tensor images; // [n, C, H, W] preprocessed
     std::vector<int64_t> indices; // into the set's images
     std::vector<std::pair<int64_t, int64_t>> sizes; // each file's own height, width
+};
+
+// A first-pass batch whose maps the spill holds, for the second pass.
+struct SpilledBatch {
+    std::vector<int64_t> indices;
+    std::vector<std::pair<int64_t, int64_t>> sizes;
 };
 
 // The set's images in batches (skipping those excluded or unreadable, which go to `failures`);
@@ -310,13 +318,41 @@ DissectionResult dissect(Engine& engine, const DissectionRequest& request, const
     const bool labelsFromMasks = set.pixelLevel && invert;
     // Progress over both passes: the first's images, then the second's.
     const Progress ranking{0, (iou ? 2 : 1) * imageCount, "ranking", {}};
+    // IoU needs each map twice: for the thresholds, then against the masks. The second time it reads
+    // them from a spill on disk when they fit its budget (the model then runs once), else from the model.
+    std::unique_ptr<TensorSpill> spill;
+    std::vector<SpilledBatch> spilled;
+    bool spillDecided = !iou || request.mapSpillBytes == 0;
     const bool firstDone = forEachImageBatch(
         set, request, ranking, everyImage, progress, &result.failures, [&](const ImageBatchRead& batch) {
             const RunResult out = engine.run(grab, forwardInputsFromBatch(engine.model(), batch.images));
-            for (auto& pass : passes)
-                firstPassBatch(pass, request,
-                    unitMaps(units, engine, out, pass.layer, batch.images, set, batch.indices), batch.indices,
-                    imageCount);
+            std::vector<at::Tensor> maps;
+            for (auto& pass : passes) {
+                maps.push_back(unitMaps(units, engine, out, pass.layer, batch.images, set, batch.indices));
+                firstPassBatch(pass, request, maps.back(), batch.indices, imageCount);
+            }
+            if (!spillDecided) {
+                spillDecided = true;
+                int64_t perImage = 0;
+                for (const auto& m : maps)
+                    perImage += m[0].numel() * static_cast<int64_t>(sizeof(float));
+                const int64_t budget = request.mapSpillBytes < 0 ? defaultSpillBudget() : request.mapSpillBytes;
+                if (perImage * imageCount <= budget)
+                    spill = std::make_unique<TensorSpill>();
+            }
+            if (spill) {
+                bool kept = true;
+                for (const auto& m : maps)
+                    kept = kept && spill->write(m);
+                if (kept) {
+                    spilled.push_back({batch.indices, batch.sizes});
+                } else {
+                    result.warnings.push_back("the layers' maps did not fit in the temporary folder '" + spill->folder()
+                        + "': the second pass ran the model again");
+                    spill.reset();
+                    spilled.clear();
+                }
+            }
             for (size_t j = 0; j < batch.indices.size(); ++j) {
                 const auto i = static_cast<size_t>(batch.indices[j]);
                 read[i] = true;
@@ -352,43 +388,66 @@ DissectionResult dissect(Engine& engine, const DissectionRequest& request, const
             pass.unitAreaAll = at::zeros({pass.units}, at::kDouble);
         }
         const Progress counting{imageCount, 2 * imageCount, "counting", {}};
-        const bool secondDone = forEachImageBatch(
-            set, request, counting, read, progress, &result.failures, [&](const ImageBatchRead& batch) {
-                const RunResult out = engine.run(grab, forwardInputsFromBatch(engine.model(), batch.images));
+        const auto countBatch = [&](const std::vector<int64_t>& indices,
+                                    const std::vector<std::pair<int64_t, int64_t>>& sizes,
+                                    const std::vector<at::Tensor>& maps) {
+            for (size_t j = 0; j < indices.size(); ++j) {
+                const auto i = static_cast<size_t>(indices[j]);
+                const ConceptPixels pixels
+                    = readConceptPixels(set, i, request.setup.preprocessing, sizes[j].first, sizes[j].second);
+                if (!labelsFromMasks)
+                    concepts[i] = pixels.concepts;
+                std::vector<int64_t> ids;
+                for (const auto& combination : pixels.combinations)
+                    ids.push_back(combinations.id(combination));
+                const auto m = static_cast<int64_t>(ids.size());
+                const at::Tensor perCombination = at::bincount(pixels.combination, {}, m);
+                const auto* perData = perCombination.data_ptr<int64_t>();
+                for (int64_t c = 0; c < m; ++c)
+                    combinations.pixels[static_cast<size_t>(ids[static_cast<size_t>(c)])]
+                        += static_cast<double>(perData[c]);
+                const at::Tensor oneHot
+                    = at::zeros({pixels.height * pixels.width, m}).scatter_(1, pixels.combination.unsqueeze(1), 1.0f);
+                const at::Tensor idTensor = at::tensor(ids, at::kLong);
+                // The categories it annotates: its own (Broden's columns), and those of every concept
+                // it shows (a label whose category is another column's counts there too).
+                std::vector<int32_t> annotated = set.images[i].categories;
+                for (const int32_t c : pixels.concepts)
+                    annotated.push_back(set.categoryOf(c));
+                std::sort(annotated.begin(), annotated.end());
+                annotated.erase(std::unique(annotated.begin(), annotated.end()), annotated.end());
+                for (size_t l = 0; l < passes.size(); ++l)
+                    countImage(passes[l], maps[l][static_cast<int64_t>(j)], pixels, idTensor, oneHot, annotated,
+                        static_cast<int64_t>(combinations.sets.size()));
+                ++counted;
+            }
+        };
+        bool secondDone = true;
+        if (spill) {
+            for (const auto& batch : spilled) {
                 std::vector<at::Tensor> maps;
-                for (auto& pass : passes)
-                    maps.push_back(unitMaps(units, engine, out, pass.layer, batch.images, set, batch.indices));
-                for (size_t j = 0; j < batch.indices.size(); ++j) {
-                    const auto i = static_cast<size_t>(batch.indices[j]);
-                    const ConceptPixels pixels = readConceptPixels(
-                        set, i, request.setup.preprocessing, batch.sizes[j].first, batch.sizes[j].second);
-                    if (!labelsFromMasks)
-                        concepts[i] = pixels.concepts;
-                    std::vector<int64_t> ids;
-                    for (const auto& combination : pixels.combinations)
-                        ids.push_back(combinations.id(combination));
-                    const auto m = static_cast<int64_t>(ids.size());
-                    const at::Tensor perCombination = at::bincount(pixels.combination, {}, m);
-                    const auto* perData = perCombination.data_ptr<int64_t>();
-                    for (int64_t c = 0; c < m; ++c)
-                        combinations.pixels[static_cast<size_t>(ids[static_cast<size_t>(c)])]
-                            += static_cast<double>(perData[c]);
-                    const at::Tensor oneHot = at::zeros({pixels.height * pixels.width, m})
-                                                  .scatter_(1, pixels.combination.unsqueeze(1), 1.0f);
-                    const at::Tensor idTensor = at::tensor(ids, at::kLong);
-                    // The categories it annotates: its own (Broden's columns), and those of every concept
-                    // it shows (a label whose category is another column's counts there too).
-                    std::vector<int32_t> annotated = set.images[i].categories;
-                    for (const int32_t c : pixels.concepts)
-                        annotated.push_back(set.categoryOf(c));
-                    std::sort(annotated.begin(), annotated.end());
-                    annotated.erase(std::unique(annotated.begin(), annotated.end()), annotated.end());
-                    for (size_t l = 0; l < passes.size(); ++l)
-                        countImage(passes[l], maps[l][static_cast<int64_t>(j)], pixels, idTensor, oneHot, annotated,
-                            static_cast<int64_t>(combinations.sets.size()));
-                    ++counted;
+                for (size_t l = 0; l < passes.size(); ++l)
+                    maps.push_back(spill->read());
+                countBatch(batch.indices, batch.sizes, maps);
+                if (progress
+                    && !progress(
+                        Progress{counting.done + batch.indices.back() + 1, counting.total, counting.stage, {}})) {
+                    secondDone = false;
+                    break;
                 }
-            });
+            }
+            result.spilledBytes = spill->bytes();
+        } else {
+            secondDone = forEachImageBatch(
+                set, request, counting, read, progress, &result.failures, [&](const ImageBatchRead& batch) {
+                    const RunResult out = engine.run(grab, forwardInputsFromBatch(engine.model(), batch.images));
+                    std::vector<at::Tensor> maps;
+                    for (auto& pass : passes)
+                        maps.push_back(unitMaps(units, engine, out, pass.layer, batch.images, set, batch.indices));
+                    countBatch(batch.indices, batch.sizes, maps);
+                });
+        }
+        spill.reset(); // its disk space back before the scores
         if (!secondDone) {
             result.cancelled = true;
             result.warnings.push_back("cancelled in the second pass: IoU over the first " + std::to_string(counted)

@@ -65,6 +65,10 @@ struct DissectionRequest {
     int64_t topImages = 8; // images kept per unit (largest maximum), with their maps
     int64_t maxImages = 0;
     int imageBatch = 16;
+    // iou: the most bytes of the layers' maps the first pass may keep on disk (common/tensor_spill.h) for
+    // the second, which then reads them instead of running the model again; -1: half the temporary
+    // folder's free space; 0: never (the model runs twice).
+    int64_t mapSpillBytes = -1;
 };
 
 struct UnitConcept {
@@ -120,6 +124,7 @@ struct DissectionResult {
     std::vector<DissectedLayer> layers;
     int64_t imagesRead = 0;
     bool cancelled = false; // a cancelled run keeps the layers' first pass only where the second had not begun
+    int64_t spilledBytes = 0; // the maps the second pass read from disk (0: it ran the model again)
     std::vector<std::pair<std::string, std::string>> failures;
     std::vector<std::string> warnings;
 };

@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import tempfile
@@ -43,7 +44,16 @@ def run_measured(command, env=None):
         stdout, stderr = out.read(), err.read()
     if code != 0:
         sys.exit(f"{' '.join(map(str, command))} failed ({code}): {stderr[-2000:]}")
+    # Each measured step as it ends (stderr: stdout is the report), so that a long run shows where it is.
+    print(f"{seconds:9.1f} s {usage.ru_maxrss / 1024.0:8.0f} MiB  {' '.join(map(str, command[:4]))}", file=sys.stderr,
+          flush=True)
     return seconds, usage.ru_maxrss / 1024.0, stdout
+
+
+def spilled_mib(said):
+    """The maps `dissect` kept on disk between its passes (0: it ran the model twice)."""
+    found = re.search(r"the second pass read (\d+) MiB of maps", said)
+    return int(found.group(1)) if found else 0
 
 
 def eager_model(name):
@@ -72,12 +82,14 @@ def numpy_dissection(args):
     mean, std = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1), torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
     seen = []
     hook = model.layer4.register_forward_hook(lambda m, i, o: seen.append(o.detach().numpy().copy()))
+    started = time.monotonic()
     with torch.no_grad():
         for start in range(0, len(names), args.batch):
             batch = [np.asarray(Image.open(root / "images" / f"{n}.png").convert("RGB"), np.float32) / 255
                      for n in names[start:start + args.batch]]
             model((torch.from_numpy(np.stack(batch)).permute(0, 3, 1, 2) - mean) / std)
     hook.remove()
+    forward_seconds = time.monotonic() - started
     features = np.concatenate(seen)  # [N, U, h, w]: every map kept, as NetDissect-Lite's memmap
     n, units = features.shape[:2]
     thresholds = np.array([np.quantile(features[:, u].ravel(), 1 - QUANTILE) for u in range(units)])
@@ -101,7 +113,10 @@ def numpy_dissection(args):
     union = area[:, None] + concept_area[None, :] - inter
     iou = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
     np.save(args.iou_out, iou)
-    json.dump({"concepts": concepts}, open(args.iou_out + ".json", "w"))
+    # Its phases: the forward passes (decoding and normalising the images with them), the rest.
+    json.dump({"concepts": concepts, "forward_seconds": forward_seconds,
+               "after_forward_seconds": time.monotonic() - started - forward_seconds},
+              open(args.iou_out + ".json", "w"))
 
 
 def main():
@@ -132,11 +147,11 @@ def main():
     common = ["--concepts", concepts, "--method", "iou", "--device", "cpu", "--threads", args.threads,
               "--batch-images", args.batch]
     ours = work / "ours.json"
-    seconds, rss, _ = run_measured([args.cli, "dissect", model, "--layer", "layer4", *common, "--out", ours])
+    seconds, rss, said = run_measured([args.cli, "dissect", model, "--layer", "layer4", *common, "--out", ours])
     quarter = max(1, args.images // 4)
     _, rss_quarter, _ = run_measured([args.cli, "dissect", model, "--layer", "layer4", *common, "--max-images", quarter,
                                       "--out", work / "quarter.json"])
-    stages_seconds, stages_rss, _ = run_measured(
+    stages_seconds, stages_rss, stages_said = run_measured(
         [args.cli, "dissect", model, *[a for s in range(1, 5) for a in ("--layer", f"layer{s}")], *common,
          "--out", work / "stages.json"])
     iou_out = str(work / "numpy_iou.npy")
@@ -145,7 +160,8 @@ def main():
          "--images", args.images, "--size", args.size, "--threads", args.threads, "--batch", args.batch,
          "--iou-out", iou_out])
     expected = np.load(iou_out)
-    names = json.load(open(iou_out + ".json"))["concepts"]
+    phases = json.load(open(iou_out + ".json"))
+    names = phases["concepts"]
     result = json.loads(ours.read_text())
     got = np.zeros_like(expected)
     for unit in result["layers"][0]["units"]:
@@ -156,13 +172,18 @@ def main():
     report = {
         "model": args.model, "size": args.size, "images": args.images, "threads": args.threads, "batch": args.batch,
         "units": int(expected.shape[0]),
-        "torchscope": {"seconds": seconds, "peak_rss_mib": rss},
-        "numpy": {"seconds": numpy_seconds, "peak_rss_mib": numpy_rss},
+        "torchscope": {"seconds": seconds, "peak_rss_mib": rss, "spilled_mib": spilled_mib(said)},
+        "numpy": {"seconds": numpy_seconds, "peak_rss_mib": numpy_rss, "forward_seconds": phases["forward_seconds"],
+                  "after_forward_seconds": phases["after_forward_seconds"]},
         "speedup": numpy_seconds / seconds,
+        # Both run the model over every image once (eager PyTorch and LibTorch, the same threads): the
+        # rest is the dissection itself (quantile, upsampling, counting; TorchScope's spill).
+        "speedup_after_forward": phases["after_forward_seconds"] / max(1e-9, seconds - phases["forward_seconds"]),
         "memory": {"images": [quarter, args.images], "peak_rss_mib": [rss_quarter, rss],
                    "peak_rss_growth": rss / rss_quarter - 1.0},
         "all_stages": {"layers": ["layer1", "layer2", "layer3", "layer4"], "seconds": stages_seconds,
-                       "peak_rss_mib": stages_rss, "against_layer4_alone": stages_seconds / seconds},
+                       "peak_rss_mib": stages_rss, "spilled_mib": spilled_mib(stages_said),
+                       "against_layer4_alone": stages_seconds / seconds},
         "iou_max_abs_difference": float(np.abs(got[kept] - expected[kept]).max()) if kept.any() else 0.0,
         "interpretable_units": int(result["layers"][0]["interpretable"]["iou"]),
     }

@@ -331,6 +331,30 @@ class OracleTest(DissectTestCase):
         self.assertEqual([by_name[c]["pixels"] for c in CONCEPTS], self.masks.sum((0, 2, 3)).tolist())
         self.assertEqual({by_name[c]["category"] for c in CONCEPTS[:5]}, {"color"})
 
+    def test_the_model_runs_once_when_the_maps_fit_on_disk(self):
+        # The second pass reads the first pass's maps from a temporary file when they fit --spill-mb (by
+        # default half the temporary folder's free space), else it runs the model again: the same counts.
+        acts = hooked(self.model, self.model.features[3], self.x).numpy()
+        spilled = acts.size * 4  # float32 maps of every image: C x 20 x 28 each
+        below, above = spilled // 2**20, -(-spilled // 2**20)
+        self.assertLess(below, above)  # the set's maps are not a whole number of MiB
+        layers, said = {}, {}
+        for name, args in (("default", ()), ("fits", ("--spill-mb", above)), ("too small", ("--spill-mb", below)),
+                           ("off", ("--spill-mb", 0))):
+            path = self.tmp / "spill.json"
+            run = cli("dissect", FIXTURES / "color_cnn.pt", "--layer", "features.3", "--concepts", self.set,
+                      "--batch-images", 4, "--top", 12, *args, "--out", path)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            layers[name], said[name] = json.loads(path.read_text())["layers"], run.stdout
+        line = f"the second pass read {above} MiB of maps from a temporary file (the model ran once)"
+        self.assertIn(line, said["default"])
+        self.assertIn(line, said["fits"])
+        self.assertNotIn("the second pass read", said["too small"])
+        self.assertNotIn("the second pass read", said["off"])
+        self.check_iou(layers["default"][0], acts, self.masks)
+        for name in ("fits", "too small", "off"):
+            self.assertEqual(layers[name], layers["default"], name)
+
     def test_masks_moved_to_other_images_label_no_unit(self):
         # color_cnn's random weights give colour units (a random mix of R, G and B detects colours; 7 of
         # features.1's 8 channels are interpretable on this set). Each image given the next image's masks,
