@@ -2,14 +2,17 @@
 // concept set drawn at the model's input size; a dissection equal to core's dissect on the same
 // request (held to NetDissect-Lite transcribed in NumPy, scikit-learn and SciPy in
 // tests/cli/test_dissect.py); the category plot, the unit table sorted and searched, a unit's top
-// images, and the channel page that shows the unit's concept labels.
+// images, and the channel page that shows the unit's concept labels; an SAE's latents dissected, their
+// labels on their page of the Features tab (and never on a channel's page).
 #include "concepts/dissection.h"
+#include "concepts/synthetic_concepts.h"
 #include "dialogs/channel_page.h"
 #include "document/document.h"
 #include "graph/engine.h"
 #include "gui_test_support.h"
 #include "model/model.h"
 #include "panels/concepts_panel.h"
+#include "panels/features_panel.h"
 #include "panels/job_setup_column.h"
 #include "views/qcustomplot_include.h"
 #include "window/main_window.h"
@@ -21,6 +24,7 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -123,6 +127,96 @@ private Q_SLOTS:
         QVERIFY(pages.front()->conceptsText().contains(QString::fromStdString(unit.iou.front().label)));
         QVERIFY(pages.front()->conceptsText().contains("INVERT"));
         pages.front()->close();
+    }
+
+    void latentsOfAnSaeShowTheirConceptsOnTheirPage()
+    {
+        QTemporaryDir dir;
+        const QString set = dir.filePath("shapes");
+        SyntheticConceptsRequest drawing;
+        drawing.out = set.toStdString();
+        drawing.images = 48;
+        drawing.seed = 7;
+        drawing.height = 40;
+        drawing.width = 56;
+        makeSyntheticConcepts(drawing);
+        MainWindow window;
+        window.setInteractive(false);
+        test::openModel(window, test::fixture("color_cnn.pt"));
+
+        // An SAE of features.3 trained and its latents measured on the Features tab, over the set's images.
+        window.showCentralTab(MainWindow::CentralTab::Features);
+        FeaturesPanel* features = window.featuresPanel();
+        features->layerBox()->setCurrentText("features.3");
+        features->imagesField()->setText(set + "/images");
+        features->expansionBox()->setValue(2);
+        features->kBox()->setValue(3);
+        features->batchBox()->setValue(512);
+        QSignalSpy trained(features, &FeaturesPanel::trained);
+        features->train();
+        QVERIFY(trained.wait(Timeout));
+        const QString sae = features->saeField()->text();
+        QSignalSpy measured(features, &FeaturesPanel::latentsShown);
+        features->measureLatents();
+        QVERIFY(measured.wait(Timeout));
+        const int64_t page = features->pickedLatent();
+        QVERIFY(page >= 0);
+        QVERIFY(!features->pageCaption()->text().contains("Concepts")); // nothing dissected yet
+
+        // Its latents dissected on the Concepts tab, equal to core's dissect of the same request.
+        window.showCentralTab(MainWindow::CentralTab::Concepts);
+        ConceptsPanel* panel = window.conceptsPanel();
+        panel->conceptsField()->setText(set);
+        panel->unitsBox()->setCurrentIndex(panel->unitsBox()->findData(QString("sae")));
+        panel->unitsFileField()->setText(sae);
+        QSignalSpy dissected(panel, &ConceptsPanel::dissected);
+        panel->dissectButton()->click();
+        QVERIFY(dissected.wait(Timeout));
+        const auto result = panel->result();
+        QVERIFY(result && result->layers.size() == 1);
+        QCOMPARE(result->layers.front().units, std::string("SAE latents"));
+        DissectionRequest request;
+        request.setup = window.document()->setup();
+        request.concepts = set.toStdString();
+        request.units = ("sae:" + sae).toStdString();
+        request.formulaLength = panel->formulaBox()->value();
+        request.top = 5;
+        request.topImages = 8;
+        Engine engine(Model::load(test::fixture("color_cnn.pt").toStdString()));
+        const DissectionResult expected = dissect(engine, request);
+        const auto& units = expected.layers.front().unitResults;
+        QCOMPARE(result->layers.front().unitResults.size(), units.size());
+        QVERIFY(page < static_cast<int64_t>(units.size()));
+
+        // The latent's page, still open on the Features tab, now shows its concepts.
+        const QString caption = features->pageCaption()->text();
+        QVERIFY2(caption.contains("Concepts"), qPrintable(caption));
+        QVERIFY(caption.contains(QString::fromStdString(units[static_cast<size_t>(page)].iou.front().label)));
+        QVERIFY(caption.contains(QString::fromStdString(units[static_cast<size_t>(page)].invert.front().label)));
+        // They are the labels of this SAE's latents only: not of features.3's channel of the same
+        // number, nor of another SAE's latent.
+        QVERIFY(!panel->labelsOf("features.3", page, "sae:" + sae).isEmpty());
+        QVERIFY(panel->labelsOf("features.3", page).isEmpty());
+        QVERIFY(panel->labelsOf("features.3", page, "sae:" + dir.path()).isEmpty());
+        ChannelPage* channel = window.openChannelPage("features.3", static_cast<int>(page));
+        QVERIFY(channel);
+        QVERIFY(channel->conceptsText().isEmpty());
+        channel->close();
+
+        // A double-clicked latent in the table opens its page on the Features tab.
+        QTableWidget* table = panel->unitTable();
+        const int row = table->rowCount() - 1;
+        const int64_t latent = table->item(row, 0)->data(Qt::UserRole + 1).toLongLong();
+        Q_EMIT table->cellDoubleClicked(row, 0);
+        QTabWidget* tabs = nullptr;
+        for (QTabWidget* candidate : window.findChildren<QTabWidget*>())
+            if (candidate->indexOf(features) >= 0)
+                tabs = candidate;
+        QVERIFY(tabs);
+        QCOMPARE(tabs->currentWidget(), static_cast<QWidget*>(features));
+        QCOMPARE(features->pickedLatent(), latent);
+        QVERIFY(features->pageCaption()->text().contains(
+            QString::fromStdString(units[static_cast<size_t>(latent)].invert.front().label)));
     }
 };
 

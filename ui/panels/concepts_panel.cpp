@@ -153,9 +153,13 @@ ConceptsPanel::ConceptsPanel(Document* document, RunController* controller, QWid
             pickUnit(table_->item(row, 0)->data(Qt::UserRole + 1).toLongLong());
     });
     connect(table_, &QTableWidget::cellDoubleClicked, this, [this](int row) {
-        if (result_ && !result_->layers.empty() && result_->layers.front().units == "channels" && table_->item(row, 0))
-            Q_EMIT channelPageRequested(QString::fromStdString(result_->layers.front().layer),
-                table_->item(row, 0)->data(Qt::UserRole + 1).toInt());
+        if (!result_ || result_->layers.empty() || !table_->item(row, 0))
+            return;
+        const int unit = table_->item(row, 0)->data(Qt::UserRole + 1).toInt();
+        if (resultUnits_ == "channels")
+            Q_EMIT channelPageRequested(QString::fromStdString(result_->layers.front().layer), unit);
+        else if (resultUnits_.startsWith("sae:"))
+            Q_EMIT latentPageRequested(resultUnits_.mid(4), unit);
     });
     column_->watchInputs(document_, SetupInput);
     resetForModel();
@@ -298,7 +302,10 @@ void ConceptsPanel::dissect()
     request.top = 5;
     request.topImages = 8;
     JobHandle* job = controller_->start<DissectionAnalysis>(request, this);
-    connect(job, &JobHandle::succeeded, this, [this, job] { showResult(job->result<DissectionResult>()); });
+    connect(job, &JobHandle::succeeded, this, [this, job, units = QString::fromStdString(request.units)] {
+        resultUnits_ = units;
+        showResult(job->result<DissectionResult>());
+    });
     column_->follow(job, tr("Dissecting… (the first pass ranks the images, the second counts the pixels)"));
 }
 
@@ -474,9 +481,18 @@ void ConceptsPanel::filterTable()
     }
 }
 
-QString ConceptsPanel::labelsOf(const QString& layer, int64_t unit) const
+QString ConceptsPanel::labelsOf(const QString& layer, int64_t unit, const QString& units) const
 {
-    if (!result_)
+    // The same kind of unit, and for an SAE or a probe the same file (its path as the OS resolves it).
+    const auto sameUnits = [this, &units] {
+        if (units == "channels" || resultUnits_ == "channels")
+            return units == resultUnits_;
+        const QString kind = units.section(':', 0, 0);
+        const QString file = QFileInfo(units.section(':', 1)).canonicalFilePath();
+        return kind == resultUnits_.section(':', 0, 0) && !file.isEmpty()
+            && file == QFileInfo(resultUnits_.section(':', 1)).canonicalFilePath();
+    };
+    if (!result_ || !sameUnits())
         return {};
     for (const auto& dissected : result_->layers) {
         if (QString::fromStdString(dissected.layer) != layer || unit < 0

@@ -26,8 +26,8 @@ class RunController;
 // (channels, an SAE's latents, a probe's directions); the result: per category the interpretable
 // units (IoU and INVERT), a table of units with their labels, scores and formulas, searchable by
 // concept, and the picked unit's top images with its region outlined over the concept's mask.
-// Double-clicking a channel opens its channel page, which shows its concept labels. Jobs on the
-// batch lane with progress and cancel.
+// Double-clicking a channel opens its channel page, and a latent its page on the Features tab; both
+// show the unit's concept labels. Jobs on the batch lane with progress and cancel.
 class ConceptsPanel : public QWidget {
     Q_OBJECT
 public:
@@ -51,14 +51,16 @@ public:
     int64_t pickedUnit() const { return unit_; }
 
     void pickUnit(int64_t unit);
-    // The concept labels of `layer`'s unit from the last dissection, for its channel page ("" when
-    // there is none).
-    QString labelsOf(const QString& layer, int64_t unit) const;
+    // The concept labels of `layer`'s unit from the last dissection, for its channel or latent page
+    // ("" when there is none): `units` is what the unit is, "channels", "sae:FOLDER" (an SAE's
+    // latents) or "probe:FILE", and must be what the dissection dissected.
+    QString labelsOf(const QString& layer, int64_t unit, const QString& units = QStringLiteral("channels")) const;
 
 Q_SIGNALS:
     void failed(const QString& title, const QString& message);
     void dissected(const std::shared_ptr<const torchscope::DissectionResult>& result);
     void channelPageRequested(const QString& layer, int channel);
+    void latentPageRequested(const QString& sae, int latent);
     void setMade(const QString& folder);
 
 public Q_SLOTS:
@@ -94,6 +96,7 @@ private:
     QList<QLabel*> tops_;
     QLabel* caption_;
     std::shared_ptr<const DissectionResult> result_;
+    QString resultUnits_; // the request's units: "channels", "sae:FOLDER", "probe:FILE"
     int64_t unit_ = -1;
     bool layerPicked_ = false;
 };

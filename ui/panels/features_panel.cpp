@@ -537,6 +537,26 @@ void FeaturesPanel::pickLatent(int64_t latent)
     drawPage();
 }
 
+void FeaturesPanel::showLatentOf(const QString& sae, int64_t latent)
+{
+    const QString wanted = QFileInfo(sae).canonicalFilePath();
+    if (!latents_ || wanted.isEmpty() || QFileInfo(QString::fromStdString(latents_->sae)).canonicalFilePath() != wanted) {
+        sae_->setText(sae);
+        column_->summary()->setText(
+            tr("Latent %1's page needs this SAE's latents: give an image folder and Measure Latents.").arg(latent));
+        return;
+    }
+    for (int row = 0; row < table_->rowCount(); ++row)
+        if (table_->item(row, 0)->data(Qt::UserRole).toLongLong() == latent) {
+            table_->setRowHidden(row, false);
+            table_->selectRow(row); // its page, through the table's current row
+            table_->scrollToItem(table_->item(row, 0));
+            break;
+        }
+    if (latent_ != latent)
+        pickLatent(latent); // a latent that never fired has no row
+}
+
 void FeaturesPanel::drawPage()
 {
     for (QLabel* label : tops_)
@@ -611,6 +631,11 @@ void FeaturesPanel::drawPage()
         lines << tr("Its effect was not measured (the 64 most frequent latents' are).");
     }
     lines << tr("Mean activation where it fires: %1.").arg(latent.meanActive, 0, 'g', 4);
+    const QString concepts = conceptLabels_ ? conceptLabels_(QString::fromStdString(latents_->layer), latent.index,
+                                                  QString::fromStdString(latents_->sae))
+                                            : QString();
+    if (!concepts.isEmpty())
+        lines << tr("Concepts (the Concepts tab's dissection of this SAE's latents):") << concepts;
     pageCaption_->setText(lines.join('\n'));
     splice_->setEnabled(!document_->modelPath().isEmpty());
     visualize_->setEnabled(!document_->modelPath().isEmpty());

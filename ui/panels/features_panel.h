@@ -7,6 +7,7 @@
 
 #include <QWidget>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -31,8 +32,8 @@ class RunController;
 // latents plotted as it trains — or open a saved one; measure its latents over the folder: a
 // table sortable by frequency, largest activation and ablation effect, searchable by the class a
 // latent supports; its evaluation (FVU, L0, dead latents, and what splicing it in costs the model's
-// predictions); a latent's page: its top images with its map over each, its histogram and its
-// effect; and splice it into the window's run with that latent ablated, scaled or steered. Jobs on
+// predictions); a latent's page: its top images with its map over each, its histogram, its
+// effect and its concepts (the Concepts tab's dissection of the SAE's latents); and splice it into the window's run with that latent ablated, scaled or steered. Jobs on
 // the batch lane with progress and cancel.
 class FeaturesPanel : public QWidget {
     Q_OBJECT
@@ -62,6 +63,12 @@ public:
     int64_t pickedLatent() const { return latent_; }
 
     void pickLatent(int64_t latent);
+    // Where a latent's page finds its concept labels (ConceptsPanel::labelsOf of "sae:FOLDER").
+    using ConceptLabels = std::function<QString(const QString& layer, int64_t latent, const QString& sae)>;
+    void setConceptLabels(ConceptLabels labels) { conceptLabels_ = std::move(labels); }
+    // Shows latent `latent` of the SAE in `sae` when its latents are the ones measured here; else puts
+    // the SAE in the form and says to measure them.
+    void showLatentOf(const QString& sae, int64_t latent);
 
 Q_SIGNALS:
     void failed(const QString& title, const QString& message);
@@ -74,6 +81,7 @@ public Q_SLOTS:
     void train();
     void measureLatents();
     void evaluate();
+    void refreshPage() { drawPage(); } // the page again (its concepts changed)
 
 private:
     void buildForm();
@@ -123,6 +131,7 @@ private:
     QLabel* direction_;
     std::vector<SaeTrainingPart> steps_;
     std::shared_ptr<const SaeLatentsResult> latents_;
+    ConceptLabels conceptLabels_;
     int64_t latent_ = -1;
     bool layerPicked_ = false;
 };

@@ -120,6 +120,15 @@ MainWindow::MainWindow(QWidget* parent)
     connect(features_, &FeaturesPanel::failed, this, &MainWindow::reportError);
     connect(concepts_, &ConceptsPanel::failed, this, &MainWindow::reportError);
     connect(concepts_, &ConceptsPanel::channelPageRequested, this, &MainWindow::openChannelPage);
+    // A latent's page on the Features tab shows what the Concepts tab's dissection of its SAE found.
+    features_->setConceptLabels([this](const QString& layer, int64_t latent, const QString& sae) {
+        return concepts_->labelsOf(layer, latent, "sae:" + sae);
+    });
+    connect(concepts_, &ConceptsPanel::dissected, features_, &FeaturesPanel::refreshPage);
+    connect(concepts_, &ConceptsPanel::latentPageRequested, this, [this](const QString& sae, int latent) {
+        showCentralTab(CentralTab::Features);
+        features_->showLatentOf(sae, latent);
+    });
     connect(relevance_, &RelevancePanel::channelPageRequested, this, &MainWindow::openChannelPage);
     connect(compare_, &ComparePanel::finished, this, [this](const CompareResultPtr& result) {
         log_->append(tr("Compared %1 images: %2 × %3 layers")
