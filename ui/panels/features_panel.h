@@ -32,9 +32,10 @@ class RunController;
 // latents plotted as it trains — or open a saved one; measure its latents over the folder: a
 // table sortable by frequency, largest activation and ablation effect, searchable by the class a
 // latent supports; its evaluation (FVU, L0, dead latents, and what splicing it in costs the model's
-// predictions); a latent's page: its top images with its map over each, its histogram, its
-// effect and its concepts (the Concepts tab's dissection of the SAE's latents); and splice it into the window's run with that latent ablated, scaled or steered. Jobs on
-// the batch lane with progress and cancel.
+// predictions); a latent's page: its top images with its map over each, its histogram, its effect
+// and its concepts (the Concepts tab's dissection of the SAE's latents); and splice it into the
+// window's run with that latent ablated, scaled or steered. Jobs on the batch lane with progress and
+// cancel.
 class FeaturesPanel : public QWidget {
     Q_OBJECT
 public:
