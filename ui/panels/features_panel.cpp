@@ -540,7 +540,8 @@ void FeaturesPanel::pickLatent(int64_t latent)
 void FeaturesPanel::showLatentOf(const QString& sae, int64_t latent)
 {
     const QString wanted = QFileInfo(sae).canonicalFilePath();
-    if (!latents_ || wanted.isEmpty() || QFileInfo(QString::fromStdString(latents_->sae)).canonicalFilePath() != wanted) {
+    if (!latents_ || wanted.isEmpty()
+        || QFileInfo(QString::fromStdString(latents_->sae)).canonicalFilePath() != wanted) {
         sae_->setText(sae);
         column_->summary()->setText(
             tr("Latent %1's page needs this SAE's latents: give an image folder and Measure Latents.").arg(latent));
@@ -631,9 +632,9 @@ void FeaturesPanel::drawPage()
         lines << tr("Its effect was not measured (the 64 most frequent latents' are).");
     }
     lines << tr("Mean activation where it fires: %1.").arg(latent.meanActive, 0, 'g', 4);
-    const QString concepts = conceptLabels_ ? conceptLabels_(QString::fromStdString(latents_->layer), latent.index,
-                                                  QString::fromStdString(latents_->sae))
-                                            : QString();
+    const QString concepts = conceptLabels_
+        ? conceptLabels_(QString::fromStdString(latents_->layer), latent.index, QString::fromStdString(latents_->sae))
+        : QString();
     if (!concepts.isEmpty())
         lines << tr("Concepts (the Concepts tab's dissection of this SAE's latents):") << concepts;
     pageCaption_->setText(lines.join('\n'));
