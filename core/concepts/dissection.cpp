@@ -64,12 +64,6 @@ struct ImageBatchRead {
     std::vector<std::pair<int64_t, int64_t>> sizes; // each file's own height, width
 };
 
-// A first-pass batch whose maps the spill holds, for the second pass.
-struct SpilledBatch {
-    std::vector<int64_t> indices;
-    std::vector<std::pair<int64_t, int64_t>> sizes;
-};
-
 // The set's images in batches (skipping those excluded or unreadable, which go to `failures`);
 // returns false when cancelled. Progress: `report.done` + the images of this pass, of `report.total`.
 bool forEachImageBatch(const ConceptSet& set, const DissectionRequest& request, const Progress& report,
@@ -321,7 +315,7 @@ DissectionResult dissect(Engine& engine, const DissectionRequest& request, const
     // IoU needs each map twice: for the thresholds, then against the masks. The second time it reads
     // them from a spill on disk when they fit its budget (the model then runs once), else from the model.
     std::unique_ptr<TensorSpill> spill;
-    std::vector<SpilledBatch> spilled;
+    std::vector<ImageBatchRead> spilled; // the batches whose maps it holds, without their images
     bool spillDecided = !iou || request.mapSpillBytes == 0;
     const bool firstDone = forEachImageBatch(
         set, request, ranking, everyImage, progress, &result.failures, [&](const ImageBatchRead& batch) {
@@ -345,7 +339,7 @@ DissectionResult dissect(Engine& engine, const DissectionRequest& request, const
                 for (const auto& m : maps)
                     kept = kept && spill->write(m);
                 if (kept) {
-                    spilled.push_back({batch.indices, batch.sizes});
+                    spilled.push_back({at::Tensor(), batch.indices, batch.sizes});
                 } else {
                     result.warnings.push_back("the layers' maps did not fit in the temporary folder '" + spill->folder()
                         + "': the second pass ran the model again");
@@ -388,13 +382,11 @@ DissectionResult dissect(Engine& engine, const DissectionRequest& request, const
             pass.unitAreaAll = at::zeros({pass.units}, at::kDouble);
         }
         const Progress counting{imageCount, 2 * imageCount, "counting", {}};
-        const auto countBatch = [&](const std::vector<int64_t>& indices,
-                                    const std::vector<std::pair<int64_t, int64_t>>& sizes,
-                                    const std::vector<at::Tensor>& maps) {
-            for (size_t j = 0; j < indices.size(); ++j) {
-                const auto i = static_cast<size_t>(indices[j]);
-                const ConceptPixels pixels
-                    = readConceptPixels(set, i, request.setup.preprocessing, sizes[j].first, sizes[j].second);
+        const auto countBatch = [&](const ImageBatchRead& batch, const std::vector<at::Tensor>& maps) {
+            for (size_t j = 0; j < batch.indices.size(); ++j) {
+                const auto i = static_cast<size_t>(batch.indices[j]);
+                const ConceptPixels pixels = readConceptPixels(
+                    set, i, request.setup.preprocessing, batch.sizes[j].first, batch.sizes[j].second);
                 if (!labelsFromMasks)
                     concepts[i] = pixels.concepts;
                 std::vector<int64_t> ids;
@@ -428,7 +420,7 @@ DissectionResult dissect(Engine& engine, const DissectionRequest& request, const
                 std::vector<at::Tensor> maps;
                 for (size_t l = 0; l < passes.size(); ++l)
                     maps.push_back(spill->read());
-                countBatch(batch.indices, batch.sizes, maps);
+                countBatch(batch, maps);
                 if (progress
                     && !progress(
                         Progress{counting.done + batch.indices.back() + 1, counting.total, counting.stage, {}})) {
@@ -444,7 +436,7 @@ DissectionResult dissect(Engine& engine, const DissectionRequest& request, const
                     std::vector<at::Tensor> maps;
                     for (auto& pass : passes)
                         maps.push_back(unitMaps(units, engine, out, pass.layer, batch.images, set, batch.indices));
-                    countBatch(batch.indices, batch.sizes, maps);
+                    countBatch(batch, maps);
                 });
         }
         spill.reset(); // its disk space back before the scores
