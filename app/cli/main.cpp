@@ -7,6 +7,7 @@
 #include "cli_options.h"
 #include "commands.h"
 #include "common/error.h"
+#include "common/heap_tuning.h"
 #include "compare_command.h"
 #include "concepts_command.h"
 #include "crp_command.h"
@@ -24,6 +25,7 @@
 
 int main(int argc, char** argv)
 {
+    torchscope::tuneHeapForTensors(); // activations reuse freed memory instead of faulting in anew
     using namespace torchscope::cli;
     // In the order --help lists them.
     const std::vector<Command> commands{inspectCommand(), analysesCommand(), setupCommand(), runCommand(),

@@ -3,6 +3,7 @@
 // window to FILE.png and exits. --sweep trains a probe per layer on --probe-data once the model
 // is open; --sweep-plot writes its accuracy-by-layer plot. --gradcam LAYER shows the Grad-CAM tab
 // for the selected image once the first run is in.
+#include "common/heap_tuning.h"
 #include "dialogs/channel_page.h"
 #include "document/document.h"
 #include "gui_options.h"
@@ -27,6 +28,7 @@
 
 int main(int argc, char** argv)
 {
+    torchscope::tuneHeapForTensors(); // activations reuse freed memory instead of faulting in anew
     GuiOptions options;
     {
         // Parsed before the window system is reached: --help, --version and usage errors work

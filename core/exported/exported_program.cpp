@@ -127,7 +127,7 @@ int64_t concrete(const ex::SymInt& value, const std::string& what)
     return value.get_as_int();
 }
 
-nlohmann::json parseJson(const std::string& text, const std::string& record)
+nlohmann::json parseArchiveJson(const std::string& text, const std::string& record)
 {
     auto json = nlohmann::json::parse(text, nullptr, false);
     if (json.is_discarded())
@@ -211,7 +211,7 @@ std::map<std::string, at::Tensor> readTensors(
     std::map<std::string, at::Tensor> tensors;
     if (!archive.has(configRecord))
         return tensors;
-    const auto config = parseJson(archive.read(configRecord), configRecord);
+    const auto config = parseArchiveJson(archive.read(configRecord), configRecord);
     std::map<std::string, at::Tensor> storages;
     try {
         for (const auto& [name, entry] : config.at("config").items())
@@ -247,7 +247,7 @@ ExportedArchive readExportedArchive(const Pt2Archive& archive, const c10::Device
         throw Error("the .pt2 archive was written on a big-endian machine; TorchScope reads little-endian archives");
     result.modelName = chooseModel(archive);
     const std::string record = "models/" + result.modelName + ".json";
-    auto json = parseJson(archive.read(record), record);
+    auto json = parseArchiveJson(archive.read(record), record);
     if (!json.is_object() || !json.contains("schema_version") || !json.contains("graph_module"))
         throw Error("the .pt2 record '" + record
             + "' is JSON but not an exported program (no schema_version and graph_module)");
