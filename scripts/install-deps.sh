@@ -5,12 +5,12 @@
 # must not be mixed in.
 #   scripts/install-deps.sh            everything (GUI, tests, fixtures, benchmark)
 #   scripts/install-deps.sh --headless only what the core engine, CLI and core tests need
-#   scripts/install-deps.sh --sanitize the headless set, OpenCV, clang and libFuzzer (scripts/sanitize.sh)
+#   scripts/install-deps.sh --sanitize the headless set (clang among it), OpenCV and libFuzzer (scripts/sanitize.sh)
 #   scripts/install-deps.sh --format   only clang-format 14, the project's pinned formatter (scripts/format.sh)
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++ pkg-config
+  cmake ninja-build g++ clang-14 lld pkg-config
   python3 python3-venv
   libgloo-dev nlohmann-json3-dev libzip-dev libcli11-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
@@ -19,7 +19,7 @@ packages=(
 case "${1:-}" in
   --format) packages=(clang-format-14) ;;
   --headless) ;;
-  --sanitize) packages+=(libopencv-dev libturbojpeg0-dev clang-14 libfuzzer-14-dev libclang-rt-14-dev) ;;
+  --sanitize) packages+=(libopencv-dev libturbojpeg0-dev libfuzzer-14-dev libclang-rt-14-dev) ;;
   *) packages+=(qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6 libopencv-dev libturbojpeg0-dev) ;;
 esac
 

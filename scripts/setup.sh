@@ -24,9 +24,16 @@ if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
 fi
 
 build_dir=${BUILD_DIR:-build}
+# clang compiles TorchScope's files with LibTorch's precompiled header in about two thirds of GCC's
+# time (core's header 32 s against 59 s, a batch of its files 32 s against 55 s), so a new build
+# directory uses it when it is installed and $CXX names no other; an existing one keeps its compiler.
+compiler_args=()
+if [[ ! -f "$build_dir/CMakeCache.txt" && -z "${CXX:-}" ]] && command -v clang++-14 >/dev/null; then
+  compiler_args=(-DCMAKE_CXX_COMPILER=clang++-14)
+fi
 # Line tables only (-g1): backtraces, Qt's stack dump of a test that hangs and perf keep file and line,
 # at three quarters of the compile time of full debug information in files that include LibTorch.
 # shellcheck disable=SC2086
 cmake -S . -B "$build_dir" -G Ninja -DTORCHSCOPE_HEADLESS=$headless "-DTORCHSCOPE_PYTHON=$python" \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" ${CMAKE_ARGS:-} >/dev/null
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "${compiler_args[@]}" ${CMAKE_ARGS:-} >/dev/null
 cmake --build "$build_dir" --parallel "$(nproc)"

@@ -314,12 +314,16 @@ private Q_SLOTS:
         QTest::addColumn<QString>("name");
         QTest::addColumn<QString>("first");
         QTest::addColumn<QString>("layer");
+#ifndef TORCHSCOPE_SANITIZED_BUILD
+        // Under the sanitizers ResNet-50 alone takes the window's path (the three took 69 s there);
+        // ViT-B/16 and Swin-T take the same code, and are left to the plain build as in the shards.
         QTest::newRow("vit_b_16") << "vit_b_16"
                                   << "conv_proj"
                                   << "encoder.layers.encoder_layer_11.mlp";
         QTest::newRow("swin_t") << "swin_t"
                                 << "features.0.0"
                                 << "features.5.3";
+#endif
         QTest::newRow("resnet50") << "resnet50"
                                   << "conv1"
                                   << "layer3";
@@ -364,13 +368,13 @@ private Q_SLOTS:
     void transformerTokensAreShownAsPatchMaps()
     {
         MainWindow window;
-        QVERIFY(open(window, test::fixture("vit_b_16_scripted.pt")));
+        QVERIFY(open(window, test::fixture("vit_small_scripted.pt"))); // torchvision's ViT, 48 wide
         window.document()->addImages(test::demoImages().mid(0, 1));
         window.treePanel()->selectPath("encoder.layers.encoder_layer_3");
         QVERIFY(waitForRun(window));
         ActivationView* view = window.activationView();
-        QCOMPARE(view->shownShape(), (std::vector<int64_t>{197, 768}));
-        QCOMPARE(view->channelCount(), 768);
+        QCOMPARE(view->shownShape(), (std::vector<int64_t>{197, 48}));
+        QCOMPARE(view->channelCount(), 48);
         QVERIFY(!view->isPlotShown());
         QVERIFY(!view->overlayImage().isNull()); // a patch map over the picture
     }
