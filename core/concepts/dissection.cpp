@@ -7,6 +7,7 @@
 #include "concepts/concept_scores.h"
 #include "concepts/concept_set.h"
 #include "concepts/concept_units.h"
+#include "concepts/threshold_counts.h"
 #include "graph/engine.h"
 #include "graph/request.h"
 #include "imaging/image_decoder.h"
@@ -21,12 +22,15 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 
 namespace torchscope {
 
 namespace {
 
-constexpr int64_t MaxUpsampledValues = int64_t{1} << 25; // per chunk of units: 128 MiB of floats
+// An image's label tables (threshold_counts.h) up to 256 MiB: 1,000 combinations of concepts at
+// 256 × 256 pixels, or 8 at 2,900 × 2,900; larger ones count from the upsampled maps.
+constexpr int64_t MaxLabelTableBytes = int64_t{256} << 20;
 
 // The running state of one layer over the passes.
 struct DissectionPass {
@@ -180,32 +184,28 @@ at::Tensor thresholdsOf(const DissectionPass& pass, double quantile, int64_t val
 }
 
 // The second pass over one image of one layer: which of the unit's upsampled pixels pass its threshold,
-// counted per combination of concepts.
-void countImage(DissectionPass& pass, const at::Tensor& maps, const ConceptPixels& pixels,
-    const at::Tensor& combinationIds, const at::Tensor& oneHot, const std::vector<int32_t>& categories,
-    int64_t capacity)
+// counted per combination of concepts (threshold_counts.h: from the image's label tables, or from the
+// upsampled maps when the tables would be larger than MaxLabelTableBytes).
+void countImage(DissectionPass& pass, const at::Tensor& maps, const ConceptPixels& pixels, const LabelTables* tables,
+    const at::Tensor& combinationIds, const std::vector<int32_t>& categories, int64_t capacity)
 {
     if (pass.counts.size(1) < capacity) {
         at::Tensor grown = at::zeros({pass.units, std::max(capacity, 2 * pass.counts.size(1))}, at::kDouble);
         grown.narrow(1, 0, pass.counts.size(1)).copy_(pass.counts);
         pass.counts = grown;
     }
-    const at::Tensor selected = maps.flatten(1).amax(1).gt(pass.thresholds).nonzero().squeeze(1);
-    const int64_t area = pixels.height * pixels.width;
-    const int64_t chunk = std::max<int64_t>(1, MaxUpsampledValues / std::max<int64_t>(area, 1));
-    for (int64_t start = 0; start < selected.numel(); start += chunk) {
-        const at::Tensor units = selected.narrow(0, start, std::min(chunk, selected.numel() - start));
-        const at::Tensor upsampled = at::upsample_bilinear2d(
-            maps.index_select(0, units).unsqueeze(0), {pixels.height, pixels.width}, false)[0];
-        const at::Tensor active
-            = upsampled.flatten(1).gt(pass.thresholds.index_select(0, units).unsqueeze(1)).to(at::kFloat);
-        const at::Tensor counted = active.mm(oneHot).to(at::kDouble); // [s, m]: exact below 2^24 pixels
-        pass.counts.index_put_({units.unsqueeze(1), combinationIds.unsqueeze(0)}, counted, true);
-        const at::Tensor unitPixels = counted.sum(1);
-        pass.unitAreaAll.index_add_(0, units, unitPixels);
-        for (const int32_t category : categories)
-            pass.unitArea.select(1, category).index_add_(0, units, unitPixels);
-    }
+    const at::Tensor units = maps.flatten(1).amax(1).gt(pass.thresholds).nonzero().squeeze(1).contiguous();
+    const std::vector<int64_t> selected(units.data_ptr<int64_t>(), units.data_ptr<int64_t>() + units.numel());
+    const at::Tensor counted = tables != nullptr
+        ? countAboveThresholds(maps, pass.thresholds, selected, *tables)
+        : countAboveThresholdsUpsampled(
+            maps, pass.thresholds, selected, pixels.combination, pixels.height, pixels.width, combinationIds.numel());
+    const at::Tensor perCombination = counted.to(at::kDouble); // [s, m]
+    pass.counts.index_put_({units.unsqueeze(1), combinationIds.unsqueeze(0)}, perCombination, true);
+    const at::Tensor unitPixels = perCombination.sum(1);
+    pass.unitAreaAll.index_add_(0, units, unitPixels);
+    for (const int32_t category : categories)
+        pass.unitArea.select(1, category).index_add_(0, units, unitPixels);
 }
 
 CategoryCount& categoryCount(DissectedLayer& layer, const std::string& category)
@@ -398,8 +398,9 @@ DissectionResult dissect(Engine& engine, const DissectionRequest& request, const
                 for (int64_t c = 0; c < m; ++c)
                     combinations.pixels[static_cast<size_t>(ids[static_cast<size_t>(c)])]
                         += static_cast<double>(perData[c]);
-                const at::Tensor oneHot
-                    = at::zeros({pixels.height * pixels.width, m}).scatter_(1, pixels.combination.unsqueeze(1), 1.0f);
+                std::optional<LabelTables> tables;
+                if (LabelTables::tableBytes(pixels.height, pixels.width, m) <= MaxLabelTableBytes)
+                    tables.emplace(pixels.combination, pixels.height, pixels.width, m);
                 const at::Tensor idTensor = at::tensor(ids, at::kLong);
                 // The categories it annotates: its own (Broden's columns), and those of every concept
                 // it shows (a label whose category is another column's counts there too).
@@ -409,8 +410,8 @@ DissectionResult dissect(Engine& engine, const DissectionRequest& request, const
                 std::sort(annotated.begin(), annotated.end());
                 annotated.erase(std::unique(annotated.begin(), annotated.end()), annotated.end());
                 for (size_t l = 0; l < passes.size(); ++l)
-                    countImage(passes[l], maps[l][static_cast<int64_t>(j)], pixels, idTensor, oneHot, annotated,
-                        static_cast<int64_t>(combinations.sets.size()));
+                    countImage(passes[l], maps[l][static_cast<int64_t>(j)], pixels, tables ? &*tables : nullptr,
+                        idTensor, annotated, static_cast<int64_t>(combinations.sets.size()));
                 ++counted;
             }
         };
