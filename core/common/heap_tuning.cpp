@@ -1,5 +1,6 @@
 #include "common/heap_tuning.h"
 
+#include <climits>
 #include <cstdlib>
 #include <string_view>
 
@@ -25,7 +26,8 @@ bool tuneHeapForTensors()
 #if defined(__GLIBC__)
     if (!userHeapSetting([](const char* name) -> const char* { return std::getenv(name); }).empty())
         return false;
-    // Both or neither: a fixed mmap threshold alone still trims the freed top at 128 KiB.
+    // Both: a fixed mmap threshold alone still trims the freed top at 128 KiB.
+    static_assert(HeapLargeBlockBytes <= INT_MAX && HeapRetainedBytes <= INT_MAX, "mallopt takes an int");
     return mallopt(M_MMAP_THRESHOLD, static_cast<int>(HeapLargeBlockBytes)) == 1
         && mallopt(M_TRIM_THRESHOLD, static_cast<int>(HeapRetainedBytes)) == 1;
 #else

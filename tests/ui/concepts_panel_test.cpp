@@ -37,6 +37,15 @@ constexpr int Timeout = 300000;
 
 } // namespace
 
+// The note an empty plot shows (views/empty_plot.h), or "" when it shows data.
+QString plotNote(QCustomPlot* plot)
+{
+    for (int i = 0; i < plot->itemCount(); ++i)
+        if (auto* text = qobject_cast<QCPItemText*>(plot->item(i)))
+            return text->text();
+    return {};
+}
+
 class ConceptsPanelTest : public QObject {
     Q_OBJECT
 
@@ -70,7 +79,12 @@ private Q_SLOTS:
         panel->formulaBox()->setValue(2);
         QSignalSpy dissected(panel, &ConceptsPanel::dissected);
         panel->dissectButton()->click();
+        // While it runs the plot says so (it used to ask for a layer and a set).
+        QCOMPARE(plotNote(panel->categoryPlot()),
+            QString("Dissecting… the units interpretable by category appear here when "
+                    "it is done"));
         QVERIFY(dissected.wait(Timeout));
+        QCOMPARE(plotNote(panel->categoryPlot()), QString()); // the plot drawn
         const auto result = panel->result();
         QVERIFY(result && result->layers.size() == 1);
 
