@@ -133,20 +133,26 @@ TEST(HeapTuning, AUsersOwnSettingKeepsGlibcsDefaults)
     EXPECT_GE(measured[2], 5 * measured[1]) << "glibc's defaults map every 64 MiB block afresh";
 }
 
-TEST(HeapTuning, FreedActivationsAreReusedWithoutFaultingTheirPagesAgain)
+// Ten blocks' faults before and after tuning, in a child: tuning must take and cut them fourfold.
+void expectTuningCutsTheFaults(long (*tenBlocks)(), const char* what)
 {
-    if (environmentSetsMalloc())
-        GTEST_SKIP() << "this environment sets glibc's malloc itself";
-    const std::vector<long> measured = inChild([] {
-        const long untuned = faultsOfBlocks(10, 64 * MiB);
+    const std::vector<long> measured = inChild([tenBlocks] {
+        const long untuned = tenBlocks();
         const bool tuned = tuneHeapForTensors();
-        return std::vector<long>{untuned, tuned ? 1 : 0, faultsOfBlocks(10, 64 * MiB)};
+        return std::vector<long>{untuned, tuned ? 1 : 0, tenBlocks()};
     });
     ASSERT_EQ(measured.size(), 3u);
     EXPECT_EQ(measured[1], 1);
     EXPECT_GT(measured[0], 0);
     EXPECT_LT(4 * measured[2], measured[0])
-        << "ten 64 MiB blocks: " << measured[0] << " faults untuned, " << measured[2] << " tuned";
+        << what << ": " << measured[0] << " faults untuned, " << measured[2] << " tuned";
+}
+
+TEST(HeapTuning, FreedActivationsAreReusedWithoutFaultingTheirPagesAgain)
+{
+    if (environmentSetsMalloc())
+        GTEST_SKIP() << "this environment sets glibc's malloc itself";
+    expectTuningCutsTheFaults([] { return faultsOfBlocks(10, 64 * MiB); }, "ten 64 MiB blocks");
 }
 
 // A worker's arena: blocks up to its 64 MiB heap are kept too (the window runs models on worker
@@ -155,15 +161,7 @@ TEST(HeapTuning, AWorkerThreadReusesFreedBlocksToo)
 {
     if (environmentSetsMalloc())
         GTEST_SKIP() << "this environment sets glibc's malloc itself";
-    const std::vector<long> measured = inChild([] {
-        const long untuned = faultsOnAWorkerThread(10, 48 * MiB);
-        const bool tuned = tuneHeapForTensors();
-        return std::vector<long>{untuned, tuned ? 1 : 0, faultsOnAWorkerThread(10, 48 * MiB)};
-    });
-    ASSERT_EQ(measured.size(), 3u);
-    EXPECT_EQ(measured[1], 1);
-    EXPECT_LT(4 * measured[2], measured[0])
-        << "ten 48 MiB blocks on a worker: " << measured[0] << " faults untuned, " << measured[2] << " tuned";
+    expectTuningCutsTheFaults([] { return faultsOnAWorkerThread(10, 48 * MiB); }, "ten 48 MiB blocks on a worker");
 }
 
 #endif
