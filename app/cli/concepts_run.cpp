@@ -85,6 +85,9 @@ int runDissect(const CliOptions& options)
     if (result.spilledBytes > 0)
         std::cout << "the second pass read " << (result.spilledBytes + (1 << 20) - 1) / (1 << 20)
                   << " MiB of maps from a temporary file (the model ran once)\n";
+    std::cout << "dissected " << result.imagesRead << " images in " << std::fixed << std::setprecision(1)
+              << result.seconds << " s, of which the model's forward passes " << result.modelSeconds << " s\n"
+              << std::defaultfloat;
     ExportManifest manifest = cliManifest(options, *model, request.setup, {});
     manifest.settings.emplace_back("units", options.units);
     writeDissection(options.out, result, &manifest);

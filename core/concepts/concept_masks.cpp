@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 namespace torchscope {
@@ -28,12 +29,39 @@ at::Tensor planes(const DecodedImage& decoded)
         .round();
 }
 
-// Columns of `maps` [rows, P] that are equal share a combination: `concepts(column)` names its concepts.
+// Columns of `maps` [rows, P] (integers from 0 to 65,535) that are equal share a combination, numbered
+// in the columns' lexicographic order: `concepts(column)` names its concepts. Each column's rows are
+// packed into one integer key (the key so far times the row's span plus the row's value; when the next
+// row could overflow, the keys are first replaced by their ranks), so one-dimensional sorts rank them:
+// at::unique_dim compared columns with a tensor operation per pair. 62 masks pack into one key.
 template <typename Concepts> void combine(ConceptPixels& out, const at::Tensor& maps, const Concepts& concepts)
 {
-    const auto [unique, inverse, counts] = at::unique_dim(maps, 1, true, true, false);
-    out.combination = inverse.to(at::kLong).contiguous();
-    const at::Tensor columns = unique.to(at::kLong).t().contiguous(); // [m, rows]
+    const at::Tensor rows = maps.to(at::kLong);
+    const int64_t positions = rows.size(1);
+    at::Tensor key = at::zeros({positions}, at::kLong);
+    int64_t bound = 1; // every key is below it
+    const auto rankKeys = [&] {
+        const auto [values, inverse] = at::_unique(key, true, true);
+        key = inverse;
+        bound = std::max<int64_t>(1, values.numel());
+    };
+    for (int64_t r = 0; positions > 0 && r < rows.size(0); ++r) {
+        const at::Tensor row = rows[r];
+        const int64_t low = row.min().item<int64_t>();
+        const int64_t span = row.max().item<int64_t>() - low + 1;
+        if (bound > (std::numeric_limits<int64_t>::max() / 2) / span)
+            rankKeys(); // bound <= positions now, and positions * 65,536 fits
+        key = key * span + (row - low);
+        bound *= span;
+    }
+    rankKeys();
+    const at::Tensor rank = key;
+    const int64_t distinct = positions == 0 ? 0 : rank.max().item<int64_t>() + 1;
+    // Each combination's first pixel holds its column.
+    const at::Tensor first = at::full({distinct}, positions, at::kLong)
+                                 .scatter_reduce_(0, rank, at::arange(positions, at::kLong), "amin", true);
+    out.combination = rank.contiguous();
+    const at::Tensor columns = rows.index_select(1, first).t().contiguous(); // [m, rows]
     std::set<int32_t> present;
     for (int64_t j = 0; j < columns.size(0); ++j) {
         std::vector<int32_t> set = concepts(columns[j]);

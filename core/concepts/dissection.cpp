@@ -18,6 +18,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -108,6 +109,22 @@ bool forEachImageBatch(const ConceptSet& set, const DissectionRequest& request, 
             return false;
     }
     return true;
+}
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start)
+{
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The model's forward pass over a batch, its time added to `seconds`.
+RunResult timedRun(Engine& engine, const Request& grab, const at::Tensor& images, double& seconds)
+{
+    const auto start = Clock::now();
+    RunResult out = engine.run(grab, forwardInputsFromBatch(engine.model(), images));
+    seconds += secondsSince(start);
+    return out;
 }
 
 // The units' maps of a batch on the CPU. Throws torchscope::Error naming the images where they are
@@ -251,6 +268,7 @@ DissectionResult dissect(Engine& engine, const DissectionRequest& request, const
         throw Error("the beam and the concepts kept per unit must be at least 1");
     if (request.pooling != "mean" && request.pooling != "max")
         throw Error("invert pools a unit's map by mean or max, not '" + request.pooling + "'");
+    const auto started = Clock::now();
     const ConceptUnits units = ConceptUnits::parse(request.units, engine.model().device());
     const ConceptSet set = readConceptSet(request.concepts, request.maxImages);
     DissectionResult result;
@@ -319,7 +337,7 @@ DissectionResult dissect(Engine& engine, const DissectionRequest& request, const
     bool spillDecided = !iou || request.mapSpillBytes == 0;
     const bool firstDone = forEachImageBatch(
         set, request, ranking, everyImage, progress, &result.failures, [&](const ImageBatchRead& batch) {
-            const RunResult out = engine.run(grab, forwardInputsFromBatch(engine.model(), batch.images));
+            const RunResult out = timedRun(engine, grab, batch.images, result.modelSeconds);
             std::vector<at::Tensor> maps;
             for (auto& pass : passes) {
                 maps.push_back(unitMaps(units, engine, out, pass.layer, batch.images, set, batch.indices));
@@ -433,7 +451,7 @@ DissectionResult dissect(Engine& engine, const DissectionRequest& request, const
         } else {
             secondDone = forEachImageBatch(
                 set, request, counting, read, progress, &result.failures, [&](const ImageBatchRead& batch) {
-                    const RunResult out = engine.run(grab, forwardInputsFromBatch(engine.model(), batch.images));
+                    const RunResult out = timedRun(engine, grab, batch.images, result.modelSeconds);
                     std::vector<at::Tensor> maps;
                     for (auto& pass : passes)
                         maps.push_back(unitMaps(units, engine, out, pass.layer, batch.images, set, batch.indices));
@@ -534,6 +552,7 @@ DissectionResult dissect(Engine& engine, const DissectionRequest& request, const
         }
         result.layers.push_back(std::move(layer));
     }
+    result.seconds = secondsSince(started);
     return result;
 }
 

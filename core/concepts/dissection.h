@@ -125,6 +125,8 @@ struct DissectionResult {
     int64_t imagesRead = 0;
     bool cancelled = false; // a cancelled run keeps the layers' first pass only where the second had not begun
     int64_t spilledBytes = 0; // the maps the second pass read from disk (0: it ran the model again)
+    double seconds = 0.0; // the dissection's wall time (reading the set to the last score)
+    double modelSeconds = 0.0; // of which in the model's forward passes (both passes when it ran twice)
     std::vector<std::pair<std::string, std::string>> failures;
     std::vector<std::string> warnings;
 };

@@ -201,7 +201,9 @@ def dissect_rules(report):
             "all_stages.against_layer4_alone": within(*RATIO), "iou_max_abs_difference": within(0.0, 0.01),
             # The maps fit the temporary folder: the second pass read them from disk (at least 1 MiB, rounded up).
             "torchscope.spilled_mib": within(1, 1e7), "all_stages.spilled_mib": within(1, 1e7),
-            "numpy.forward_seconds": within(*SECONDS), "speedup_after_forward": within(*RATIO)}
+            "numpy.forward_seconds": within(*SECONDS), "speedup_after_forward": within(*RATIO),
+            "torchscope.dissect_seconds": within(*SECONDS), "torchscope.model_seconds": within(*SECONDS),
+            "model_against_eager_forward": within(*RATIO)}
 
 
 BENCHES = {"engine": (engine_rules, engine_whole), "compare": (compare_rules, compare_whole),
@@ -286,10 +288,11 @@ def self_test():
                                                "seconds": [1.5, 2.0], "vectors_trained": [4096, 8192],
                                                "peak_rss_growth": 0.07}},
         "dissect": {"model": "resnet18", "size": 64, "images": 16, "threads": 2, "batch": 8, "units": 512,
-                    "torchscope": {"seconds": 1.4, "peak_rss_mib": 720.0, "spilled_mib": 1},
+                    "torchscope": {"seconds": 1.4, "peak_rss_mib": 720.0, "spilled_mib": 1, "dissect_seconds": 1.2,
+                                   "model_seconds": 0.9},
                     "numpy": {"seconds": 4.8, "peak_rss_mib": 850.0, "forward_seconds": 1.0,
                               "after_forward_seconds": 3.0},
-                    "speedup": 3.4, "speedup_after_forward": 4.0,
+                    "speedup": 3.4, "speedup_after_forward": 10.0, "model_against_eager_forward": 0.9,
                     "memory": {"images": [4, 16], "peak_rss_mib": [720.0, 725.0], "peak_rss_growth": 0.007},
                     "all_stages": {"layers": ["layer1", "layer2", "layer3", "layer4"], "seconds": 1.7,
                                    "peak_rss_mib": 725.0, "spilled_mib": 2, "against_layer4_alone": 1.2},
@@ -311,7 +314,7 @@ def self_test():
         ("sae_scale", "memory", {"images": [20, 20], "peak_rss_mib": [600.0, 600.0], "seconds": [1.5, 2.0],
                                  "vectors_trained": [4096, 8192], "peak_rss_growth": 0.0}),
         ("dissect", "iou_max_abs_difference", 0.5), ("dissect", "images", 8), ("dissect", "speedup", 0.0),
-        ("dissect", "iou_max_abs_difference", float("nan")),
+        ("dissect", "iou_max_abs_difference", float("nan")), ("dissect", "model_against_eager_forward", float("nan")),
     ]
     for bench, key, value in broken:
         report = copy.deepcopy(good[bench])
