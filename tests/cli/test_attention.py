@@ -422,11 +422,12 @@ class AttentionGrabs(AttentionCase):
         self.assertIn("computes no attention", result.stderr)
 
     def test_a_module_without_attention_is_refused_with_the_ones_that_have_it(self):
-        result = cli("run", FIXTURES / "vit_b_16_scripted.pt", "--input", FIXTURES / "vit_input.pt",
+        # torchvision's ViT class at a small width (the fixtures' vit_small): ViT-B/16's modules and queries.
+        result = cli("run", FIXTURES / "vit_small_scripted.pt", "--input", FIXTURES / "vit_input.pt",
                      "--grab", "encoder.layers.encoder_layer_0.mlp:attention", "--out", self.dir / "x.pt")
         self.assertNotEqual(result.returncode, 0)
         self.assertIn("computes no attention", result.stderr)
-        result = cli("attention", FIXTURES / "vit_b_16_scripted.pt", "--input", FIXTURES / "vit_input.pt",
+        result = cli("attention", FIXTURES / "vit_small_scripted.pt", "--input", FIXTURES / "vit_input.pt",
                      "--layer", "encoder.layers.encoder_layer_0", "--out", self.dir / "x.pt")
         self.assertNotEqual(result.returncode, 0)
         self.assertIn("encoder.layers.encoder_layer_0.self_attention", result.stderr)
@@ -438,7 +439,7 @@ class AttentionMaps(AttentionCase):
 
     def test_what_cannot_be_mapped_is_refused_with_why(self):
         out = self.dir / "x.pt"
-        result = cli("attention", FIXTURES / "vit_b_16_scripted.pt", "--input", FIXTURES / "vit_input.pt",
+        result = cli("attention", FIXTURES / "vit_small_scripted.pt", "--input", FIXTURES / "vit_input.pt",
                      "--query", "197", "--out", out)
         self.assertNotEqual(result.returncode, 0)
         self.assertIn("--query 197 is out of range: the attention has 197 queries", result.stderr)

@@ -114,6 +114,7 @@ ChannelPage::ChannelPage(Document* document, RunController* controller, RecordRe
     image_->setAlignment(Qt::AlignCenter);
     image_->setStyleSheet("background: palette(mid)");
     notes_->setWordWrap(true);
+    value_->setWordWrap(true); // "cancelled after N steps: …" does not widen the page
     statistics_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     cancel_->setEnabled(false);
 

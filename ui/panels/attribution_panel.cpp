@@ -61,6 +61,20 @@ void addCheckItem(QListWidget* list, const QString& name, const QString& about, 
     item->setToolTip(about);
 }
 
+// The summary table empty but for a line that says what comes there and when.
+void showSummaryNote(QTableWidget* table, const QString& note)
+{
+    table->setSortingEnabled(false);
+    table->clear();
+    table->setColumnCount(1);
+    table->setHorizontalHeaderLabels({QString()});
+    table->setRowCount(1);
+    auto* item = new QTableWidgetItem(note);
+    item->setFlags(Qt::ItemIsEnabled);
+    item->setForeground(Qt::gray);
+    table->setItem(0, 0, item);
+}
+
 // A summary cell: the mean ± the standard deviation, sorted by the mean (NumberItem).
 NumberItem* summaryItem(double mean, double sd)
 {
@@ -262,9 +276,9 @@ void AttributionPanel::resetForModel()
     grid_->clear(tr("Tick methods, then Explain the Images: each image of the strip gets a row, each method a "
                     "column, with its metrics under the map."));
     plots_->clear();
-    summary_->clear();
-    summary_->setRowCount(0);
-    summary_->setColumnCount(0);
+    showSummaryNote(summary_,
+        tr("Each metric's mean ± standard deviation per method over the images, once they "
+           "are explained."));
     column_->reset(document_->modelPath().isEmpty()
             ? tr("Open a model and add images to explain them.")
             : tr("Explains the strip's images with every ticked method; the metrics score each map."));
@@ -336,8 +350,10 @@ void AttributionPanel::start()
     });
     connect(job, &JobHandle::partDelivered, this, [this, job] { addImage(*job->part<WorkbenchImageResult>()); });
     connect(job, &JobHandle::succeeded, this, [this, job] { showResult(job->result<AttributionWorkbenchResult>()); });
-    connect(job, &JobHandle::failed, this,
-        [this] { grid_->clear(tr("Explaining the images failed: the reason is on the left and in the log.")); });
+    connect(job, &JobHandle::failed, this, [this] {
+        grid_->clear(tr("Explaining the images failed: the reason is on the left and in the log."));
+        showSummaryNote(summary_, tr("No summary: explaining the images failed."));
+    });
     // Each image's maps come as soon as they are made (with their metrics); the summary, the curves
     // and the sanity check when the job ends.
     result_.reset();
@@ -347,7 +363,9 @@ void AttributionPanel::start()
                     "on the left.",
         nullptr, static_cast<int>(request.images.size())));
     plots_->clear();
-    summary_->setRowCount(0);
+    showSummaryNote(summary_,
+        tr("Explaining… the metrics' means over the images come when the last image is done "
+           "(or when it is cancelled)."));
     column_->exportButton()->setEnabled(false);
     column_->follow(job, tr("Explaining %n image(s)…", nullptr, static_cast<int>(request.images.size())));
 }

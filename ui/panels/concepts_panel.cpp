@@ -307,7 +307,7 @@ void ConceptsPanel::dissect()
         showResult(job->result<DissectionResult>());
     });
     if (!result_) { // the plot's note follows the job (a result shown stays until the new one comes)
-        showEmptyPlot(plot_, tr("Dissecting… the units interpretable by category appear here when it is done"));
+        showEmptyPlot(plot_, tr("Dissecting…\nthe units interpretable by category appear when it is done"));
         connect(job, &JobHandle::finished, this, [this] {
             if (!result_)
                 showEmptyPlot(plot_, tr("Pick a layer and a concept set (or Draw a Set), then Dissect"));

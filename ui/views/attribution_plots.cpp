@@ -127,7 +127,10 @@ void AttributionPlots::drawCurves()
     }
     curves_->xAxis->setRange(0, 1);
     curves_->yAxis->rescale();
-    curves_->yAxis->setRangeLower(std::min(0.0, curves_->yAxis->range().lower));
+    // From 0 (or below), with a little room above the highest curve so that it does not run along the frame.
+    const QCPRange range = curves_->yAxis->range();
+    const double lower = std::min(0.0, range.lower);
+    curves_->yAxis->setRange(lower, range.upper + 0.05 * std::max(range.upper - lower, 1e-12));
     curves_->replot(QCustomPlot::rpQueuedReplot);
 }
 
