@@ -81,7 +81,7 @@ private Q_SLOTS:
         panel->dissectButton()->click();
         // While it runs the plot says so (it used to ask for a layer and a set).
         QCOMPARE(plotNote(panel->categoryPlot()),
-            QString("Dissecting…\nthe units interpretable by category appear when it is done"));
+            QString("Dissecting…\nthe units interpretable by category appear\nwhen it is done")); // wrapped
         QVERIFY(dissected.wait(Timeout));
         QCOMPARE(plotNote(panel->categoryPlot()), QString()); // the plot drawn
         const auto result = panel->result();
