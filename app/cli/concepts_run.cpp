@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 
 namespace torchscope::cli {
 
@@ -85,9 +86,10 @@ int runDissect(const CliOptions& options)
     if (result.spilledBytes > 0)
         std::cout << "the second pass read " << (result.spilledBytes + (1 << 20) - 1) / (1 << 20)
                   << " MiB of maps from a temporary file (the model ran once)\n";
-    std::cout << "dissected " << result.imagesRead << " images in " << std::fixed << std::setprecision(1)
-              << result.seconds << " s, of which the model's forward passes " << result.modelSeconds << " s\n"
-              << std::defaultfloat;
+    std::ostringstream timing; // its own stream: the precision stays here
+    timing << std::fixed << std::setprecision(3) << "dissected " << result.imagesRead << " images in " << result.seconds
+           << " s, of which the model's forward passes " << result.modelSeconds << " s\n";
+    std::cout << timing.str();
     ExportManifest manifest = cliManifest(options, *model, request.setup, {});
     manifest.settings.emplace_back("units", options.units);
     writeDissection(options.out, result, &manifest);

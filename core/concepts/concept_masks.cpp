@@ -49,8 +49,9 @@ template <typename Concepts> void combine(ConceptPixels& out, const at::Tensor& 
         const at::Tensor row = rows[r];
         const int64_t low = row.min().item<int64_t>();
         const int64_t span = row.max().item<int64_t>() - low + 1;
-        if (bound > (std::numeric_limits<int64_t>::max() / 2) / span)
+        if (bound > std::numeric_limits<int64_t>::max() / span)
             rankKeys(); // bound <= positions now, and positions * 65,536 fits
+        // key < bound <= max / span: key * span + (row - low) <= bound * span - 1 < 2^63.
         key = key * span + (row - low);
         bound *= span;
     }

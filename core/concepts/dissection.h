@@ -126,7 +126,9 @@ struct DissectionResult {
     bool cancelled = false; // a cancelled run keeps the layers' first pass only where the second had not begun
     int64_t spilledBytes = 0; // the maps the second pass read from disk (0: it ran the model again)
     double seconds = 0.0; // the dissection's wall time (reading the set to the last score)
-    double modelSeconds = 0.0; // of which in the model's forward passes (both passes when it ran twice)
+    // Of which in the model's forward passes (both passes when it ran twice). On a GPU the passes return
+    // before their kernels end: the rest of their time shows where the maps are copied to the CPU.
+    double modelSeconds = 0.0;
     std::vector<std::pair<std::string, std::string>> failures;
     std::vector<std::string> warnings;
 };

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 #include <vector>
@@ -17,8 +18,11 @@
 namespace torchscope {
 namespace {
 
-// What readConceptPixels must give: for every pixel the set of concepts on it, and all of them.
-void expectPixelSets(const ConceptPixels& read, const std::vector<std::vector<int32_t>>& expected)
+// What readConceptPixels must give: for every pixel the set of concepts on it, and all of them; the
+// combinations numbered in the lexicographic order of the pixels' columns of `labels` [rows, P] (the
+// values the test wrote, row 0 first).
+void expectPixelSets(
+    const ConceptPixels& read, const std::vector<std::vector<int32_t>>& expected, const at::Tensor& labels)
 {
     ASSERT_EQ(read.combination.numel(), static_cast<int64_t>(expected.size()));
     ASSERT_EQ(read.combination.scalar_type(), at::kLong);
@@ -36,6 +40,14 @@ void expectPixelSets(const ConceptPixels& read, const std::vector<std::vector<in
     }
     EXPECT_EQ(idOfSet.size(), read.combinations.size()); // no combination without a pixel
     EXPECT_EQ(read.concepts, std::vector<int32_t>(all.begin(), all.end()));
+    std::map<int64_t, std::vector<int64_t>> columnOfId;
+    const at::Tensor columns = labels.to(at::kLong).t().contiguous(); // [P, rows]
+    for (size_t p = 0; p < expected.size(); ++p) {
+        const auto* column = columns[static_cast<int64_t>(p)].data_ptr<int64_t>();
+        columnOfId.emplace(ids[p], std::vector<int64_t>(column, column + columns.size(1)));
+    }
+    for (auto it = columnOfId.begin(); std::next(it) != columnOfId.end(); ++it)
+        EXPECT_LT(it->second, std::next(it)->second) << "combinations " << it->first << " and " << it->first + 1;
 }
 
 // Masks of `count` concepts on a height × width image: each concept a random sparse mask (some empty).
@@ -66,7 +78,7 @@ void checkMasks(int64_t count, int64_t height, int64_t width, double density)
         for (int64_t p = 0; p < height * width; ++p)
             if (flat[c][p].item<bool>())
                 expected[static_cast<size_t>(p)].push_back(static_cast<int32_t>(c));
-    expectPixelSets(read, expected);
+    expectPixelSets(read, expected, flat);
 }
 
 TEST(ConceptPixels, MasksOfThreeConceptsGiveEachPixelItsConcepts)
@@ -126,7 +138,7 @@ TEST(ConceptPixels, BrodenSegmentationsOfSixteenBitLabelsGiveEachPixelItsConcept
                 concepts.push_back(set.conceptOfLabel[static_cast<size_t>(label)]);
         std::sort(concepts.begin(), concepts.end());
     }
-    expectPixelSets(read, expected);
+    expectPixelSets(read, expected, flat);
 }
 
 } // namespace

@@ -288,7 +288,7 @@ print(m['grad_cam'].shape, m['targets'].tolist() == [e['target'] for e in j['ima
         // The old result's summary is gone: one line says what comes there.
         QCOMPARE(panel->summaryTable()->rowCount(), 1);
         QCOMPARE(panel->summaryTable()->columnCount(), 1);
-        QVERIFY(panel->summaryTable()->item(0, 0)->text().startsWith(QString("Each metric's mean")));
+        QVERIFY(panel->summaryTable()->item(0, 0)->text().startsWith(QString("Each method's metrics")));
         QVERIFY(!panel->column()->exportButton()->isEnabled());
     }
 

@@ -276,9 +276,7 @@ void AttributionPanel::resetForModel()
     grid_->clear(tr("Tick methods, then Explain the Images: each image of the strip gets a row, each method a "
                     "column, with its metrics under the map."));
     plots_->clear();
-    showSummaryNote(summary_,
-        tr("Each metric's mean ± standard deviation per method over the images, once they "
-           "are explained."));
+    showSummaryNote(summary_, tr("Each method's metrics over the images"));
     column_->reset(document_->modelPath().isEmpty()
             ? tr("Open a model and add images to explain them.")
             : tr("Explains the strip's images with every ticked method; the metrics score each map."));
@@ -352,7 +350,7 @@ void AttributionPanel::start()
     connect(job, &JobHandle::succeeded, this, [this, job] { showResult(job->result<AttributionWorkbenchResult>()); });
     connect(job, &JobHandle::failed, this, [this] {
         grid_->clear(tr("Explaining the images failed: the reason is on the left and in the log."));
-        showSummaryNote(summary_, tr("No summary: explaining the images failed."));
+        showSummaryNote(summary_, tr("No summary: explaining failed"));
     });
     // Each image's maps come as soon as they are made (with their metrics); the summary, the curves
     // and the sanity check when the job ends.
@@ -363,9 +361,7 @@ void AttributionPanel::start()
                     "on the left.",
         nullptr, static_cast<int>(request.images.size())));
     plots_->clear();
-    showSummaryNote(summary_,
-        tr("Explaining… the metrics' means over the images come when the last image is done "
-           "(or when it is cancelled)."));
+    showSummaryNote(summary_, tr("Explaining… the metrics' means come at the end"));
     column_->exportButton()->setEnabled(false);
     column_->follow(job, tr("Explaining %n image(s)…", nullptr, static_cast<int>(request.images.size())));
 }
