@@ -55,13 +55,12 @@ template <typename Concepts> void combine(ConceptPixels& out, const at::Tensor& 
         key = key * span + (row - low);
         bound *= span;
     }
-    rankKeys();
-    const at::Tensor rank = key;
-    const int64_t distinct = positions == 0 ? 0 : rank.max().item<int64_t>() + 1;
+    rankKeys(); // each key is its column's rank now, 0 .. bound - 1
+    const int64_t distinct = positions == 0 ? 0 : bound;
     // Each combination's first pixel holds its column.
     const at::Tensor first = at::full({distinct}, positions, at::kLong)
-                                 .scatter_reduce_(0, rank, at::arange(positions, at::kLong), "amin", true);
-    out.combination = rank.contiguous();
+                                 .scatter_reduce_(0, key, at::arange(positions, at::kLong), "amin", true);
+    out.combination = key.contiguous();
     const at::Tensor columns = rows.index_select(1, first).t().contiguous(); // [m, rows]
     std::set<int32_t> present;
     for (int64_t j = 0; j < columns.size(0); ++j) {
