@@ -148,8 +148,10 @@ void AttributionGrid::rebuild()
     std::map<std::string, MapScale> columnScales;
     for (const auto& method : methods) {
         std::vector<const FloatTensor*> maps;
-        for (const auto& map : result_->maps.at(method))
-            maps.push_back(&map.importance);
+        const auto found = result_->maps.find(method);
+        if (found != result_->maps.end())
+            for (const auto& map : found->second)
+                maps.push_back(&map.importance);
         columnScales[method] = sharedScaleOf(maps);
     }
     int row = 1;
@@ -177,7 +179,15 @@ void AttributionGrid::rebuild()
         name->setToolTip(QString::fromStdString(image.image));
         grid->addWidget(name, row, 0);
         for (size_t m = 0; m < methods.size(); ++m) {
-            const WorkbenchMap& map = result_->maps.at(methods[m])[i];
+            // A cancel between an image's methods leaves it without the later methods' maps.
+            const auto found = result_->maps.find(methods[m]);
+            if (found == result_->maps.end() || i >= found->second.size()) {
+                auto* missing = new QLabel(tr("not made:\ncancelled"));
+                missing->setAlignment(Qt::AlignCenter);
+                grid->addWidget(missing, row, static_cast<int>(m) + 1);
+                continue;
+            }
+            const WorkbenchMap& map = found->second[i];
             const MapScale scale = shared_ ? columnScales[methods[m]] : scaleOf(map.low, map.high);
             auto* cell = new QWidget;
             auto* column = new QVBoxLayout(cell);
