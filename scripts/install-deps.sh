@@ -10,7 +10,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++ clang-14 lld pkg-config
+  cmake ninja-build g++ clang-14 lld ccache pkg-config
   python3 python3-venv
   libgloo-dev nlohmann-json3-dev libzip-dev libcli11-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev

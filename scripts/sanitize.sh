@@ -68,7 +68,9 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUIL
   -DTORCHSCOPE_HEADLESS=OFF -DTORCHSCOPE_IMAGING=ON -DTORCHSCOPE_SANITIZE=ON -DTORCHSCOPE_FUZZ=ON \
   -DTORCHSCOPE_BUILD_BENCHMARKS=OFF "-DTORCHSCOPE_FIXTURES_DIR=$fixtures" "-DTORCHSCOPE_PYTHON=$python" \
   ${CMAKE_ARGS:-} >/dev/null
+start=$SECONDS
 cmake --build "$build_dir" --parallel "$(nproc)"
+echo "sanitize.sh: the sanitized build took $((SECONDS - start)) s"
 
 cd "$build_dir"
 export QT_QPA_PLATFORM=offscreen
@@ -79,4 +81,8 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1
 export LSAN_OPTIONS=suppressions=$PWD/../.ci/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-ctest --output-on-failure --parallel "$(nproc)" --timeout 1500 "${ctest_flags[@]}"
+start=$SECONDS
+status=0
+ctest --output-on-failure --parallel "$(nproc)" --timeout 1500 "${ctest_flags[@]}" || status=$?
+echo "sanitize.sh: ctest took $((SECONDS - start)) s"
+exit $status

@@ -27,7 +27,7 @@ ManifestKey manifestKey(const std::string& key, const std::string& layer)
     return {key, layer, method + (colon == std::string::npos ? " at the layer" : " upsampled to the input")};
 }
 
-void addSettings(ExportManifest& manifest, const AttributionSetup& job)
+void addSettings(ExportManifest& manifest, const AttributionSetup& job, int batch)
 {
     const InputAttributionRequest& request = job.request;
     const auto uses = [&](const char* method) {
@@ -48,6 +48,10 @@ void addSettings(ExportManifest& manifest, const AttributionSetup& job)
         manifest.settings.emplace_back("window", std::to_string(request.window));
         manifest.settings.emplace_back("stride", std::to_string(request.stride));
     }
+    // The cap decides how many inputs (path points, noisy copies, occluded images) run together; another
+    // batch can move a value in its last bits (another kernel's summation order): both are recorded.
+    manifest.settings.emplace_back("memory_mb", std::to_string(request.memoryBytes >> 20));
+    manifest.settings.emplace_back("batch", std::to_string(batch));
     if (uses(Lrp)) {
         manifest.settings.emplace_back("composite", request.relevance.composite);
         manifest.settings.emplace_back("attention_rule", request.relevance.attention);
@@ -95,7 +99,7 @@ static int runAttribute(const CliOptions& options)
         values.emplace_back("lrp:logit", at::tensor(result.relevanceScores, at::kDouble));
         manifest.keys.push_back({"lrp:logit", "", "the logit explained (relevance is conserved where they agree)"});
     }
-    addSettings(manifest, job);
+    addSettings(manifest, job, result.batch);
     manifest.targets = result.targetDescriptions;
     writeTensors(options.out, values, &manifest);
 
@@ -124,6 +128,8 @@ static int runAttribute(const CliOptions& options)
         for (const auto& op : result.relevance.uncovered)
             std::cerr << "torchscope-cli: lrp: no rule for " << op << '\n';
     }
+    for (const auto& warning : result.warnings)
+        std::cerr << "torchscope-cli: warning: " << warning << '\n';
     if (result.cancelled)
         std::cerr << "torchscope-cli: interrupted after " << result.targets.size() << " of " << job.images.size(0)
                   << " images; the file holds those\n";

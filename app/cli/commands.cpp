@@ -67,10 +67,14 @@ std::string describePredictions(
     std::ostringstream out;
     const std::string from = scores.element.empty() ? "" : " (output element '" + scores.element + "')";
     out << "\n" << predictionHeading(scores.kind) << from << ":\n";
-    for (int64_t i = 0; i < samples; ++i)
+    for (int64_t i = 0; i < samples; ++i) {
+        ImagePrediction prediction = predictImage(scores, i, setup.labels, 3);
+        for (auto& reading : outputReadings(output, scores.element, i))
+            prediction.others.push_back(std::move(reading));
         out << predictionText(
             static_cast<size_t>(i) < names.size() ? names[static_cast<size_t>(i)] : "sample " + std::to_string(i),
-            predictImage(scores, i, setup.labels, 3));
+            prediction);
+    }
     return out.str();
 }
 

@@ -40,6 +40,15 @@ MapsToScore mapsFromFile(const CliOptions& options, const AttributionSetup& job,
         if (found->dim() != 4 || found->size(0) != n)
             throw Error(options.attributions + ": '" + method + "' is " + shapeToString(found->sizes().vec()) + "; ["
                 + std::to_string(n) + ", channels, height, width] was expected, one map per input");
+        // Maps of another size would be scored against pixels they do not describe: refused, before anything
+        // is written. Faithfulness perturbs the inputs, so every map is the inputs' height and width (a
+        // layer method's map as `attribute` upsamples it, its ':input' key).
+        const int64_t height = job.images.size(2), width = job.images.size(3), channels = job.images.size(1);
+        if (found->size(2) != height || found->size(3) != width || (found->size(1) != 1 && found->size(1) != channels))
+            throw Error(options.attributions + ": '" + method + "' is " + shapeToString(found->sizes().vec())
+                + " but the inputs are " + shapeToString(job.images.sizes().vec()) + "; the maps must be ["
+                + std::to_string(n) + ", 1 or " + std::to_string(channels) + ", " + std::to_string(height) + ", "
+                + std::to_string(width) + "] (the inputs' height and width), as attribute writes them");
         out.maps[method] = found->to(at::kFloat);
     }
     if (const auto targets = file.find("targets"); targets != file.end()) {

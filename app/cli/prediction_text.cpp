@@ -28,6 +28,12 @@ std::string predictionText(const std::string& name, const ImagePrediction& p)
         for (const auto& top : p.top)
             out << "  " << top.label << " " << std::fixed << std::setprecision(1) << 100.0 * top.probability << "%";
     }
+    // The output's values beside the scores (a regression's age, a single logit): "[0] 43.42".
+    for (const auto& reading : p.others) {
+        out << "  " << reading.element;
+        for (size_t i = 0; i < reading.values.size(); ++i)
+            out << (i == 0 ? " " : ", ") << std::defaultfloat << std::setprecision(4) << reading.values[i];
+    }
     out << '\n';
     return out.str();
 }

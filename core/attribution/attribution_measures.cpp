@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <sstream>
@@ -39,6 +40,8 @@ void addFaithfulness(AttributionMeasures& measures, const std::string& method, c
     measures.deletionFill = fillName(request.deletionFill);
     measures.insertionStart = fillName(request.insertionStart);
     measures.seed = request.seed;
+    measures.memoryBytes = request.memoryBytes;
+    measures.batch = std::max(measures.batch, result.batch);
     measures.metrics[method] = result.metrics;
 }
 
@@ -67,6 +70,8 @@ std::string attributionMeasuresJson(const AttributionMeasures& measures)
         out["pixels_per_step"] = measures.pixelsPerStep;
         out["deletion_fill"] = measures.deletionFill;
         out["insertion_start"] = measures.insertionStart;
+        out["memory_mb"] = measures.memoryBytes >> 20;
+        out["batch"] = measures.batch;
         if (!measures.attributions.empty())
             out["attributions"] = measures.attributions;
         nlohmann::json methods = nlohmann::json::object();

@@ -43,6 +43,10 @@ struct AttributionMeasures {
     std::string attributions; // the file the maps came from; empty when they were made here
     int64_t pixelsPerStep = 0;
     std::string deletionFill, insertionStart;
+    // The memory cap and the inputs perturbed together under it: another batch can move a score in its
+    // last bits (another kernel's summation order), so both are recorded.
+    int64_t memoryBytes = 0;
+    int batch = 0;
     std::map<std::string, std::map<std::string, MetricValues>> metrics; // method -> metric -> values
     // Sanity check (sanity, the window's check)
     std::string sanityMode; // empty: none ran
@@ -58,7 +62,7 @@ void addFaithfulness(AttributionMeasures& measures, const std::string& method, c
 void addSanity(AttributionMeasures& measures, const SanityResult& result, const std::string& mode);
 
 // The measures as JSON: {"model", "images": [{"path", "target", "explained"}], "seed", then where
-// metrics were computed "pixels_per_step", "deletion_fill", "insertion_start", ("attributions"),
+// metrics were computed "pixels_per_step", "deletion_fill", "insertion_start", "memory_mb", "batch", ("attributions"),
 // "methods": {METHOD: {METRIC: {"mean", "sd", "images", "per_image", ("curves")}}}, and where a
 // sanity check ran "sanity": {"mode", "not_randomised", "methods": {METHOD: {"layers": [{"layer",
 // "type", "spearman_abs", "spearman", "ssim", "per_image": {...}}]}}}}. NaN is written as null;

@@ -15,10 +15,26 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
+#include <sstream>
 
 namespace torchscope {
 namespace {
+
+// LRP conserves relevance up to what biases and stabilisers absorb: a sum of the other sign than the
+// logit, or larger than it by half, says a rule does not hold on this model (an op no rule covers).
+std::string relevanceFarFromTheLogit(double sum, double logit, int64_t image)
+{
+    const bool otherSign = (sum < 0) != (logit < 0) && std::abs(sum) > 1e-6 * std::abs(logit) + 1e-12;
+    if (!otherSign && std::abs(sum) <= 1.5 * std::abs(logit))
+        return {};
+    std::ostringstream out;
+    out << "image " << image << ": the input relevance sums to " << sum << ", far from the logit " << logit
+        << " it explains; an op between the layers may take a rule that does not conserve relevance (see the "
+           "rules applied)";
+    return out.str();
+}
 
 struct PathIntegral {
     at::Tensor attribution; // [1, C, H, W]
@@ -160,6 +176,9 @@ InputAttributionResult attributeInputs(
             maps[Lrp].push_back(relevance->relevance.cpu());
             result.relevanceSums.push_back(relevance->relevance.sum().item<double>());
             result.relevanceScores.push_back(relevance->score);
+            if (const std::string far = relevanceFarFromTheLogit(result.relevanceSums.back(), relevance->score, i);
+                !far.empty())
+                result.warnings.push_back(far);
             result.relevance = relevance->coverage;
         }
         if (contains(methods, Saliency))

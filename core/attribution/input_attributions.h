@@ -82,6 +82,9 @@ struct InputAttributionResult {
     RelevanceCoverage relevance;
     int batch = 0; // the inputs evaluated together under the memory cap
     bool cancelled = false; // the images done so far are in the maps
+    // For people: an image whose input relevance is far from the logit it explains (of the other sign,
+    // or more than 1.5 times as large: biases absorb a share, no rule makes more).
+    std::vector<std::string> warnings;
 };
 
 // The map of `method` at the input's size: a layer method's "M:input", another's "M"; nullptr

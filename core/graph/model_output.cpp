@@ -78,18 +78,27 @@ ScoreOutput fromValue(const c10::IValue& value, const std::string& element, cons
     return out;
 }
 
-// Candidates in order: name and value. The first [N, C] tensor, else detections, else [N, C, H, W].
+bool isClassScores(const c10::IValue& value)
+{
+    return value.isTensor() && value.toTensor().dim() == 2 && value.toTensor().size(1) >= 2;
+}
+
+// Candidates in order: name and value. The first [N, C >= 2] tensor (an [N, 1] element is a value, an age
+// beside a gender's scores), else detections, else [N, C, H, W], else the first [N, 1].
 ScoreOutput firstScores(
     const std::vector<std::pair<std::string, c10::IValue>>& candidates, const std::string& described)
 {
     for (const auto& [name, value] : candidates)
-        if (value.isTensor() && value.toTensor().dim() == 2)
+        if (isClassScores(value))
             return fromValue(value, name, described);
     for (const auto& [name, value] : candidates)
         if (isDetectionList(value))
             return fromValue(value, name, described);
     for (const auto& [name, value] : candidates)
         if (value.isTensor() && value.toTensor().dim() == 4)
+            return fromValue(value, name, described);
+    for (const auto& [name, value] : candidates)
+        if (value.isTensor() && value.toTensor().dim() == 2)
             return fromValue(value, name, described);
     ScoreOutput none;
     none.described = described;
@@ -281,7 +290,11 @@ ImagePrediction predictImage(const ScoreOutput& output, int64_t image, const std
     ImagePrediction prediction;
     prediction.kind = output.kind;
     prediction.element = output.element;
-    if (output.kind == OutputKind::Classes) {
+    if (output.kind == OutputKind::Classes && output.scores.size(1) == 1) {
+        // One score is a value (a regression's age, a single logit), not a class at 100 %.
+        const at::Tensor value = output.scores[image].detach().to(at::kCPU, at::kDouble);
+        prediction.others.push_back({output.element.empty() ? "output" : output.element, {value[0].item<double>()}});
+    } else if (output.kind == OutputKind::Classes) {
         const at::Tensor p = output.scores[image].detach().to(at::kCPU, at::kFloat).softmax(0);
         const auto [values, indices] = p.topk(std::min<int64_t>(k, p.size(0)));
         for (int64_t i = 0; i < values.size(0); ++i) {

@@ -196,7 +196,9 @@ DecodedImage decodeImageBytes(const std::string& bytes, const std::string& path)
     image.sourceChannels = raw.channels();
     const int depth = raw.depth();
     image.sourceBitDepth = depth == CV_16U || depth == CV_16S ? 16 : depth == CV_32F || depth == CV_64F ? 32 : 8;
-    const double scale = depth == CV_16U ? 1.0 / 65535.0 : depth == CV_8U ? 1.0 / 255.0 : 1.0;
+    // Divided, in float32, as torchvision's ToTensor (and PIL pipelines) do: x * (1 / 255.0) differs from
+    // x / 255 in the last bit for 126 of the 256 values, enough to flip a ReLU6 gate of a real network.
+    const float divisor = depth == CV_16U ? 65535.0f : depth == CV_8U ? 255.0f : 1.0f;
 
     cv::Mat colour;
     switch (raw.channels()) {
@@ -214,10 +216,13 @@ DecodedImage decodeImageBytes(const std::string& bytes, const std::string& path)
             + " channels; expected 1, 3 or 4");
     }
     cv::Mat floats;
-    colour.convertTo(floats, CV_MAKETYPE(CV_32F, colour.channels()), scale);
+    colour.convertTo(floats, CV_MAKETYPE(CV_32F, colour.channels())); // the integers, exactly
     image.channels = floats.channels();
     image.pixels.assign(
         reinterpret_cast<const float*>(floats.datastart), reinterpret_cast<const float*>(floats.dataend));
+    if (divisor != 1.0f)
+        for (float& value : image.pixels)
+            value /= divisor;
     return image;
 }
 

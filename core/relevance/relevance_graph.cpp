@@ -107,6 +107,7 @@ public:
         live_ = relevance::liveValues(graph_);
         std::vector<Node*> nodes;
         forEachNode(graph_.block(), [&](Node* node) { nodes.push_back(node); });
+        markBeforeTheLayers(nodes);
         std::set<Node*> merged; // batch norms folded into their layer
         std::map<std::string, int> uncovered;
         for (Node* node : nodes) {
@@ -126,7 +127,7 @@ public:
                 continue;
             else if (attnLrp_ && isOp(node, Softmaxes) && feedsProduct(node))
                 gradientTimesInput(node, {{0, 1.0}}, "softmax: gradient × input (attnlrp)");
-            else if (isOp(node, Linear) && linearInOne(node))
+            else if (isOp(node, Linear) && elementWiseAffine(node))
                 continue;
             else if (isOp(node, {"aten::einsum"}) && einsum(node))
                 continue;
@@ -139,6 +140,7 @@ public:
                 ++uncovered[node->kind().toQualString() + std::string(" in ") + where(node)];
         }
         collapseRepeats(coverage_.layers);
+        refuseOverridesThatRuleNothing();
         for (const auto& [what, count] : uncovered)
             coverage_.uncovered.push_back(
                 what + " (" + std::to_string(count) + (count == 1 ? " node" : " nodes") + "): its plain gradient");
@@ -274,35 +276,123 @@ private:
         coverage_.layers.push_back(where(node) + " " + what);
     }
 
-    // An op linear in the one input that carries relevance: what it adds absorbs its share.
-    bool linearInOne(Node* node)
+    // The values computed from the inputs before any convolution or linear layer: the model's own
+    // preprocessing ((x − mean) / std, a rescaling, a channel reorder inside forward). LRP's rules start at
+    // the first layer; what comes before passes relevance on as it is (Zennit, given the normalised
+    // input, explains the first layer's input: the same numbers at the same pixels).
+    void markBeforeTheLayers(const std::vector<Node*>& nodes)
+    {
+        for (size_t i = 1; i < graph_.inputs().size(); ++i)
+            beforeLayers_.insert(graph_.inputs()[i]);
+        for (Node* node : nodes) {
+            if (isOp(node, Layers))
+                continue;
+            bool before = false;
+            for (const Value* input : node->inputs())
+                before = before || beforeLayers_.count(input);
+            if (before)
+                for (Value* output : node->outputs())
+                    beforeLayers_.insert(output);
+        }
+    }
+
+    // The rule a --rule override gives the ops of the module at `path`, if one names it; marks it used.
+    std::optional<RelevanceRule> overrideAt(const std::string& path)
+    {
+        std::optional<RelevanceRule> rule;
+        for (size_t i = 0; i < overrides_.size(); ++i)
+            for (const auto& p : overrides_[i].paths)
+                if (path == p || startsWith(path, p + ".")) {
+                    rule = overrides_[i].rule;
+                    used_.insert(i);
+                }
+        return rule;
+    }
+
+    // A --rule override that reached no op it could rule would change nothing: refused, saying why.
+    void refuseOverridesThatRuleNothing() const
+    {
+        for (size_t i = 0; i < overrides_.size(); ++i)
+            if (!used_.count(i)) {
+                const std::string paths = join(overrides_[i].paths, ", ");
+                throw Error("relevance rule '" + overrides_[i].rule.toString() + "' for " + paths
+                    + ": no convolution, linear layer or element-wise affine op (add, sub, mul, div by a constant) "
+                      "there carries relevance, so the rule would change nothing; name a layer, or a module whose "
+                      "ops take pass, gradient, norm or epsilon");
+            }
+    }
+
+    // add / sub / mul / div of the one input that carries relevance and constants (or values that carry
+    // none): before the first layer, the identity (the model's own preprocessing); after it, linearInOne.
+    // A --rule override on the op's module: pass (the identity), gradient (its plain gradient), norm or
+    // epsilon (linearInOne); the layer rules are refused, naming the op.
+    bool elementWiseAffine(Node* node)
+    {
+        const std::optional<size_t> carrying = carriedAlone(node);
+        if (!carrying)
+            return false;
+        const std::string path = inliner_.pathOf(node);
+        const std::string op = node->kind().toUnqualString();
+        std::optional<RelevanceRule> rule = overrideAt(path);
+        if (rule && rule->kind != RuleKind::Pass && rule->kind != RuleKind::Gradient && rule->kind != RuleKind::Norm
+            && rule->kind != RuleKind::Epsilon)
+            throw Error("relevance rule '" + rule->toString() + "' at '" + path + "': " + op
+                + " there is an element-wise op, not a convolution or linear layer; it takes pass (the identity), "
+                  "gradient, norm or epsilon");
+        if (!rule && beforeLayers_.count(node->input(*carrying)))
+            rule = RelevanceRule::parse("pass");
+        if (rule && rule->kind == RuleKind::Gradient) {
+            coverage_.layers.push_back(where(node) + " " + op + ": gradient");
+            return true;
+        }
+        if (rule && rule->kind == RuleKind::Pass) {
+            node = outOfPlace(node);
+            const bool before = beforeLayers_.count(node->input(*carrying));
+            finish(node->output(), node->input(*carrying), node); // z forward, R_in = R_out backward
+            coverage_.layers.push_back(where(node) + " " + op + ": pass" + (before ? " (before the first layer)" : ""));
+            if (before && !firstSeen_ && preprocessedInside_.empty())
+                preprocessedInside_ = op + " in " + where(node);
+            return true;
+        }
+        return linearInOne(node, *carrying);
+    }
+
+    // The index (0 or 1) of the only input that carries relevance, for an op that is linear in it.
+    std::optional<size_t> carriedAlone(const Node* node) const
     {
         if (node->outputs().size() != 1 || !isTensor(node->output()))
-            return false;
+            return std::nullopt;
         std::vector<size_t> carrying;
         for (size_t i = 0; i < std::min<size_t>(node->inputs().size(), 2); ++i)
             if (carriers_.count(node->input(i)))
                 carrying.push_back(i);
         for (size_t i = 2; i < node->inputs().size(); ++i)
             if (carriers_.count(node->input(i)))
-                return false;
+                return std::nullopt;
         if (carrying.size() != 1)
-            return false;
+            return std::nullopt;
         const bool sum = isOp(node, {"aten::add", "aten::add_", "aten::sub", "aten::sub_"});
         if (sum && !alphaIsOne(node))
-            return false;
+            return std::nullopt;
         if (isOp(node, {"aten::div", "aten::div_"}) && carrying[0] != 0)
-            return false; // 1 / x is not linear
+            return std::nullopt; // 1 / x is not linear
+        return carrying[0];
+    }
+
+    // An op linear in the one input that carries relevance: what it adds absorbs its share.
+    bool linearInOne(Node* node, size_t carried)
+    {
+        const bool sum = isOp(node, {"aten::add", "aten::add_", "aten::sub", "aten::sub_"});
         node = outOfPlace(node);
-        Value* x = node->input(carrying[0]);
+        Value* x = node->input(carried);
         WithInsertPoint after(node->next());
         Value* t;
         if (sum) {
             t = times(x, x); // the linear part; the constant is the bias
-            if (carrying[0] == 1 && isOp(node, {"aten::sub"}))
+            if (carried == 1 && isOp(node, {"aten::sub"}))
                 t = op("aten::neg", {t});
         } else {
-            t = onSquared(node, carrying[0]);
+            t = onSquared(node, carried);
         }
         carryRatio(node, t, Tiny);
         return true;
@@ -427,12 +517,7 @@ private:
     RelevanceRule ruleFor(Node* node, const std::string& path, bool first)
     {
         const LayerKind kind = isOp(node, {"aten::linear"}) ? LayerKind::Dense : LayerKind::Convolution;
-        RelevanceRule rule = compositeRule(settings_.composite, kind, first);
-        for (const auto& o : overrides_)
-            for (const auto& p : o.paths)
-                if (path == p || startsWith(path, p + "."))
-                    rule = o.rule;
-        return rule;
+        return overrideAt(path).value_or(compositeRule(settings_.composite, kind, first));
     }
 
     void requireBounds(const std::string& path) const
@@ -642,6 +727,12 @@ private:
         Value* high = none();
         if (rule.kind == RuleKind::ZBox) {
             requireBounds(path);
+            if (!preprocessedInside_.empty())
+                throw Error("the zbox rule (at '" + path + "') bounds the layer's input by the input setup's values, "
+                    + "but the model transforms its input first (" + preprocessedInside_
+                    + "): those bounds are not the layer's; normalise outside the model (the input setup's mean and "
+                      "std), or choose another rule for the first layer (--rule "
+                    + path + "=flat)");
             low = channelValues(settings_.low, x);
             high = channelValues(settings_.high, x);
         }
@@ -729,6 +820,9 @@ private:
     static constexpr double Tiny = 1e-12;
     RelevanceCoverage coverage_;
     bool firstSeen_ = false;
+    relevance::ValueSet beforeLayers_; // markBeforeTheLayers
+    std::string preprocessedInside_; // the first affine op before the first layer ("sub in normalize")
+    std::set<size_t> used_; // the overrides that ruled an op
 };
 
 } // namespace

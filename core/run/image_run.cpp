@@ -159,7 +159,8 @@ ImageRunResult ImageRunner::run(
                 const c10::IValue& output = run.values.front().second;
                 item.prediction
                     = predictImage(findScores(output, config.setup.scores), 0, config.setup.labels, config.topK);
-                item.prediction.others = outputReadings(output, item.prediction.element, 0);
+                for (auto& reading : outputReadings(output, item.prediction.element, 0))
+                    item.prediction.others.push_back(std::move(reading));
             }
             item.gradientTarget = run.target;
             item.width = image.width;

@@ -2298,6 +2298,23 @@ class CliAttribute(ImagesCase, FashionSubject, unittest.TestCase):
                                "--target", str(target), name="right.npz")["integrated_gradients"]
         self.assertGreater(max_diff(left, right), 1e-3 * float(right.abs().max()))
 
+    def test_integrated_gradients_under_two_memory_caps(self):
+        """The cap decides how many path points run together; both runs equal Captum, and the manifest
+        records the cap and the batch, which can move a value in its last bits."""
+        from captum.attr import IntegratedGradients
+        want = IntegratedGradients(self.model).attribute(self.x, baselines=torch.zeros_like(self.x),
+                                                         target=self.predicted, n_steps=24)
+        batches = {}
+        for cap in ("1", "4000"):
+            with self.subTest(cap=cap):
+                got = self.attribute("--method", "integrated_gradients", "--steps", "24", "--memory-mb", cap,
+                                     name=f"ig{cap}.npz")
+                self.assertClose(got["integrated_gradients"], want)
+                settings = json.loads((self.dir / f"ig{cap}.manifest.json").read_text())["settings"]
+                self.assertEqual(settings["memory_mb"], cap)
+                batches[cap] = int(settings["batch"])
+        self.assertLess(batches["1"], batches["4000"])
+
     def test_occlusion_equals_captum(self):
         from captum.attr import Occlusion
         # 28 - 7 = 21, 40 - 7 = 33 and 56 - 7 = 49 are no multiples of 5: the last windows overhang, in
@@ -2927,6 +2944,9 @@ class CliEvaluate(ImagesCase, FashionSubject, unittest.TestCase):
                                           "--metric", "insertion", "--pixels-per-step", "16",
                                           "--attributions", path).read_text())
         self.assertEqual(report["pixels_per_step"], 16)
+        # The cap and the batch it gave, which can move a score in its last bits, are recorded.
+        self.assertGreater(report["memory_mb"], 0)
+        self.assertGreaterEqual(report["batch"], 1)
         # One schema with the window's export (core's attributionMeasuresJson): images as objects.
         self.assertEqual([image["path"] for image in report["images"]], [str(p) for p in self.IMAGES])
         self.assertEqual([image["target"] for image in report["images"]], maps["targets"].tolist())
@@ -3052,6 +3072,23 @@ class CliEvaluate(ImagesCase, FashionSubject, unittest.TestCase):
         # The most relevant pixels matter more than the least: MoRF falls below LeRF on average.
         self.assertLess(report["methods"]["grad_cam"]["road_morf"]["mean"],
                         report["methods"]["grad_cam"]["road_lerf"]["mean"])
+
+    def test_maps_of_another_size_are_refused_naming_both_shapes(self):
+        """A map of another height and width than the inputs would be scored against pixels it does not
+        describe: refused, both shapes named, nothing written (it used to be scored, exit 0)."""
+        path, maps = self.maps("saliency")
+        n, k, h, w = maps["saliency"].shape
+        for name, shape in (("narrow", (n, k, h, w - 4)), ("short", (n, k, h - 2, w)), ("channels", (n, 2, h, w))):
+            with self.subTest(name=name):
+                other = self.dir / f"{name}.npz"
+                np.savez(other, saliency=np.zeros(shape, dtype=np.float32))
+                out = self.dir / f"{name}.json"
+                result = cli("evaluate", self.MODEL, *inputs(self.IMAGES), "--metric", "deletion", "--method",
+                             "saliency", "--attributions", other, "--out", out)
+                self.assertEqual(result.returncode, 1, result.stderr)
+                self.assertIn("[" + ", ".join(map(str, shape)) + "]", result.stderr)
+                self.assertIn("the inputs are [", result.stderr)
+                self.assertFalse(out.exists())
 
     def test_mistakes_are_named(self):
         path, _ = self.maps("saliency")

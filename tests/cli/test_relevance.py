@@ -200,6 +200,145 @@ class RelevanceAgainstZennit(unittest.TestCase):
         self.assertLess(relative_diff(torch.from_numpy(got["lrp"]), expected), 2e-4)
 
 
+class Normalised(nn.Module):
+    """A model that normalises its input inside forward, as many researchers' models do."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+        self.register_buffer("mean", torch.tensor(MEAN).view(1, 3, 1, 1))
+        self.register_buffer("std", torch.tensor(STD).view(1, 3, 1, 1))
+
+    def forward(self, x):
+        return self.net((x - self.mean) / self.std)
+
+
+def face_expression_twin(scripted):
+    """The bundled face-expression net as an eager model for Zennit: scripts/convert_face_expression.py's
+    classes with the scripted file's weights, each residual sum a zennit.layer.Sum (Zennit gives a module
+    Sum the norm rule, as TorchScope gives the graph's sums; a functional `+` it would pass by its plain
+    gradient), and without its Normalize (Zennit is given the normalised input: its first layer's)."""
+    import importlib.util
+    from zennit.layer import Sum
+    root = pathlib.Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("convert_face_expression", root / "scripts/convert_face_expression.py")
+    face = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(face)
+
+    class SummedBlock(face.DenseBlock):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.sums = nn.ModuleList(Sum() for _ in range(6))
+
+        def add(self, k, a, b):
+            return self.sums[k](torch.stack([a, b], dim=-1))
+
+        def forward(self, x):
+            out1 = torch.relu(self.conv0(x))
+            out2 = self.conv1(out1)
+            out3 = self.conv2(torch.relu(self.add(0, out1, out2)))
+            out4 = self.conv3(torch.relu(self.add(1, out1, self.add(2, out2, out3))))
+            return torch.relu(self.add(3, out1, self.add(4, out2, self.add(5, out3, out4))))
+
+    face.DenseBlock = SummedBlock
+    model = face.FaceExpressionNet()
+    missing, unexpected = model.load_state_dict(scripted.state_dict(), strict=False)
+    assert not missing and not unexpected, (missing, unexpected)
+    mean = model.normalize.mean.clone()
+    model.normalize = nn.Identity()
+    return model.eval(), mean
+
+
+class RelevanceThroughInModelPreprocessing(unittest.TestCase):
+    """LRP's rules start at the first layer: what the model does to its input before it ((x − mean) / std,
+    a rescaling) passes relevance on as it is. It used to take the norm rule, which multiplied each
+    pixel's relevance by x / (x − mean): signs flipped below the mean, values exploded near it (the
+    bundled demo's input relevance summed to −50.6 of a logit 9.66). The oracle: Zennit on the eager
+    model without the normalisation, given the normalised input."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.dir = pathlib.Path(cls.tmp.name)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def lrp(self, model_file, x, composite, *extra):
+        torch.save(x, self.dir / "x.pt")
+        out = self.dir / f"{pathlib.Path(model_file).stem}_{composite}.npz"
+        done = cli("attribute", model_file, "--input", self.dir / "x.pt", "--method", "lrp", "--composite",
+                   composite, *extra, "--out", out)
+        return (np.load(out) if done.returncode == 0 else None), done
+
+    def assertLikeZennit(self, got, inner, normalised, composite, canonizers):
+        expected, target, logit = zennit_relevance(inner, normalised, composite, canonizers)
+        exact, _, _ = zennit_relevance(__import__("copy").deepcopy(inner).double(), normalised.double(), composite,
+                                       canonizers)
+        self.assertEqual(got["targets"].tolist(), target.tolist())
+        ours = relative_diff(torch.from_numpy(got["lrp"]), exact)
+        zennits = relative_diff(expected, exact)
+        self.assertLessEqual(ours, ROUNDING_FACTOR * zennits + RELATIVE_TOLERANCE,
+                             f"TorchScope is {ours:.2e} from Zennit in float64, Zennit's float32 {zennits:.2e}")
+        np.testing.assert_allclose(got["lrp:logit"], logit.double().numpy(), rtol=1e-5)
+        # The sum is Zennit's (what its rules conserve), not a multiple of it.
+        np.testing.assert_allclose(got["lrp:relevance_sum"], expected.double().sum((1, 2, 3)).numpy(),
+                                   rtol=1e-3, atol=1e-4 * float(logit.abs().max()))
+
+    def test_normalisation_inside_forward_scripted_and_exported(self):
+        inner = randomised_norms(torchvision.models.vgg11_bn(num_classes=10))
+        model = Normalised(inner).eval()
+        torch.manual_seed(1)
+        x = torch.rand(2, 3, 48, 64)  # pixels in [0, 1], normalised by the model
+        normalised = (x - model.mean) / model.std
+        scripted = self.dir / "normalised.pt"
+        torch.jit.save(torch.jit.script(model), scripted)
+        exported = self.dir / "normalised.pt2"
+        batch = torch.export.Dim("batch", min=1, max=64)
+        torch.export.save(torch.export.export(model, (x,), dynamic_shapes=({0: batch},)), exported)
+        for path, composites in ((scripted, ("epsilon_plus_flat", "epsilon_alpha2_beta1")),
+                                 (exported, ("epsilon_plus_flat",))):
+            for composite in composites:
+                with self.subTest(model=path.name, composite=composite):
+                    got, done = self.lrp(path, x, composite)
+                    self.assertEqual(done.returncode, 0, done.stderr)
+                    self.assertLikeZennit(got, inner, normalised, composite, [SequentialMergeBatchNorm()])
+                    self.assertIn(": pass (before the first layer)", done.stdout)
+                    self.assertNotIn("warning", done.stderr)
+        # zbox's bounds come from the input setup, which this model's own normalisation changes: refused.
+        _, done = self.lrp(scripted, x, "epsilon_gamma_box", "--preprocess", "imagenet")
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn("transforms its input first", done.stderr)
+
+    def test_the_bundled_face_expression_net_against_zennit(self):
+        from PIL import Image
+        import torchvision.transforms.functional as TF
+        root = pathlib.Path(__file__).resolve().parents[2]
+        path = root / "resources/face/face_expression.pt"
+        model, mean = face_expression_twin(torch.jit.load(str(path)))
+        photos = [root / "resources/face/photos" / name for name in ("astronaut_face.png", "cameraman_face.png")]
+        x = torch.stack([TF.resize(TF.to_tensor(Image.open(p).convert("RGB")), [112, 112], antialias=True)
+                         for p in photos]) * 255
+        got, done = self.lrp(path, x, "epsilon_plus_flat")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertLikeZennit(got, model, (x - mean) / 255.0, "epsilon_plus_flat", [])
+        self.assertIn("normalize sub: pass (before the first layer)", done.stdout)
+        self.assertIn("normalize div: pass (before the first layer)", done.stdout)
+        self.assertNotIn("warning", done.stderr)
+        # A rule on the normalisation's module is applied, not accepted silently: its plain gradient
+        # divides the relevance by 255.
+        gradient, done = self.lrp(path, x, "epsilon_plus_flat", "--rule", "normalize=gradient")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        np.testing.assert_allclose(gradient["lrp"] * 255.0, got["lrp"], rtol=1e-4,
+                                   atol=1e-6 * float(np.abs(got["lrp"]).max()))
+        # A layer's rule on it is refused, naming the op.
+        _, done = self.lrp(path, x, "epsilon_plus_flat", "--rule", "normalize=zplus")
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn("relevance rule 'zplus' at 'normalize'", done.stderr)
+        self.assertIn("element-wise op", done.stderr)
+
+
 class TwoLayers(nn.Module):
     """A hand-built network: relevance worked out by hand (docs/attribution.md)."""
 

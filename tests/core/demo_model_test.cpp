@@ -16,7 +16,7 @@ namespace {
 
 TEST(DemoModel, ClassifiesItsSampleImages)
 {
-    const std::string root = TORCHSCOPE_SOURCE_DIR;
+    const std::string root = test::sourceDir();
     auto model = Model::load(root + "/resources/demo/fashion_cnn.pt");
     const ModelSetup card = defaultSetup(*model);
     ASSERT_TRUE(storedSetup(*model).has_value());

@@ -44,6 +44,26 @@ INSTANTIATE_TEST_SUITE_P(Formats, DecodeLikePil,
         return name;
     });
 
+// torchvision's ToTensor divides by 255 in float32; multiplying by 1 / 255 differs in the last bit for 126
+// of the 256 values (enough to flip a ReLU6 gate of a real MobileNetV2). Lossless files must be equal.
+TEST(DecodeLikeToTensor, LosslessFilesAndRealPhotosBitEqual)
+{
+    const auto expected = loadExpected("images_expected.pt");
+    std::vector<std::pair<std::string, std::string>> files; // path, expected key
+    for (const char* name : {"rgb.png", "grey.png", "rgba.png", "rgb.bmp", "rgb.tiff", "rgb.webp", "grey16.png"})
+        files.emplace_back(fixture(std::string("images/") + name), std::string(name) + ":decoded");
+    for (const char* name : {"astronaut_face.png", "astronaut_head.png", "cameraman_face.png", "cameraman_head.png"})
+        files.emplace_back(sourceDir() + "/resources/face/photos/" + name, std::string("photo:") + name);
+    for (const auto& [path, key] : files) {
+        const at::Tensor decoded = imageToTensor(decodeImage(path));
+        const at::Tensor want = expected.at(key);
+        ASSERT_EQ(decoded.sizes(), want.sizes()) << path;
+        EXPECT_TRUE(at::equal(decoded, want))
+            << path << ": largest difference " << (decoded - want).abs().max().item<float>() << " in "
+            << (decoded != want).sum().item<int64_t>() << " of " << want.numel() << " values";
+    }
+}
+
 TEST(ImageBatch, DecodedAndPreprocessedLikeTorchvision)
 {
     const auto p = Preprocessing::fromJson(

@@ -230,5 +230,49 @@ TEST(OutputReadings, TheOtherSmallElementsOfATupleOrDictForOneImage)
     EXPECT_TRUE(outputReadings(c10::IValue(age), "", 0).empty()); // a tensor output has no other elements
 }
 
+// An age/gender network returns (age [N, 1], gender logits [N, 2]): the scores are the gender's, the first
+// element with two or more classes, and the age is a value beside them, not "class 0 100.0 %".
+TEST(ScoresOfATuple, AnAgeBeforeTheGenderLogitsIsAValue)
+{
+    const at::Tensor age = at::tensor({43.375, 28.5, 61.0}, at::kFloat).view({3, 1});
+    const at::Tensor gender = at::tensor({1.5, -0.5, -2.0, 0.25, 0.0, 3.0}, at::kFloat).view({3, 2});
+    const c10::IValue tuple = c10::ivalue::Tuple::create({age, gender});
+    const ScoreOutput scores = findScores(tuple);
+    ASSERT_EQ(scores.kind, OutputKind::Classes);
+    EXPECT_EQ(scores.element, "[1]");
+    const at::Tensor softmax = gender.softmax(1);
+    for (int64_t image = 0; image < 3; ++image) {
+        const ImagePrediction p = predictImage(scores, image, {"female", "male"}, 2);
+        ASSERT_EQ(p.top.size(), 2u);
+        const int64_t best = gender[image].argmax().item<int64_t>();
+        EXPECT_EQ(p.top[0].index, best);
+        EXPECT_EQ(p.top[0].label, best == 0 ? "female" : "male");
+        EXPECT_FLOAT_EQ(p.top[0].probability, softmax[image][best].item<float>());
+        const auto readings = outputReadings(tuple, scores.element, image);
+        ASSERT_EQ(readings.size(), 1u);
+        EXPECT_EQ(readings[0].element, "[0]");
+        EXPECT_EQ(readings[0].values, std::vector<double>{age[image][0].item<double>()});
+    }
+    // Named by the setup, the age can still be the target.
+    EXPECT_EQ(findScores(tuple, "[0]").element, "[0]");
+    // Nothing but values: the first of them, as before.
+    const c10::IValue values = c10::ivalue::Tuple::create({age, age * 2});
+    EXPECT_EQ(findScores(values).element, "[0]");
+}
+
+// A model whose whole output is one value per image ([N, 1]) reads as that value, not as a class at 100 %.
+TEST(ScoresOfATuple, ASingleValueOutputIsReadAsAValue)
+{
+    const at::Tensor age = at::tensor({43.375, 28.5}, at::kFloat).view({2, 1});
+    const ScoreOutput scores = findScores(c10::IValue(age));
+    for (int64_t image = 0; image < 2; ++image) {
+        const ImagePrediction p = predictImage(scores, image, {}, 5);
+        EXPECT_TRUE(p.top.empty());
+        ASSERT_EQ(p.others.size(), 1u);
+        EXPECT_EQ(p.others[0].element, "output");
+        EXPECT_EQ(p.others[0].values, std::vector<double>{age[image][0].item<double>()});
+    }
+}
+
 } // namespace
 } // namespace torchscope::test

@@ -28,7 +28,7 @@
 namespace torchscope::test {
 namespace {
 
-const std::string DemoImages = std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/images";
+const std::string DemoImages = test::sourceDir() + "/resources/demo/images";
 
 TEST(SaeVectors, EveryPositionOfAMapIsOneVector)
 {

@@ -57,19 +57,14 @@ bool inContinuousIntegration()
     return ci && std::string(ci) == "true";
 }
 
-std::string fixture(const std::string& name)
-{
-    return std::string(TORCHSCOPE_FIXTURES_DIR) + "/" + name;
-}
-
 std::string demoModelPath()
 {
-    return std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt";
+    return sourceDir() + "/resources/demo/fashion_cnn.pt";
 }
 
 std::string demoImage(const std::string& name)
 {
-    return std::string(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/images/" + name;
+    return sourceDir() + "/resources/demo/images/" + name;
 }
 
 std::map<std::string, at::Tensor> loadExpected(const std::string& name)

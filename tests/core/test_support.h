@@ -15,6 +15,8 @@
 namespace torchscope::test {
 
 std::string fixture(const std::string& name);
+// The clone's root folder (resources/, tests/data/ beneath it).
+std::string sourceDir();
 // The bundled demo (resources/demo): its model file and one of its images.
 std::string demoModelPath();
 std::string demoImage(const std::string& name);

@@ -186,7 +186,7 @@ private Q_SLOTS:
             = test::runPython(QString("import torch\n"
                                       "p = torch.jit.load('%1').state_dict()['classifier.2.bias'].softmax(0)\n"
                                       "print(int(p.argmax()), repr(float(p.max())))")
-                                  .arg(QString(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt"))
+                                  .arg(test::sourceDir() + "/resources/demo/fashion_cnn.pt"))
                   .split(' ');
         QCOMPARE(bias.size(), 2);
         const auto& ablated = view->lastResult()->columns[1].predictions.front();

@@ -22,19 +22,14 @@ void openModel(MainWindow& window, const QString& path)
     QVERIFY(opened.wait(120000));
 }
 
-QString fixture(const QString& name)
-{
-    return QDir(TORCHSCOPE_FIXTURES_DIR).filePath(name);
-}
-
 QString demoModel()
 {
-    return QString(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/fashion_cnn.pt";
+    return sourceDir() + "/resources/demo/fashion_cnn.pt";
 }
 
 QStringList demoImages()
 {
-    const QDir dir(QString(TORCHSCOPE_SOURCE_DIR) + "/resources/demo/images");
+    const QDir dir(sourceDir() + "/resources/demo/images");
     QStringList images;
     for (const auto& name : dir.entryList({"*.png"}, QDir::Files, QDir::Name))
         images << dir.filePath(name);
@@ -44,7 +39,7 @@ QStringList demoImages()
 QString runPython(const QString& code)
 {
     QProcess python;
-    python.start(TORCHSCOPE_PYTHON, {"-c", code});
+    python.start(pythonProgram(), {"-c", code});
     if (!python.waitForFinished(120000) || python.exitCode() != 0)
         return "ERROR: " + QString::fromUtf8(python.readAllStandardError());
     return QString::fromUtf8(python.readAllStandardOutput()).trimmed();

@@ -16,6 +16,10 @@ void openDemo(MainWindow& window);
 void openModel(MainWindow& window, const QString& path);
 
 QString fixture(const QString& name);
+// The clone's root folder (resources/ beneath it).
+QString sourceDir();
+// The environment's python, with torch (TORCHSCOPE_PYTHON).
+QString pythonProgram();
 QString demoModel();
 QStringList demoImages();
 // Runs TORCHSCOPE_PYTHON (the environment with torch) -c CODE; returns its stdout (trimmed), or "ERROR: ..." when it

@@ -173,7 +173,7 @@ private Q_SLOTS:
         script.gradCam = "features.dense2";
         applyToNextModel(window, script);
         QSignalSpy opened(window.controller(), &RunController::modelOpened);
-        window.openModel(QString(TORCHSCOPE_SOURCE_DIR) + "/resources/face/face_expression.pt");
+        window.openModel(test::sourceDir() + "/resources/face/face_expression.pt");
         QVERIFY(opened.wait(Timeout));
         QVERIFY(window.document()->isGrabbed("features.dense2")); // the script ran for the first model
 
@@ -223,7 +223,7 @@ private Q_SLOTS:
         QSignalSpy errors(&window, &MainWindow::errorReported);
         QSignalSpy ran(window.controller(), &RunController::runCompleted);
         // Another model with a setup of its own: the face network (its images: the fashion ones).
-        window.openModel(QString(TORCHSCOPE_SOURCE_DIR) + "/resources/face/face_expression.pt");
+        window.openModel(test::sourceDir() + "/resources/face/face_expression.pt");
         QVERIFY(opened.wait(Timeout));
         QVERIFY(!compare->result());
         QCOMPARE(compare->driftPlot()->graphCount(), 0);
@@ -648,7 +648,7 @@ private Q_SLOTS:
                 "        worst = max(worst, err)\n"
                 "print(' '.join(k + '=' + 'x'.join(map(str, d[k].shape)) for k in keys), same, worst == 0.0, worst)")
                                   .arg(dir.filePath("out.pt"), dir.filePath("out.npz"), dir.filePath("out.safetensors"),
-                                      dir.filePath("inputs.f32"), QString(TORCHSCOPE_SOURCE_DIR)));
+                                      dir.filePath("inputs.f32"), test::sourceDir()));
         QCOMPARE(
             report.section(' ', 0, 3), QString("features.0:grad=3x32x14x14 features.2=3x128x3x3 output=3x10 True"));
         qInfo("%s", qPrintable(report));

@@ -336,7 +336,7 @@ private Q_SLOTS:
         QFETCH(QString, layer);
         MainWindow window;
         QVERIFY(open(window, test::fixture("pt2_" + name + ".pt")));
-        window.document()->addImages({QString(TORCHSCOPE_SOURCE_DIR) + "/resources/face/photos/astronaut_head.png"});
+        window.document()->addImages({test::sourceDir() + "/resources/face/photos/astronaut_head.png"});
         window.document()->setTargetClass(3);
         window.document()->setGrabbed(first + ":in0", true);
         window.document()->setGrabbed(layer + ":grad", true);
@@ -361,7 +361,7 @@ private Q_SLOTS:
                     "scale = grad.abs().max().item()\n"
                     "gradient = (got['%4:grad'].double() - grad.double()).abs().max().item() / scale\n"
                     "print(value <= 1e-5 and gradient <= 1e-5 and scale > 0, value, gradient)")
-                .arg(TORCHSCOPE_SOURCE_DIR, dir.filePath("out.pt"), name, layer, first));
+                .arg(test::sourceDir(), dir.filePath("out.pt"), name, layer, first));
         QVERIFY2(verdict.startsWith("True"), qPrintable(verdict));
     }
 
