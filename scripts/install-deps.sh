@@ -10,7 +10,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++ clang-14 lld ccache pkg-config
+  cmake ninja-build g++ clang-14 lld ccache help2man pkg-config
   python3 python3-venv
   libgloo-dev nlohmann-json3-dev libzip-dev libcli11-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
@@ -20,7 +20,7 @@ case "${1:-}" in
   --format) packages=(clang-format-14) ;;
   --headless) ;;
   --sanitize) packages+=(libopencv-dev libturbojpeg0-dev libfuzzer-14-dev libclang-rt-14-dev) ;;
-  *) packages+=(qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6 libopencv-dev libturbojpeg0-dev) ;;
+  *) packages+=(qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6 libopencv-dev libturbojpeg0-dev desktop-file-utils) ;;
 esac
 
 missing=()

@@ -184,7 +184,7 @@ def main():
         if not args.fixtures or not args.python:
             sys.exit("mutate: a first run needs --fixtures and --python (scripts/mutate.sh passes them)")
         subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build_dir), "-G", "Ninja", "-DTORCHSCOPE_HEADLESS=ON",
-                        "-DTORCHSCOPE_IMAGING=ON", "-DTORCHSCOPE_BUILD_BENCHMARKS=OFF",
+                        "-DTORCHSCOPE_IMAGING=ON", "-DTORCHSCOPE_BUILD_BENCHMARKS=OFF", "-DTORCHSCOPE_GTEST_SHARDS=0",
                         f"-DTORCHSCOPE_FIXTURES_DIR={args.fixtures}", f"-DTORCHSCOPE_PYTHON={args.python}"],
                        check=True, stdout=subprocess.DEVNULL)
     built, log = build(build_dir)  # the unmutated tree first: a failure here is not a mutation's

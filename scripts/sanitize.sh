@@ -3,7 +3,8 @@
 # with AddressSanitizer and UBSan, its tests (the window's offscreen), and a run of every libFuzzer
 # target (TORCHSCOPE_FUZZ_SECONDS each, 30 by default). CI runs this after scripts/test.sh. Any
 # sanitizer report fails the test that triggered it.
-#   scripts/sanitize.sh
+#   scripts/sanitize.sh               build, then run the tests and the fuzzers
+#   scripts/sanitize.sh --build-only  only the build (a developer's, or to fill the compiler cache CI reads)
 # The fixtures of build/ are used when scripts/test.sh made them; else this build makes its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,6 +72,7 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUIL
 start=$SECONDS
 cmake --build "$build_dir" --parallel "$(nproc)"
 echo "sanitize.sh: the sanitized build took $((SECONDS - start)) s"
+[[ "${1:-}" == "--build-only" ]] && exit 0
 
 cd "$build_dir"
 export QT_QPA_PLATFORM=offscreen

@@ -82,8 +82,9 @@ struct InputAttributionResult {
     RelevanceCoverage relevance;
     int batch = 0; // the inputs evaluated together under the memory cap
     bool cancelled = false; // the images done so far are in the maps
-    // For people: an image whose input relevance is far from the logit it explains (of the other sign,
-    // or more than 1.5 times as large: biases absorb a share, no rule makes more).
+    // For people: an image whose input relevance's sum is more than twice the logit's size away from the
+    // logit it explains (biases absorb or add a share, but not that: the model's own preprocessing given a
+    // rule once made the demo's −50.6 of a logit 9.66).
     std::vector<std::string> warnings;
 };
 

@@ -1,6 +1,8 @@
 #include "common/strings.h"
 
 #include <algorithm>
+#include <charconv>
+#include <iterator>
 #include <numeric>
 #include <sstream>
 
@@ -100,6 +102,13 @@ std::string shapeToString(const std::vector<int64_t>& shape)
         out << (i ? ", " : "") << shape[i];
     out << ']';
     return out.str();
+}
+
+std::string shortestNumber(double value)
+{
+    char text[32];
+    const auto end = std::to_chars(std::begin(text), std::end(text), value).ptr;
+    return std::string(text, end);
 }
 
 } // namespace torchscope

@@ -26,4 +26,8 @@ std::vector<std::string> closestMatches(
 // "[1, 64, 56, 56]"
 std::string shapeToString(const std::vector<int64_t>& shape);
 
+// The shortest text that reads back as the same double ("0.25", "1e-06", "0.12345678"): for keys and
+// settings that must tell every value apart (a stream's 6 digits make 0.1234567 and 0.1234568 one).
+std::string shortestNumber(double value);
+
 } // namespace torchscope

@@ -36,14 +36,6 @@ double parseNumber(const std::string& text, const std::string& what)
     return value;
 }
 
-// The shortest text that reads back as the same double: a saved session keeps the factor exactly.
-std::string shortestText(double value)
-{
-    char text[32];
-    const auto end = std::to_chars(std::begin(text), std::end(text), value).ptr;
-    return std::string(text, end);
-}
-
 // "0,5,7" or "0-3,9". No layer has a million channels: a longer list is a typo, not a request.
 std::vector<int64_t> parseChannels(const std::string& text, const std::string& what)
 {
@@ -211,7 +203,7 @@ std::string EditSpec::toString() const
         out << ":zero:" << join(channelText, ",");
         break;
     case EditKind::ScaleChannels:
-        out << ":scale:" << join(channelText, ",") << ':' << shortestText(factor);
+        out << ":scale:" << join(channelText, ",") << ':' << shortestNumber(factor);
         break;
     case EditKind::Add:
         out << ":add";
@@ -222,7 +214,7 @@ std::string EditSpec::toString() const
     case EditKind::SaeLatents:
         out << ":sae:" << sae << ':' << latentOp << ':' << join(channelText, ",");
         if (latentOp != "ablate")
-            out << ':' << shortestText(factor);
+            out << ':' << shortestNumber(factor);
         break;
     }
     return out.str();
@@ -233,7 +225,7 @@ std::string EditSpec::cacheKey() const
     if (kind != EditKind::SaeLatents)
         return toString();
     std::ostringstream out;
-    out << toString() << "#k=" << saeK << ",t=" << shortestText(saeThreshold) << ",p=" << positions
+    out << toString() << "#k=" << saeK << ",t=" << shortestNumber(saeThreshold) << ",p=" << positions
         << ",prefix=" << prefixTokens;
     return out.str();
 }

@@ -280,19 +280,27 @@ private:
     // preprocessing ((x − mean) / std, a rescaling, a channel reorder inside forward). LRP's rules start at
     // the first layer; what comes before passes relevance on as it is (Zennit, given the normalised
     // input, explains the first layer's input: the same numbers at the same pixels).
+    // Only the relevance-carrying tensors count, and a node's outputs are before the layers when every
+    // carrier it reads is: a ViT's class token expanded by the input's batch size (an int read from it),
+    // or a sum of the input and a layer's output, is not the model's preprocessing.
     void markBeforeTheLayers(const std::vector<Node*>& nodes)
     {
         for (size_t i = 1; i < graph_.inputs().size(); ++i)
-            beforeLayers_.insert(graph_.inputs()[i]);
+            if (carriers_.count(graph_.inputs()[i]))
+                beforeLayers_.insert(graph_.inputs()[i]);
         for (Node* node : nodes) {
             if (isOp(node, Layers))
                 continue;
-            bool before = false;
+            bool carried = false, before = true;
             for (const Value* input : node->inputs())
-                before = before || beforeLayers_.count(input);
-            if (before)
+                if (carriers_.count(input)) {
+                    carried = true;
+                    before = before && beforeLayers_.count(input);
+                }
+            if (carried && before)
                 for (Value* output : node->outputs())
-                    beforeLayers_.insert(output);
+                    if (carriers_.count(output))
+                        beforeLayers_.insert(output);
         }
     }
 
@@ -348,7 +356,9 @@ private:
         if (rule && rule->kind == RuleKind::Pass) {
             node = outOfPlace(node);
             const bool before = beforeLayers_.count(node->input(*carrying));
-            finish(node->output(), node->input(*carrying), node); // z forward, R_in = R_out backward
+            Value* out = finish(node->output(), node->input(*carrying), node); // z forward, R_in = R_out backward
+            if (before) // the next op of the preprocessing reads it: (x − mean) / std's division
+                beforeLayers_.insert(out);
             coverage_.layers.push_back(where(node) + " " + op + ": pass" + (before ? " (before the first layer)" : ""));
             if (before && !firstSeen_ && preprocessedInside_.empty())
                 preprocessedInside_ = op + " in " + where(node);
@@ -639,12 +649,13 @@ private:
 
     // `output` (the model's value, or `forward` in its place) forward, t backward, from just after
     // `after` on.
-    void finish(Value* output, Value* t, Node* after, Value* forward = nullptr)
+    Value* finish(Value* output, Value* t, Node* after, Value* forward = nullptr)
     {
         WithInsertPoint insert(after->next());
         Value* out = combined(forward ? forward : output, t);
         output->replaceAllUsesAfterNodeWith(out->node(), out);
         carriers_.insert(out); // the ops after it are rewritten too
+        return out;
     }
 
     // An in-place op as its out-of-place twin (the rules read its input after it ran).

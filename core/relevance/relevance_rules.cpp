@@ -48,11 +48,10 @@ double number(const std::string& text, const std::string& rule)
     throw Error("relevance rule '" + rule + "': '" + text + "' is not a number");
 }
 
+// Every digit a value needs: rules compare (and the rewritten graph is cached) by this text.
 std::string shortNumber(double value)
 {
-    std::ostringstream out;
-    out << value;
-    return out.str();
+    return shortestNumber(value);
 }
 
 } // namespace
@@ -209,10 +208,10 @@ std::string RelevanceSettings::cacheKey() const
         key << ';' << o.toString();
     key << ";low";
     for (double v : low)
-        key << ',' << v;
+        key << ',' << shortestNumber(v);
     key << ";high";
     for (double v : high)
-        key << ',' << v;
+        key << ',' << shortestNumber(v);
     return key.str();
 }
 

@@ -344,5 +344,24 @@ TEST(RelevanceOps, UnevenSamePaddingSaysWhatIsWrong)
     }
 }
 
+// The rewritten graph is cached by the settings' key, and rules compare by their text: a γ, ε or bound
+// that differs only past a stream's 6 digits was the same key, so a second run on the loaded model with
+// such a setting reused the first one's graph.
+TEST(RelevanceSettingsKey, TellsEveryValueApart)
+{
+    EXPECT_NE(RelevanceRule::parse("gamma:0.1234567"), RelevanceRule::parse("gamma:0.1234568"));
+    EXPECT_EQ(RelevanceRule::parse("gamma:0.1234567").toString(), "gamma:0.1234567");
+    EXPECT_EQ(RelevanceRule::parse("epsilon").toString(), "epsilon:1e-06"); // what a coverage line shows
+    RelevanceSettings a, b;
+    a.overrides = {RuleOverride::parse("conv=epsilon:0.2500001")};
+    b.overrides = {RuleOverride::parse("conv=epsilon:0.2500002")};
+    EXPECT_NE(a.cacheKey(), b.cacheKey());
+    b.overrides = a.overrides;
+    EXPECT_EQ(a.cacheKey(), b.cacheKey());
+    a.low = {-2.1179039, -2.0357142};
+    b.low = {-2.1179039, -2.0357143};
+    EXPECT_NE(a.cacheKey(), b.cacheKey());
+}
+
 } // namespace
 } // namespace torchscope::test
