@@ -24,7 +24,7 @@ import time
 
 CHECKOUT = pathlib.Path(__file__).resolve().parents[1]
 ROOT = CHECKOUT  # where mutations are applied: the private copy, once main() made it
-BUILT = ["core", "app", "tests", "resources", "scripts", "CMakeLists.txt"]  # what the copy builds from
+BUILT = ["cmake", "core", "app", "tests", "resources", "scripts", "CMakeLists.txt"]  # what the copy builds from
 CATALOGUE = CHECKOUT / "scripts" / "mutations.json"
 TARGETS = ["torchscope_core_tests", "torchscope-cli"]
 # The lock scripts take around builds (`flock /tmp/torchscope-build.lock cmake --build ...`): no
