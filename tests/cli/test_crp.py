@@ -250,27 +250,35 @@ class CrpAgainstZennitCrp(unittest.TestCase):
         for i in range(2):
             images.append(self.dir / f"square{i}.png")
             Image.fromarray(rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(images[-1])
-        out = self.dir / "vit.json"
         layer = "encoder.layers.encoder_layer_0"  # the first block: its tokens all carry relevance on
-        done = cli("crp", path, "--input", images[0], "--input", images[1], "--layer", layer, "--channels",
-                   ",".join(map(str, range(16))), "--preprocess", self.setup, "--out", out)
-        self.assertEqual(done.returncode, 0, done.stderr)
-        got = json.loads(out.read_text())
-        self.assertTrue(got["tokens"])
-        self.assertEqual(got["channel_count"], 16)
-        self.assertEqual(got["layer_shape"], [17, 16])
-        lrp = self.dir / "vit_lrp.npz"
-        done = cli("attribute", path, "--input", images[0], "--input", images[1], "--method", "lrp",
-                   "--preprocess", self.setup, "--out", lrp)
-        self.assertEqual(done.returncode, 0, done.stderr)
-        whole = np.load(lrp)["lrp"].astype(np.float64).sum(1)
-        for i, image in enumerate(got["images"]):
-            ours = np.array(image["lrp"])
-            scale = np.abs(whole[i]).max()
-            self.assertLess(np.abs(ours - whole[i]).max() / scale, 1e-5)
-            total = sum(np.array(c["map"]) for c in image["channels"])
-            self.assertLess(np.abs(total - ours).max() / scale, 1e-5)
-            self.assertAlmostEqual(sum(abs(s) for s in image["shares"]), 1.0, places=6)
+        # The default rules, then AttnLRP with ε and a γ on the linear layers (CRP's --attention-rule,
+        # --composite and --rule away from their defaults): each the same rules as attribute's lrp.
+        wholes = []
+        for name, rules in (("default", []), ("attnlrp", ["--attention-rule", "attnlrp", "--composite", "epsilon",
+                                                           "--rule", "type:Linear=gamma:0.05"])):
+            with self.subTest(rules=name):
+                out = self.dir / f"vit_{name}.json"
+                done = cli("crp", path, "--input", images[0], "--input", images[1], "--layer", layer, "--channels",
+                           ",".join(map(str, range(16))), "--preprocess", self.setup, *rules, "--out", out)
+                self.assertEqual(done.returncode, 0, done.stderr)
+                got = json.loads(out.read_text())
+                self.assertTrue(got["tokens"])
+                self.assertEqual(got["channel_count"], 16)
+                self.assertEqual(got["layer_shape"], [17, 16])
+                lrp = self.dir / f"vit_lrp_{name}.npz"
+                done = cli("attribute", path, "--input", images[0], "--input", images[1], "--method", "lrp",
+                           "--preprocess", self.setup, *rules, "--out", lrp)
+                self.assertEqual(done.returncode, 0, done.stderr)
+                whole = np.load(lrp)["lrp"].astype(np.float64).sum(1)
+                wholes.append(whole)
+                for i, image in enumerate(got["images"]):
+                    ours = np.array(image["lrp"])
+                    scale = np.abs(whole[i]).max()
+                    self.assertLess(np.abs(ours - whole[i]).max() / scale, 1e-5)
+                    total = sum(np.array(c["map"]) for c in image["channels"])
+                    self.assertLess(np.abs(total - ours).max() / scale, 1e-5)
+                    self.assertAlmostEqual(sum(abs(s) for s in image["shares"]), 1.0, places=6)
+        self.assertGreater(np.abs(wholes[0] - wholes[1]).max(), 1e-3 * np.abs(wholes[0]).max())  # the rules differ
 
     def test_bad_requests_say_what_is_wrong(self):
         model = torchvision.models.resnet18(num_classes=10).eval()

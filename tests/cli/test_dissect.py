@@ -132,7 +132,7 @@ class DissectTestCase(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         return json.loads(path.read_text()) if out.endswith(".json") else path.read_text()
 
-    def check_iou(self, layer, acts, masks):
+    def check_iou(self, layer, acts, masks, iou_threshold=0.04):
         """Every unit's IoU with every concept against the NumPy transcription."""
         thresholds, inter, unsure_inter, area, unsure_area = netdissect(acts, masks)
         concept_pixels = masks.sum((0, 2, 3))
@@ -152,7 +152,7 @@ class DissectTestCase(unittest.TestCase):
                 self.assertAlmostEqual(entry["iou"], entry["intersection"] / union if union else 0.0, places=12)
                 scores.append(entry["iou"])
             self.assertEqual(scores, sorted(scores, reverse=True))
-            self.assertEqual(unit["interpretable_iou"], scores[0] > 0.04)
+            self.assertEqual(unit["interpretable_iou"], scores[0] > iou_threshold)
         return thresholds
 
     def check_invert(self, layer, pooled, labels):
@@ -330,6 +330,26 @@ class OracleTest(DissectTestCase):
         self.assertEqual([by_name[c]["images"] for c in CONCEPTS], labels.sum(0).tolist())
         self.assertEqual([by_name[c]["pixels"] for c in CONCEPTS], self.masks.sum((0, 2, 3)).tolist())
         self.assertEqual({by_name[c]["category"] for c in CONCEPTS[:5]}, {"color"})
+
+    def test_other_thresholds_and_the_first_images_of_the_set(self):
+        """--iou-threshold, --auc-threshold, --alpha and --max-images away from their defaults, against the
+        transcriptions on the images the run read (the set's first 20, in its order)."""
+        n = 20
+        result = self.dissect(FIXTURES / "color_cnn.pt", "--layer", "features.3", "--top", 12, "--iou-threshold",
+                              0.12, "--auc-threshold", 0.75, "--alpha", 1e-3, "--max-images", n)
+        acts = hooked(self.model, self.model.features[3], self.x[:n]).numpy()
+        layer = result["layers"][0]
+        self.check_iou(layer, acts, self.masks[:n], iou_threshold=0.12)
+        labels = self.masks[:n].any((2, 3))
+        self.check_invert(layer, acts.astype(np.float64).mean((2, 3)), labels)
+        for unit in layer["units"]:
+            best = unit["invert"][0]
+            self.assertEqual(unit["interpretable_invert"], best["auc"] >= 0.75 and best["p"] < 1e-3, unit["unit"])
+        self.assertEqual(layer["interpretable"]["iou"], sum(u["interpretable_iou"] for u in layer["units"]))
+        # The concepts' counts are of the first n images alone.
+        by_name = {c["name"]: c for c in result["concepts"]}
+        self.assertEqual([by_name[c]["images"] for c in CONCEPTS if c in by_name],
+                         [int(labels[:, CONCEPTS.index(c)].sum()) for c in CONCEPTS if c in by_name])
 
     def test_the_model_runs_once_when_the_maps_fit_on_disk(self):
         # The second pass reads the first pass's maps from a temporary file when they fit --spill-mb (by

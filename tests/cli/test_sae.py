@@ -184,9 +184,9 @@ class SaeCase:
         self.assertLessEqual(abs(actual - expected), ABSOLUTE + RELATIVE * abs(expected),
                              f"{name}: TorchScope {actual}, oracle {expected}")
 
-    def check_evaluation(self, evaluation, expected, against):
+    def check_evaluation(self, evaluation, expected, against, images=4):
         self.assertEqual(evaluation["vectors"], expected["vectors"])
-        self.assertEqual(evaluation["images"], 4)
+        self.assertEqual(evaluation["images"], images)
         for key in ("fvu", "l0"):
             self.assertFigure(key, evaluation[key], expected[key])
         self.assertAlmostEqual(evaluation["explained_variance"], 1 - evaluation["fvu"], places=12)
@@ -258,6 +258,19 @@ class SaeOnColorCnn(SaeCase, unittest.TestCase):
         self.check_evaluation(evaluation, expected, "folder labels")
         manifest = json.loads((self.dir / "evaluation.manifest.json").read_text())
         self.assertEqual(manifest["command"], "torchscope-cli sae evaluate")
+
+    def test_evaluation_of_the_first_images_in_small_batches(self):
+        """--max-images, --batch-images and --layer away from their defaults: the evaluation is the oracle's
+        on the folder's first three images (in its order), whatever the batches."""
+        self.assertEqual(self.train.returncode, 0, self.train.stderr)
+        out = self.dir / "evaluation3.json"
+        result = cli("sae", "evaluate", self.MODEL, "--sae", self.out / "features.3", "--images", self.images,
+                     "--max-images", 3, "--batch-images", 2, "--layer", "features.3", "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        evaluation = json.loads(out.read_text())
+        expected = oracle(self.model, self.model.features[3], self.x[:3], self.out / "features.3",
+                          labels=self.labels[:3])
+        self.check_evaluation(evaluation, expected, "folder labels", images=3)
 
     def test_a_resume_asked_otherwise_is_refused(self):
         self.assertEqual(self.train.returncode, 0, self.train.stderr)
@@ -474,6 +487,32 @@ class SaeOnColorCnn(SaeCase, unittest.TestCase):
                 np.testing.assert_allclose(effect["logit_change"], change.numpy(), rtol=1e-4, atol=1e-5)
                 self.assertEqual(effect["supports"], int(change.argmin()))
                 self.assertEqual(effect["supports_label"], SETUP["labels"][int(change.argmin())])
+
+    def test_latent_pages_of_the_first_images_without_effects(self):
+        """sae latents with --max-images, --batch-images, --layer and --effects 0 away from their defaults:
+        the pages count the first two images alone (the oracle's codes of those), and no effect is measured."""
+        self.assertEqual(self.train.returncode, 0, self.train.stderr)
+        folder = self.out / "features.3"
+        out = self.dir / "latents2.json"
+        result = cli("sae", "latents", self.MODEL, "--sae", folder, "--images", self.images, "--top", 2,
+                     "--max-images", 2, "--batch-images", 1, "--layer", "features.3", "--effects", 0, "--out", out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        pages = json.loads(out.read_text())
+        self.assertEqual(pages["images"], [str(p) for p in self.paths[:2]])
+        sae, _ = overcomplete_sae(folder)
+        seen = {}
+        hook = self.model.features[3].register_forward_hook(lambda m, i, o: seen.__setitem__("a", o.detach()))
+        with torch.no_grad():
+            self.model(self.x[:2])
+        hook.remove()
+        codes = sae.encode(seen["a"].permute(0, 2, 3, 1).reshape(-1, 12))[1].reshape(2, 20 * 28, -1)
+        self.assertEqual(len(pages["latents"]), codes.shape[2])
+        for latent in pages["latents"]:
+            c = codes[:, :, latent["latent"]]
+            self.assertEqual(latent["fires"], int((c > 0).sum()), latent["latent"])
+            self.assertNotIn("effect", latent)
+            self.assertLessEqual(len(latent["top"]), 2)
+            self.assertTrue(all(t["image"] < 2 for t in latent["top"]))
 
     def test_bad_input_says_what_is_wrong(self):
         empty = self.dir / "empty"

@@ -104,6 +104,55 @@ TEST(ConceptRelevance, TopChannelsAreTheMostRelevantAndACancelKeepsWhatFinished)
     }
 }
 
+// One loaded model, several requests in a row with other settings (composite, a rule override, the
+// target, the channels): each equals a fresh engine's run of the same request bit for bit, and differs
+// from the run before it (a cache keyed on less than the settings would hand back the earlier one).
+TEST(ConceptRelevance, OtherSettingsOnOneLoadedModelEqualAFreshEngine)
+{
+    struct Settings {
+        std::string composite;
+        std::vector<std::string> rules;
+        int64_t target;
+        std::string channels;
+    };
+    const std::vector<Settings> runs{{"epsilon_plus_flat", {}, -1, "top:4"}, {"epsilon_alpha2_beta1", {}, -1, "top:4"},
+        {"epsilon_alpha2_beta1", {"features.0=gamma:0.3"}, -1, "top:4"},
+        {"epsilon_alpha2_beta1", {"features.0=gamma:0.3"}, 2, "top:4"},
+        {"epsilon_alpha2_beta1", {"features.0=gamma:0.3"}, 2, "0,3,7"}};
+    Engine shared(Model::load(demoModelPath()));
+    std::vector<double> previous;
+    for (size_t i = 0; i < runs.size(); ++i) {
+        SCOPED_TRACE("run " + std::to_string(i) + ": " + runs[i].composite);
+        ConceptRelevanceRequest request = demoRequest();
+        request.composite = runs[i].composite;
+        request.relevanceRules = runs[i].rules;
+        request.targetClass = runs[i].target;
+        request.channels = ChannelChoice::parse(runs[i].channels);
+        const ConceptRelevanceResult got = computeConceptRelevance(shared, request);
+        Engine fresh(Model::load(demoModelPath()));
+        const ConceptRelevanceResult want = computeConceptRelevance(fresh, request);
+        ASSERT_EQ(got.images.size(), want.images.size());
+        std::vector<double> all;
+        for (size_t k = 0; k < got.images.size(); ++k) {
+            EXPECT_EQ(got.images[k].target, want.images[k].target);
+            EXPECT_EQ(got.images[k].shares, want.images[k].shares);
+            EXPECT_EQ(got.images[k].map.values, want.images[k].map.values);
+            ASSERT_EQ(got.images[k].channels.size(), want.images[k].channels.size());
+            for (size_t c = 0; c < got.images[k].channels.size(); ++c) {
+                EXPECT_EQ(got.images[k].channels[c].channel, want.images[k].channels[c].channel);
+                EXPECT_EQ(got.images[k].channels[c].map.values, want.images[k].channels[c].map.values);
+                all.push_back(got.images[k].channels[c].mapSum);
+            }
+            for (const double v : got.images[k].shares) {
+                EXPECT_FALSE(std::isnan(v));
+                all.push_back(v);
+            }
+        }
+        EXPECT_NE(all, previous) << "the settings changed nothing";
+        previous = all;
+    }
+}
+
 TEST(ConceptRelevance, BadRequestsSayWhatIsWrong)
 {
     Engine engine(Model::load(demoModelPath()));
