@@ -253,6 +253,30 @@ class ControlFlow(nn.Module):
         return self.head(z.mean(1))
 
 
+# ViT-B/16 is exported once per process (about 15 s of the suite's slowest tests on 2 cores) and
+# serves the grab check and the attention check; its weights are random and neither test changes them.
+_SHARED_DIR = tempfile.TemporaryDirectory()
+_SHARED = {}
+
+
+def tearDownModule():
+    _SHARED.clear()
+    _SHARED_DIR.cleanup()
+
+
+def shared_vit_b_16():
+    """(model, program, path) of torchvision's ViT-B/16 exported at 224 x 224, made on first use."""
+    if "vit_b_16" not in _SHARED:
+        model = torchvision.models.vit_b_16().eval()
+        torch.manual_seed(0)
+        program = torch.export.export(model, (torch.randn(2, 3, 224, 224),),
+                                      dynamic_shapes=({0: Dim("batch", min=1, max=64)},))
+        path = pathlib.Path(_SHARED_DIR.name) / "vit_b_16.pt2"
+        torch.export.save(program, path)
+        _SHARED["vit_b_16"] = (model, program, path)
+    return _SHARED["vit_b_16"]
+
+
 class ExportedCase(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -285,11 +309,13 @@ class ExportedCase(unittest.TestCase):
 class ExportedModels(ExportedCase):
     """Every grab, input and gradient of five torchvision models and a tuple-output model."""
 
-    def check(self, name, model, size=64, gradients=True, batch=3, without_gradients=(), operators=()):
+    def check(self, name, model, size=64, gradients=True, batch=3, without_gradients=(), operators=(),
+              exported=None):
         """without_gradients: modules run under torch.no_grad(), whose outputs have no gradient to
-        compare; operators: targets the program must hold (what the model is there to exercise)."""
+        compare; operators: targets the program must hold (what the model is there to exercise);
+        exported: (program, path) of `model` exported already."""
         model.eval()
-        program, path = self.export(name, model, size)
+        program, path = exported if exported else self.export(name, model, size)
         in_program = paths_in_program(program)
         targets = {str(node.target) for node in program.graph.nodes}
         for operator in operators:
@@ -356,7 +382,8 @@ class ExportedModels(ExportedCase):
         self.check("mobilenet_v3_small", torchvision.models.mobilenet_v3_small())
 
     def test_vit_b_16(self):
-        self.check("vit_b_16", torchvision.models.vit_b_16(), size=224, batch=1)  # 224 x 224: its patch grid
+        model, program, path = shared_vit_b_16()  # 224 x 224: its patch grid
+        self.check("vit_b_16", model, size=224, batch=1, exported=(program, path))
 
     def test_swin_t(self):
         self.check("swin_t", torchvision.models.swin_t())
@@ -579,8 +606,7 @@ class ExportedEngineFeatures(ExportedCase):
     def test_attention_of_an_exported_vit_equals_need_weights(self):
         # Export traces nn.MultiheadAttention's Python path: scaled_dot_product_attention, which the
         # attention grab taps. Eager asked for its weights runs the explicit softmax: float32 apart.
-        model = torchvision.models.vit_b_16().eval()
-        _, path = self.export("vit", model, size=224)
+        model, _, path = shared_vit_b_16()
         x = torch.randn(1, 3, 224, 224)
         layers = ["encoder.layers.encoder_layer_0.self_attention", "encoder.layers.encoder_layer_11.self_attention"]
         want, handles = {}, []
