@@ -96,6 +96,13 @@ def oracle(model, module, x, folder, tokens=None, labels=None):
     vectors = a.permute(0, 2, 3, 1).reshape(-1, a.shape[1]) if a.dim() == 4 else a[:, tokens].reshape(-1, a.shape[2])
     with torch.no_grad():
         codes = sae.encode(vectors)[1]
+        cfg = json.loads((folder / "cfg.json").read_text())
+        if cfg["architecture"] == "batchtopk":
+            # BatchTopK at inference, SAELens's JumpReLU form: a latent fires where its pre-activation
+            # (Overcomplete's encoder, before the top-k) is above the threshold the file keeps.
+            threshold = float(load_file(str(folder / "sae_weights.safetensors"))["threshold"])
+            positive = sae.encode(vectors)[0].relu()
+            codes = positive * (positive > threshold)
         reconstruction = sae.decode(codes) + b_dec
 
     def splice(r):
@@ -258,6 +265,26 @@ class SaeOnColorCnn(SaeCase, unittest.TestCase):
         self.check_evaluation(evaluation, expected, "folder labels")
         manifest = json.loads((self.dir / "evaluation.manifest.json").read_text())
         self.assertEqual(manifest["command"], "torchscope-cli sae evaluate")
+
+    def test_batchtopk_with_a_number_of_latents_evaluates_as_its_threshold_says(self):
+        out = self.dir / "batchtopk"
+        train = cli("sae", "train", self.MODEL, "--layer", "features.3", "--images", self.images, "--latents", 20,
+                    "--architecture", "batchtopk", "--k", 2, "--batch", 64, "--seed", 5, "--batch-images", 2,
+                    "--out", out)
+        self.assertEqual(train.returncode, 0, train.stderr)
+        cfg = json.loads((out / "features.3" / "cfg.json").read_text())
+        self.assertEqual((cfg["architecture"], cfg["d_in"], cfg["d_sae"], cfg["k"]), ("batchtopk", 12, 20, 2))
+        threshold = float(load_file(str(out / "features.3" / "sae_weights.safetensors"))["threshold"])
+        self.assertGreater(threshold, 0)  # the running mean of the batches' smallest kept activation
+        log = (out / "features.3" / "training_log.csv").read_text().splitlines()
+        self.assertEqual(len(log) - 1, 4 * 20 * 28 // 64)  # batches of 64, not the default's
+        result = cli("sae", "evaluate", self.MODEL, "--sae", out / "features.3", "--images", self.images,
+                     "--out", self.dir / "batchtopk.json")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        evaluation = json.loads((self.dir / "batchtopk.json").read_text())
+        expected = oracle(self.model, self.model.features[3], self.x, out / "features.3", labels=self.labels)
+        self.check_evaluation(evaluation, expected, "folder labels")
+        self.assertNotEqual(evaluation["l0"], 2.0)  # a threshold, not k per vector
 
     def test_evaluation_of_the_first_images_in_small_batches(self):
         """--max-images, --batch-images and --layer away from their defaults: the evaluation is the oracle's
