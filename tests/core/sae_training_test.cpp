@@ -2,7 +2,8 @@
 // the vectors a layer's output gives at each positions choice against a reshape written out, every
 // layer trained and saved, a cancelled run resumed with the images it had left, register tokens
 // told from patches, several epochs from the cache of the first (a run from a complete cache equal
-// to one from the model, a run cancelled mid-epoch resumed), and bad requests.
+// to one from the model, a run cancelled mid-epoch resumed), training and evaluation several times
+// on one loaded model with other settings, and bad requests.
 #include "test_support.h"
 
 #include "common/error.h"
@@ -10,6 +11,7 @@
 #include "graph/engine.h"
 #include "model/model.h"
 #include "model/model_setup.h"
+#include "sae/sae_evaluation.h"
 #include "sae/sae_training.h"
 #include "sae/sparse_autoencoder.h"
 
@@ -18,10 +20,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <tuple>
 
@@ -332,6 +336,87 @@ TEST(SaeTraining, SeveralEpochsReadTheCacheWhichEqualsTheModelsPassAndResumeMidE
     EXPECT_TRUE(at::equal(cachedVectors(early.cache), cachedVectors(request.cache)));
     for (const auto& folder : {request.cache, request.out, again.out, cut.out, wrong.cache, early.out, early.cache})
         std::filesystem::remove_all(folder);
+}
+
+// Every figure of an evaluation, in one list.
+std::vector<double> figuresOf(const SaeEvaluationResult& r)
+{
+    std::vector<double> out{double(r.images), double(r.vectors), r.fvu, r.meanSquaredError, r.l0, r.klSpliced, r.klZero,
+        r.top1Spliced, r.top1Zero, r.lossClean, r.lossSpliced, r.lossZero, double(r.deadLatents)};
+    out.insert(out.end(), r.fires.begin(), r.fires.end());
+    return out;
+}
+
+// One loaded model, SAEs trained several times in a row with other settings (k, BatchTopK, the
+// latents, the positions, the seed) and evaluated with other settings (images, batches, the
+// positions): each SAE's weights and each evaluation's figures equal a fresh engine's for the same
+// request, bit for bit, and each run differs from the one before it.
+TEST(SaeOnOneLoadedModel, OtherSettingsOnTheSameEngineEqualAFreshEngine)
+{
+    Engine shared(Model::load(demoModelPath()));
+    const SaeTrainingRequest base = demoRequest(shared);
+    std::vector<SaeTrainingRequest> runs(4, base);
+    runs[1].k = 2;
+    runs[1].seed = 7;
+    runs[2].batchTopK = true;
+    runs[2].latents = 80;
+    runs[3].positions = "sample:9";
+    runs[3].batch = 16;
+    std::vector<std::map<std::string, at::Tensor>> weights;
+    std::vector<std::string> folders;
+    for (size_t i = 0; i < runs.size(); ++i) {
+        SCOPED_TRACE("training run " + std::to_string(i));
+        SaeTrainingRequest a = runs[i];
+        a.out = freshFolder("sae_shared_" + std::to_string(i)).string();
+        SaeTrainingRequest b = runs[i];
+        b.out = freshFolder("sae_fresh_" + std::to_string(i)).string();
+        const SaeTrainingResult got = trainSparseAutoencoders(shared, a);
+        Engine fresh(Model::load(demoModelPath()));
+        const SaeTrainingResult want = trainSparseAutoencoders(fresh, b);
+        ASSERT_EQ(got.layers.size(), 1u);
+        ASSERT_EQ(want.layers.size(), 1u);
+        EXPECT_EQ(got.layers[0].steps.size(), want.layers[0].steps.size());
+        const auto mine = SparseAutoencoder::load(got.layers[0].folder).weights();
+        const auto theirs = SparseAutoencoder::load(want.layers[0].folder).weights();
+        ASSERT_EQ(mine.size(), theirs.size());
+        for (const auto& [name, value] : mine) {
+            ASSERT_TRUE(theirs.count(name)) << name;
+            EXPECT_TRUE(at::equal(value, theirs.at(name))) << name;
+        }
+        if (!weights.empty() && weights.back().at("W_enc").sizes() == mine.at("W_enc").sizes())
+            EXPECT_FALSE(at::equal(weights.back().at("W_enc"), mine.at("W_enc"))) << "the settings changed nothing";
+        weights.push_back(mine);
+        folders.push_back(got.layers[0].folder);
+    }
+    EXPECT_EQ(weights[2].at("W_enc").size(1), 80);
+    EXPECT_TRUE(weights[2].count("threshold"));
+
+    std::vector<SaeEvaluationRequest> evaluations(4);
+    for (size_t i = 0; i < evaluations.size(); ++i) {
+        evaluations[i].sae = folders[i];
+        evaluations[i].images = DemoImages;
+        evaluations[i].setup = base.setup;
+    }
+    evaluations[0].maxImages = 6;
+    evaluations[1].imageBatch = 3;
+    evaluations[2].denseAbove = 0.01;
+    evaluations[3].positions = "all"; // not the SAE's sample:9
+    std::vector<std::vector<double>> figures;
+    for (size_t i = 0; i < evaluations.size(); ++i) {
+        SCOPED_TRACE("evaluation " + std::to_string(i));
+        const SaeEvaluationResult got = evaluateSparseAutoencoder(shared, evaluations[i]);
+        Engine fresh(Model::load(demoModelPath()));
+        const SaeEvaluationResult want = evaluateSparseAutoencoder(fresh, evaluations[i]);
+        figures.push_back(figuresOf(got));
+        EXPECT_EQ(figures.back(), figuresOf(want));
+        EXPECT_EQ(got.denseLatents, want.denseLatents);
+        for (const double f : figures.back())
+            ASSERT_FALSE(std::isnan(f));
+    }
+    EXPECT_EQ(figures[0][0], 6.0);
+    EXPECT_EQ(figures[3][1], 10.0 * 49.0); // every position of the maps, not 9 an image
+    for (size_t i = 1; i < figures.size(); ++i)
+        EXPECT_NE(figures[i], figures[i - 1]) << "evaluation " << i << ": the settings changed nothing";
 }
 
 TEST(SaeTraining, BadRequestsSayWhatIsWrong)
