@@ -392,6 +392,31 @@ class ExportedModels(ExportedCase):
         self.check("deeplabv3", torchvision.models.segmentation.deeplabv3_mobilenet_v3_large(
             weights=None, weights_backbone=None, aux_loss=True))
 
+    def test_attention_of_an_exported_vit_equals_need_weights(self):
+        # Export traces nn.MultiheadAttention's Python path: scaled_dot_product_attention, which the
+        # attention grab taps. Eager asked for its weights runs the explicit softmax: float32 apart.
+        model, _, path = shared_vit_b_16()
+        x = torch.randn(1, 3, 224, 224)
+        layers = ["encoder.layers.encoder_layer_0.self_attention", "encoder.layers.encoder_layer_11.self_attention"]
+        want, handles = {}, []
+        for layer in layers:
+            module = model.get_submodule(layer)
+            handles.append(module.register_forward_pre_hook(
+                lambda m, a, k: (a, {**k, "need_weights": True, "average_attn_weights": False}), with_kwargs=True))
+            handles.append(module.register_forward_hook(
+                lambda m, a, o, layer=layer: want.__setitem__(f"{layer}:attention", o[1].detach())))
+        with torch.no_grad():
+            model(x)
+        for h in handles:
+            h.remove()
+        got = self.grab(path, x, *[f"{layer}:attention" for layer in layers])
+        plain = self.grab(path, x)
+        self.assertTrue(torch.equal(got["output"], plain["output"]), "the attention grabs changed the output")
+        for key, value in want.items():
+            diff = max_diff(got[key], value)
+            print(f"{key}: max abs diff {diff:.3g}")
+            self.assertLessEqual(diff, 1e-5, key)
+
     def test_regions_under_autocast_off_and_without_gradients(self):
         # Each region's nodes run in its place: the modules inside are grabbed, their gradients are
         # eager PyTorch's, and no gradient flows back through what torch.no_grad() computed.
@@ -602,31 +627,6 @@ class ExportedEngineFeatures(ExportedCase):
         handle.remove()
         got = self.grab(path, x, extra=("--edit", "layer2:zero:0,5,7"))
         self.assertTrue(torch.equal(got["output"], want), f"max diff {max_diff(got['output'], want):.3g}")
-
-    def test_attention_of_an_exported_vit_equals_need_weights(self):
-        # Export traces nn.MultiheadAttention's Python path: scaled_dot_product_attention, which the
-        # attention grab taps. Eager asked for its weights runs the explicit softmax: float32 apart.
-        model, _, path = shared_vit_b_16()
-        x = torch.randn(1, 3, 224, 224)
-        layers = ["encoder.layers.encoder_layer_0.self_attention", "encoder.layers.encoder_layer_11.self_attention"]
-        want, handles = {}, []
-        for layer in layers:
-            module = model.get_submodule(layer)
-            handles.append(module.register_forward_pre_hook(
-                lambda m, a, k: (a, {**k, "need_weights": True, "average_attn_weights": False}), with_kwargs=True))
-            handles.append(module.register_forward_hook(
-                lambda m, a, o, layer=layer: want.__setitem__(f"{layer}:attention", o[1].detach())))
-        with torch.no_grad():
-            model(x)
-        for h in handles:
-            h.remove()
-        got = self.grab(path, x, *[f"{layer}:attention" for layer in layers])
-        plain = self.grab(path, x)
-        self.assertTrue(torch.equal(got["output"], plain["output"]), "the attention grabs changed the output")
-        for key, value in want.items():
-            diff = max_diff(got[key], value)
-            print(f"{key}: max abs diff {diff:.3g}")
-            self.assertLessEqual(diff, 1e-5, key)
 
     def test_nested_inputs_and_outputs_buffers_and_constants(self):
         model = Nested().eval()
