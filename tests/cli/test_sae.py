@@ -97,7 +97,7 @@ def oracle(model, module, x, folder, tokens=None, labels=None):
     with torch.no_grad():
         codes = sae.encode(vectors)[1]
         cfg = json.loads((folder / "cfg.json").read_text())
-        if cfg["architecture"] == "batchtopk":
+        if cfg.get("architecture") == "batchtopk":
             # BatchTopK at inference, SAELens's JumpReLU form: a latent fires where its pre-activation
             # (Overcomplete's encoder, before the top-k) is above the threshold the file keeps.
             threshold = float(load_file(str(folder / "sae_weights.safetensors"))["threshold"])
