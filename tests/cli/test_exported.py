@@ -264,16 +264,21 @@ def tearDownModule():
     _SHARED_DIR.cleanup()
 
 
+def export_to(model, path, size=64, batch=2):
+    """`model` exported on a seeded example of batch x 3 x size x size, any batch up to 64, saved at path."""
+    torch.manual_seed(0)
+    example = torch.randn(batch, 3, size, size)
+    program = torch.export.export(model, (example,), dynamic_shapes=({0: Dim("batch", min=1, max=64)},))
+    torch.export.save(program, path)
+    return program
+
+
 def shared_vit_b_16():
     """(model, program, path) of torchvision's ViT-B/16 exported at 224 x 224, made on first use."""
     if "vit_b_16" not in _SHARED:
         model = torchvision.models.vit_b_16().eval()
-        torch.manual_seed(0)
-        program = torch.export.export(model, (torch.randn(2, 3, 224, 224),),
-                                      dynamic_shapes=({0: Dim("batch", min=1, max=64)},))
         path = pathlib.Path(_SHARED_DIR.name) / "vit_b_16.pt2"
-        torch.export.save(program, path)
-        _SHARED["vit_b_16"] = (model, program, path)
+        _SHARED["vit_b_16"] = (model, export_to(model, path, size=224), path)
     return _SHARED["vit_b_16"]
 
 
@@ -286,12 +291,8 @@ class ExportedCase(unittest.TestCase):
         self.tmp.cleanup()
 
     def export(self, name, model, size=64, batch=2):
-        torch.manual_seed(0)
-        example = torch.randn(batch, 3, size, size)
-        program = torch.export.export(model, (example,), dynamic_shapes=({0: Dim("batch", min=1, max=64)},))
         path = self.dir / f"{name}.pt2"
-        torch.export.save(program, path)
-        return program, path
+        return export_to(model, path, size, batch), path
 
     def run_cli(self, *args):
         result = cli(*args)
