@@ -53,7 +53,7 @@ excluded='Color$|^bench_dissect_smoke$'
 excluded+='|^cli_Cli(AttributeNoise|AttributeProbe|AttributeArchitectures|AttributeTorchcam|GradCam|EigenCam)$'
 excluded+='|^cli_Cli(IntegratedGradientsReLU6|CompareMaps|MetricsOnATransformer|SeveralInputs|OperatorLibrary)$'
 excluded+='|^cli_Cli(Evaluate|Sanity|Compare|Patch|Probe|Visualize|PyTorch2Models|EachImage|OwnModel)$|^cli_probe_oracle$'
-excluded+='|^cli_(sae|visualize_oracle|job|reference)$|^cli_(attention|exported)_' # one entry per class
+excluded+='|^cli_(job|reference)$|^cli_(sae|visualize_oracle|attention|exported)_' # one entry per class
 ctest_flags=(-E "$excluded" -LE sweep)
 if [[ -f "$fixtures/stamp" ]]; then
   ctest_flags=(-FS torch_fixtures -E "^make_fixtures\$|$excluded" -LE sweep) # made by scripts/test.sh; not again while tests read them

@@ -156,7 +156,7 @@ SaeEvaluationResult evaluateSparseAutoencoder(
         fires += active.sum(0).cpu().to(at::kLong);
         result.vectors += x.size(0);
 
-        const ScoreOutput scores = findScores(out.values.front().second);
+        const ScoreOutput scores = findScores(out.values.front().second, request.setup.scores);
         if (scores.kind != OutputKind::Classes) {
             if (result.images == 0)
                 result.warnings.push_back("the model's output (" + scores.described
@@ -170,7 +170,11 @@ SaeEvaluationResult evaluateSparseAutoencoder(
         const at::Tensor logClean = scores.scores.detach().to(at::kDouble).log_softmax(1).cpu();
         const auto logOf = [&](const at::Tensor& value) {
             const RunResult run = engine.run(edited, inputs, {value});
-            return findScores(run.values.front().second).scores.detach().to(at::kDouble).log_softmax(1).cpu();
+            return findScores(run.values.front().second, request.setup.scores)
+                .scores.detach()
+                .to(at::kDouble)
+                .log_softmax(1)
+                .cpu();
         };
         const at::Tensor logSpliced = logOf(splicedValue);
         const at::Tensor logZero = logOf(zeroValue);

@@ -192,7 +192,7 @@ SaeLatentsResult computeSaeLatents(Engine& engine, const SaeLatentsRequest& requ
         const at::Tensor images = loadImageBatch(paths, request.setup.preprocessing);
         const auto inputs = forwardInputsFromBatch(engine.model(), images);
         const RunResult before = engine.run(clean, inputs);
-        const ScoreOutput scores = findScores(before.values.front().second);
+        const ScoreOutput scores = findScores(before.values.front().second, request.setup.scores);
         if (scores.kind != OutputKind::Classes) {
             result.warnings.push_back(
                 "the model's output (" + scores.described + ") has no class scores [N, classes]: no effects measured");
@@ -207,7 +207,7 @@ SaeLatentsResult computeSaeLatents(Engine& engine, const SaeLatentsRequest& requ
             = engine.run(replaced, inputs, {spliceVectors(activation, result.positions, ablated, prefix)});
         const at::Tensor logitsBefore = scores.scores.detach().to(at::kCPU, at::kDouble);
         const at::Tensor logitsAfter
-            = findScores(after.values.front().second).scores.detach().to(at::kCPU, at::kDouble);
+            = findScores(after.values.front().second, request.setup.scores).scores.detach().to(at::kCPU, at::kDouble);
         const at::Tensor predicted = logitsBefore.argmax(1, true);
         latent.hasEffect = true;
         latent.probabilityBefore = logitsBefore.softmax(1).gather(1, predicted).mean().item<double>();

@@ -1,5 +1,5 @@
 """The models of the relevance tests (test_relevance, test_crp): torchvision's with batch norms that
-do something."""
+do something, and a two-head model whose scores are its second element."""
 import torch.nn as nn
 import torch
 
@@ -23,3 +23,28 @@ def randomised_norms(model):
             module.weight.data.copy_(torch.rand(n, generator=generator) + 0.5)
             module.bias.data.copy_((torch.rand(n, generator=generator) - 0.5) * 0.4)
     return model.eval()
+
+
+class TwoHeads(nn.Module):
+    """A multi-task net's (region [N, 3], classes [N, 4]): pooling as a module, so that Zennit rules it."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(11)
+        self.features = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1), nn.ReLU(), nn.Conv2d(6, 8, (3, 5), padding=(1, 2)),
+                                      nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.region = nn.Linear(8, 3)
+        self.classes = nn.Linear(8, 4)
+
+    def forward(self, x):
+        f = self.features(x)
+        return self.region(f), self.classes(f)
+
+
+class Element(nn.Module):
+    def __init__(self, model, index):
+        super().__init__()
+        self.model, self.index = model, index
+
+    def forward(self, x):
+        return self.model(x)[self.index]

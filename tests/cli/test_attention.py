@@ -658,11 +658,12 @@ def numpy_distance(p, prefix, height, width=None):
     return (patches * d).sum(-1).mean(-1)
 
 
-def timm_legrad(model, x, blocks, prefix, grid):
+def timm_legrad(model, x, blocks, prefix, grid, element=None):
     """LeGrad as torchcam 0.5 defines it (ReLU of the gradient of the class score at each block's
     attention probabilities, the mean over heads and queries, the prefix keys dropped, the layers
     averaged, each image scaled to [0, 1]), written for timm: the probabilities from the eager model
-    with its attention unfused, each block's score read by the model's own forward_head(norm(.))."""
+    with its attention unfused, each block's score read by the model's own forward_head(norm(.)).
+    `element`: the output element of a tuple model that holds the class scores."""
     import copy
     model = copy.deepcopy(model)
     probabilities, tokens = {}, {}
@@ -672,7 +673,7 @@ def timm_legrad(model, x, blocks, prefix, grid):
         modules[block].attn.attn_drop.register_forward_hook(
             lambda mod, a, o, n=block: probabilities.__setitem__(n, o))
         modules[block].register_forward_hook(lambda mod, a, o, n=block: tokens.__setitem__(n, o))
-    target = model(x).argmax(1)
+    target = (model(x) if element is None else model(x)[element]).argmax(1)
     maps = []
     for block in blocks:
         score = model.forward_head(model.norm(tokens[block])).gather(1, target[:, None]).sum()
@@ -712,6 +713,38 @@ class LeGradTimm(AttentionCase):
                     self.assertEqual(got["targets"].tolist(), target.tolist())
                     self.assertEqual(tuple(got["legrad"].shape), (2, 1, 5, 7))
                     self.assertLessEqual(max_diff(got["legrad"][:, 0], want), 1e-4)
+
+    def test_the_scores_element_of_a_tuple_model(self):
+        # (region [N, 3], classes [N, 7]): the default scores, the region's, are no read-out of the class
+        # token through `head`, and LeGrad says so; --scores 1 explains the classes, as the eager definition.
+        from timm.models.vision_transformer import VisionTransformer
+
+        class TwoOutputs(VisionTransformer):
+            def __init__(self):
+                super().__init__(img_size=(40, 56), patch_size=8, embed_dim=32, depth=3, num_heads=4, num_classes=7)
+                self.region = nn.Linear(32, 3)
+
+            def forward(self, x):
+                x = self.forward_features(x)
+                return self.region(x[:, 1:].mean(1)), self.forward_head(x)
+
+        torch.manual_seed(15)
+        model = TwoOutputs().eval()
+        x = torch.randn(2, 3, 40, 56)
+        exported = self.dir / "two_outputs.pt2"
+        batch = torch.export.Dim("batch", min=1, max=16)
+        torch.export.save(torch.export.export(model, (x,), dynamic_shapes=({0: batch},)), exported)
+        x_path = self.save("x.pt", x)
+        refused = cli("attention", exported, "--input", x_path, "--method", "legrad", "--out", self.dir / "no.pt")
+        self.assertNotEqual(refused.returncode, 0)
+        self.assertIn("no pooling (token, avg, max, avgmax) gives the model's own output", refused.stderr)
+        want, target = timm_legrad(model, x, ["blocks.1", "blocks.2"], 1, (5, 7), element=1)
+        out = self.dir / "classes.pt"
+        self.run_cli("attention", exported, "--input", x_path, "--method", "legrad", "--scores", "1",
+                     "--layer", "blocks.1.attn", "--layer", "blocks.2.attn", "--out", out)
+        got = torch.load(out)
+        self.assertEqual(got["targets"].tolist(), target.tolist())
+        self.assertLessEqual(max_diff(got["legrad"][:, 0], want), 1e-4)
 
     def test_a_read_out_that_reproduces_nothing_is_refused(self):
         # Two heads averaged (DeiT's distillation head's way): no pooling of norm's tokens through

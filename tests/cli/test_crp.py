@@ -23,7 +23,7 @@ import torchvision
 from PIL import Image
 
 from comparisons import relative_diff
-from relevance_models import randomised_norms
+from relevance_models import Element, TwoHeads, randomised_norms
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 warnings.filterwarnings("ignore", category=FutureWarning)
@@ -117,9 +117,10 @@ class CrpAgainstZennitCrp(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
         return (np.load(out) if out.suffix == ".npz" else json.loads(out.read_text())), done
 
-    def check(self, model, model_file, canonizers, layer, k=4):
-        got, done = self.crp(model_file, layer, "--channels", f"top:{k}")
-        oracle = Oracle(model, canonizers, layer)
+    def check(self, model, model_file, canonizers, layer, k=4, extra=(), oracle_layer=None):
+        """`oracle_layer`: the layer's name in `model` where it wraps the file's model."""
+        got, done = self.crp(model_file, layer, "--channels", f"top:{k}", *extra)
+        oracle = Oracle(model, canonizers, oracle_layer or layer)
         with torch.no_grad():
             predicted = model(self.x).argmax(1)
         self.assertEqual(got["targets"].tolist(), predicted.tolist())
@@ -183,6 +184,21 @@ class CrpAgainstZennitCrp(unittest.TestCase):
         np.testing.assert_allclose(at_conv["relevance"], at_relu["relevance"], rtol=1e-5,
                                    atol=1e-6 * np.abs(at_relu["relevance"]).max())
         np.testing.assert_array_equal(at_conv["channels"], at_relu["channels"])
+
+    def test_a_tuple_models_scores_element(self):
+        """--scores 1 explains the second head's predicted class (named by --labels): zennit-crp on that
+        element of the eager model (its pooling a module, as Zennit rules it)."""
+        model = TwoHeads().eval()
+        path = self.dir / "two_heads.pt"
+        torch.jit.save(torch.jit.script(model), path)
+        names = self.dir / "names.txt"
+        names.write_text("cat\ndog\nfox\nowl\n")
+        _, done = self.check(Element(model, 1), path, [], "features.2", k=3,
+                             extra=("--scores", "1", "--labels", names), oracle_layer="model.features.2")
+        with torch.no_grad():
+            predicted = model(self.x)[1].argmax(1)
+        for target in predicted.tolist():
+            self.assertIn(["cat", "dog", "fox", "owl"][target], done.stdout)
 
     def test_every_channel_adds_up_to_the_whole_map(self):
         """Relevance is linear in what starts the backward, so the conditional maps of all of a layer's

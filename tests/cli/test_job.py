@@ -348,6 +348,42 @@ class CliJob(unittest.TestCase):
         self.assertFalse(out.exists())
         print(f"rank 1 killed: rank 0 stopped {seconds:.1f} s later: {err.strip().splitlines()[-1]}")
 
+    def test_a_rank_whose_partner_never_starts_gives_up_after_the_job_timeout(self):
+        # Rank 1 of the world of 2 is never started: rank 0 waits --job-timeout seconds to be joined, then
+        # fails, saying so, and writes nothing. The default (300 s) would wait five minutes.
+        out = self.dir / "never.pt"
+        rendezvous = Rendezvous()
+        started = time.monotonic()
+        alone = Rank([CLI, "record", str(FASHION), "--input", str(self.images), "--grab", "features.1", "--out",
+                      str(out), "--job-timeout", "3"], rendezvous.environment(0, 2), self.dir, 0, rendezvous)
+        self.addCleanup(stop, [alone])
+        code, _, err = finish([alone])[0]
+        seconds = time.monotonic() - started
+        self.assertNotEqual(code, 0)
+        self.assertIn("could not join the job", err)
+        self.assertGreaterEqual(seconds, 3.0, "it gave up before its timeout")
+        self.assertLess(seconds, 120.0, "it waited far past its timeout")
+        self.assertFalse(out.exists())
+        print(f"rank 1 never started: rank 0 gave up after {seconds:.1f} s: {err.strip().splitlines()[-1]}")
+
+    def test_a_rank_that_stops_answering_ends_the_job_after_the_job_timeout(self):
+        # Rank 1 is stopped (SIGSTOP), not killed: its connections stay open, so only the timeout can tell
+        # rank 0 that it is gone. With --job-timeout 3 rank 0 fails within seconds of the missed exchange.
+        out = self.dir / "never.pt"
+        processes = self.start(2, ["record", FASHION, "--input", self.long_input(20000), "--grab", "features.2",
+                                   "--batch", "2", "--out", out, "--job-timeout", "3"])
+        processes[0].wait_for(" samples")  # recording
+        processes[1].process.send_signal(signal.SIGSTOP)  # SIGKILL (the cleanup's) still ends it
+        started = time.monotonic()
+        code, _, err = finish(processes[:1])[0]
+        seconds = time.monotonic() - started
+        processes[1].process.kill()
+        self.assertNotEqual(code, 0)
+        self.assertIn("rank 0 lost contact with the job", err)
+        self.assertLess(seconds, 120.0, "it waited far past its timeout")
+        self.assertFalse(out.exists())
+        print(f"rank 1 stopped: rank 0 gave up {seconds:.1f} s later: {err.strip().splitlines()[-1]}")
+
     def test_an_interrupted_job_writes_whole_steps_that_equal_one_process_on_them(self):
         many = self.long_input(20000)
         out = self.dir / "part.pt"

@@ -21,7 +21,7 @@ import torchvision
 
 import zennit05  # noqa: F401  (Zennit 0.5.1 first on the path)
 from comparisons import relative_diff
-from relevance_models import randomised_norms
+from relevance_models import Element, TwoHeads, randomised_norms
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 warnings.filterwarnings("ignore", category=FutureWarning)
@@ -403,6 +403,37 @@ class RelevanceByHand(unittest.TestCase):
             np.testing.assert_allclose(got["lrp"].reshape(-1), [0.0, 6.0], rtol=1e-6, atol=1e-6)
             np.testing.assert_allclose(got["lrp:logit"], [6.0], rtol=1e-6)
             np.testing.assert_allclose(got["lrp:relevance_sum"], [6.0], rtol=1e-6)
+
+    def test_a_tuple_models_scores_element_is_explained(self):
+        """--scores 1 explains the second head's logit (--target 2, named by --labels); by default the first
+        [N, C >= 2] element's predicted class: each against Zennit on that element of the eager model."""
+        model = TwoHeads().eval()
+        generator = torch.Generator().manual_seed(4)
+        x = torch.rand(2, 3, 10, 14, generator=generator)
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = pathlib.Path(tmp)
+            torch.jit.save(torch.jit.script(model), tmp / "two_heads.pt")
+            torch.save(x, tmp / "x.pt")
+            (tmp / "names.txt").write_text("cat\ndog\nfox\nowl\n")
+            common = ["attribute", tmp / "two_heads.pt", "--input", tmp / "x.pt", "--method", "lrp", "--composite",
+                      "epsilon_plus"]
+            for element, extra in ((1, ["--scores", "1", "--target", "2", "--labels", tmp / "names.txt"]), (0, [])):
+                with self.subTest(element=element):
+                    done = cli(*common, *extra, "--out", tmp / f"r{element}.npz")
+                    self.assertEqual(done.returncode, 0, done.stderr)
+                    got = np.load(tmp / f"r{element}.npz")
+                    head = Element(model, element)
+                    with torch.no_grad():
+                        logits = head(x)
+                    target = torch.full((2,), 2) if element == 1 else logits.argmax(1)
+                    seed = torch.zeros_like(logits)
+                    seed[torch.arange(2), target] = logits[torch.arange(2), target]
+                    with Gradient(model=head, composite=EpsilonPlus()) as attributor:
+                        _, expected = attributor(x.clone(), seed)
+                    self.assertLessEqual(relative_diff(torch.from_numpy(got["lrp"]), expected), RELATIVE_TOLERANCE)
+                    np.testing.assert_allclose(got["lrp:logit"], logits[torch.arange(2), target].numpy(), rtol=1e-5)
+                    if element == 1:
+                        self.assertIn("fox", done.stdout)
 
     def test_what_no_rule_covers_is_named(self):
         with tempfile.TemporaryDirectory() as tmp:
