@@ -78,7 +78,9 @@ def zennit_relevance(model, x, composite, canonizers):
     return relevance, target, logits[torch.arange(len(x)), target]
 
 
-class RelevanceAgainstZennit(unittest.TestCase):
+class ZennitCase(unittest.TestCase):
+    """Against Zennit on torchvision's models, a batch of 2 inputs 48 x 64 in a folder of the class's own."""
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
@@ -121,6 +123,8 @@ class RelevanceAgainstZennit(unittest.TestCase):
                 np.testing.assert_allclose(got["lrp:relevance_sum"], got["lrp"].astype(np.float64).sum((1, 2, 3)),
                                            rtol=1e-4)
 
+
+class RelevanceVggComposites(ZennitCase):
     def test_vgg_with_batch_norm_every_composite(self):
         model = randomised_norms(torchvision.models.vgg11_bn(num_classes=10))
         path = self.dir / "vgg11_bn.pt"
@@ -133,6 +137,8 @@ class RelevanceAgainstZennit(unittest.TestCase):
         self.assertIn("classifier.6 linear: epsilon:1e-06", done.stdout)
         self.assertNotIn("no rule for", done.stderr)
 
+
+class RelevanceResnet(ZennitCase):
     def test_resnet_residual_sums_scripted_and_exported(self):
         model = randomised_norms(torchvision.models.resnet18(num_classes=10))
         scripted = self.dir / "resnet18.pt"
@@ -144,6 +150,8 @@ class RelevanceAgainstZennit(unittest.TestCase):
         self.check(model, scripted, [ResNetCanonizer()], composites)
         self.check(model, exported, [ResNetCanonizer()], composites[:1])  # the same rewrite on another graph
 
+
+class RelevanceVggSettings(ZennitCase):
     def test_zennit_leaves_a_factor_per_merged_norm(self):
         """With batch norm's default eps, Zennit's canonizer computes another function: each merged
         batch norm stays in the model as running_var = 1, so it divides by √(1 + 1e-5) (an ε-rule
@@ -254,7 +262,7 @@ def face_expression_twin(scripted):
     return model.eval(), mean
 
 
-class RelevanceThroughInModelPreprocessing(unittest.TestCase):
+class InModelPreprocessingCase(unittest.TestCase):
     """LRP's rules start at the first layer: what the model does to its input before it ((x − mean) / std,
     a rescaling) passes relevance on as it is. It used to take the norm rule, which multiplied each
     pixel's relevance by x / (x − mean): signs flipped below the mean, values exploded near it (the
@@ -296,6 +304,8 @@ class RelevanceThroughInModelPreprocessing(unittest.TestCase):
         np.testing.assert_array_less(np.abs(got["lrp:relevance_sum"] - exact_sum),
                                      ROUNDING_FACTOR * zennits_error + 1e-4 * float(logit.abs().max()))
 
+
+class RelevanceThroughInModelPreprocessing(InModelPreprocessingCase):
     def test_normalisation_inside_forward_scripted_and_exported(self):
         inner = randomised_norms(torchvision.models.vgg11_bn(num_classes=10))
         model = Normalised(inner).eval()
@@ -322,6 +332,8 @@ class RelevanceThroughInModelPreprocessing(unittest.TestCase):
         self.assertNotEqual(done.returncode, 0)
         self.assertIn("transforms its input first", done.stderr)
 
+
+class RelevanceOfTheBundledFaceNet(InModelPreprocessingCase):
     def test_the_bundled_face_expression_net_against_zennit(self):
         from PIL import Image
         import torchvision.transforms.functional as TF

@@ -194,7 +194,9 @@ def lxt_relevance(model, x, attention, gammas=None):
     return (x * x.grad).detach(), target, logits[torch.arange(len(x)), target].detach()
 
 
-class TransformerRelevanceAgainstLxt(unittest.TestCase):
+class LxtCase(unittest.TestCase):
+    """Against LXT on the eager model, in a folder of the class's own."""
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
@@ -232,6 +234,8 @@ class TransformerRelevanceAgainstLxt(unittest.TestCase):
         np.testing.assert_allclose(got["lrp:logit"], logit.double().numpy(), rtol=1e-5)
         return got, done
 
+
+class RelevanceVitB16AgainstLxt(LxtCase):
     def test_torchvision_vit_b16_cp_lrp_with_gamma(self):
         """LXT's recipe for torchvision's ViT: its cp_LRP patches, γ on convolutions and linear layers
         through Zennit. nn.MultiheadAttention's projections are not nn.Linear calls (F.linear on its
@@ -250,6 +254,8 @@ class TransformerRelevanceAgainstLxt(unittest.TestCase):
         self.assertNotIn("no rule for", done.stderr)
         self.assertIn("self_attention _native_multi_head_attention: not taken (gradients rule it out)", done.stdout)
 
+
+class TransformerRelevanceAgainstLxt(LxtCase):
     def test_small_torchvision_vit_exported_both_rules(self):
         torch.manual_seed(6)
         model = randomised(torchvision.models.VisionTransformer(

@@ -115,6 +115,11 @@ void SetupActions::modelOpened()
         openDialog();
 }
 
+void SetupActions::announce(const QString& source)
+{
+    Q_EMIT message(tr("Input setup %1: %2").arg(source, QString::fromStdString(document_->setup().describe())));
+}
+
 void SetupActions::applyDialog()
 {
     ModelSetup setup;

@@ -29,6 +29,9 @@ public:
     void setInteractive(bool interactive) { interactive_ = interactive; }
     // Off when the setup comes from elsewhere (the command line): no dialog opens by itself.
     void setAutoOpen(bool autoOpen) { autoOpen_ = autoOpen; }
+    // Says in the status bar what the setup now is and where it came from (the command line's
+    // --setup replaces the "stores no input setup" note the model's opening left there).
+    void announce(const QString& source);
 
     void openDialog();
     // Writes a copy of the model with the document's setup as its torchscope.json (asynchronously:

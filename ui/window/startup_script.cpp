@@ -32,6 +32,7 @@ void applyToNextModel(MainWindow& window, const StartupScript& script)
                 if (!script.labels.isEmpty())
                     setup.labels = readLabelsFile(script.labels.toStdString());
                 document->setSetup(setup, QObject::tr("from the command line"));
+                window.setupActions()->announce(QObject::tr("from the command line"));
             } catch (const std::exception& e) {
                 window.reportError(QObject::tr("Error in Input Setup"), QString::fromStdString(e.what()));
             }
