@@ -16,7 +16,6 @@
 #include "open_model.h"
 #include "patching/patch_images.h"
 #include "problems.h"
-#include "relevance/concept_relevance.h"
 
 #include <iomanip>
 #include <iostream>
@@ -30,34 +29,6 @@ void reportWritten(const std::string& path, const std::vector<std::string>& left
     for (const auto& key : leftOut)
         std::cerr << "torchscope-cli: warning: " << path << " cannot hold '" << key << "'; left out\n";
     std::cout << "wrote " << path << '\n';
-}
-
-void printSummary(const ConceptRelevanceResult& result)
-{
-    std::cout << "CRP at " << result.layer << " (" << result.channelCount << " channels"
-              << (result.tokens ? ", the last dim of its tokens" : "") << "):\n";
-    for (const auto& image : result.images) {
-        std::cout << "  " << image.image << ": " << image.targetDescription << ", logit " << image.score
-                  << "; relevance at the layer " << image.layerSum << ", at the input " << image.inputSum << '\n';
-        for (const auto& c : image.channels)
-            std::cout << "    channel " << std::setw(4) << c.channel << "  share " << std::showpos << std::fixed
-                      << std::setprecision(4) << c.share << "  relevance " << std::defaultfloat << c.relevance
-                      << "  reaches the input " << c.mapSum << std::noshowpos << '\n';
-    }
-    if (!result.referenceFolder.empty()) {
-        std::cout << "references by " << result.referenceBy << " over " << result.referenceImages << " image(s) of "
-                  << result.referenceFolder << ":\n";
-        for (const auto& entry : result.references) {
-            std::cout << "  channel " << entry.channel << ":";
-            for (const auto& r : entry.references)
-                std::cout << ' ' << r.image << " (" << r.value << ')';
-            std::cout << '\n';
-        }
-    }
-    for (const auto& line : result.coverage.uncovered)
-        std::cout << "not covered by the rules: " << line << '\n';
-    printWarnings(result.warnings);
-    printSkipped(result.failures);
 }
 
 } // namespace
@@ -196,58 +167,6 @@ int runCompareMaps(const CliOptions& options, const CompareConfig& config)
     if (precision)
         manifest.settings.emplace_back("b", modelB->device() + " " + request.dtypeB);
     reportWritten(options.out, writeLayerPairMaps(options.out, result, &manifest));
-    return 0;
-}
-
-int runCrp(const CliOptions& options)
-{
-    const auto model = openModel(options);
-    ConceptRelevanceRequest request;
-    request.setup = chooseSetup(*model, options);
-    request.images = listImageInputs(options.inputs);
-    request.layer = options.layer;
-    request.targetClass = options.target.value_or(-1);
-    request.channels = ChannelChoice::parse(options.crpChannels);
-    request.composite = options.composite;
-    request.attentionRule = options.attentionRule;
-    request.relevanceRules = options.rules;
-    request.referenceFolder = options.references;
-    request.top = options.topK;
-    request.referenceBy = options.referenceBy;
-    request.memoryBytes = options.memoryMb > 0 ? options.memoryMb << 20 : defaultMemoryBudget();
-    try { // what one image costs, from a dry run on the first (an unreadable one is the operation's to report)
-        if (!request.images.empty())
-            request.bytesPerSample = evaluationBytesPerSample(
-                *model, loadImageBatch({request.images.front()}, request.setup.preprocessing));
-    } catch (const Error&) { }
-    Engine engine(model);
-    ConceptRelevanceResult result;
-    {
-        const InterruptibleProgress progress("images");
-        ConceptRelevanceReports reports;
-        reports.progress = progress.callback();
-        result = computeConceptRelevance(engine, request, reports);
-    }
-    if (result.images.empty())
-        throw Error("interrupted before the first image was done; nothing written");
-    printSummary(result);
-    std::vector<std::string> explained;
-    for (const auto& image : result.images)
-        explained.push_back(image.image);
-    ExportManifest manifest = cliManifest(options, *model, request.setup, explained);
-    for (const auto& image : result.images)
-        manifest.targets.push_back(image.targetDescription);
-    manifest.settings.emplace_back("channels", request.channels.toString());
-    manifest.settings.emplace_back("composite", request.composite);
-    manifest.settings.emplace_back("attention_rule", request.attentionRule);
-    for (const auto& rule : request.relevanceRules)
-        manifest.settings.emplace_back("rule", rule);
-    const auto leftOut = writeConceptRelevance(options.out, result, &manifest);
-    for (const auto& key : leftOut)
-        std::cerr << "torchscope-cli: warning: " << options.out << " cannot hold '" << key << "'; left out\n";
-    if (result.cancelled)
-        std::cerr << "torchscope-cli: interrupted; the file holds what was done\n";
-    std::cout << "wrote " << options.out << '\n';
     return 0;
 }
 

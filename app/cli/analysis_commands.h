@@ -15,8 +15,6 @@ int runPatch(const CliOptions& options);
 // (what the window's Compare tab shows for a clicked cell).
 int runCompareMaps(const CliOptions& options, const CompareConfig& config);
 
-// torchscope-cli crp: core's computeConceptRelevance, written with writeConceptRelevance.
-int runCrp(const CliOptions& options);
 // torchscope-cli sae train / sae evaluate (sae_run.cpp).
 int runSae(const CliOptions& options);
 

@@ -108,10 +108,6 @@ struct CliOptions {
     int samples = 25; // smoothgrad, smoothgrad_sq, vargrad
     double noise = 0.15;
     std::string probeTarget; // FILE.pt or FILE.pt@LAYER: explain the probe's class
-    // crp (its --layer is `layer`, --top `topK`, --rule PATH=RULE `rules`)
-    std::string crpChannels = "top:8";
-    std::string references; // a folder: RelMax / ActMax references
-    std::string referenceBy = "relevance";
 
     // sae train / sae evaluate (--layer: `layers`; --seed, --batch-images: `batch`, --memory-mb shared)
     std::string imageFolder; // the folder the vectors come from

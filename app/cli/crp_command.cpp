@@ -1,20 +1,51 @@
 #include "crp_command.h"
 
-#include "analysis_commands.h"
+#include "analysis_command.h"
+#include "problems.h"
 #include "relevance/concept_relevance.h"
 
-#include <CLI/CLI.hpp>
+#include <iomanip>
+#include <iostream>
 
 namespace torchscope::cli {
+namespace {
+
+void printSummary(const ConceptRelevanceResult& result)
+{
+    std::cout << "CRP at " << result.layer << " (" << result.channelCount << " channels"
+              << (result.tokens ? ", the last dim of its tokens" : "") << "):\n";
+    for (const auto& image : result.images) {
+        std::cout << "  " << image.image << ": " << image.targetDescription << ", logit " << image.score
+                  << "; relevance at the layer " << image.layerSum << ", at the input " << image.inputSum << '\n';
+        for (const auto& c : image.channels)
+            std::cout << "    channel " << std::setw(4) << c.channel << "  share " << std::showpos << std::fixed
+                      << std::setprecision(4) << c.share << "  relevance " << std::defaultfloat << c.relevance
+                      << "  reaches the input " << c.mapSum << std::noshowpos << '\n';
+    }
+    if (!result.referenceFolder.empty()) {
+        std::cout << "references by " << result.referenceBy << " over " << result.referenceImages << " image(s) of "
+                  << result.referenceFolder << ":\n";
+        for (const auto& entry : result.references) {
+            std::cout << "  channel " << entry.channel << ":";
+            for (const auto& r : entry.references)
+                std::cout << ' ' << r.image << " (" << r.value << ')';
+            std::cout << '\n';
+        }
+    }
+    for (const auto& line : result.coverage.uncovered)
+        std::cout << "not covered by the rules: " << line << '\n';
+    printWarnings(result.warnings);
+    printSkipped(result.failures);
+}
+
+} // namespace
 
 Command crpCommand()
 {
-    return {"crp",
-        [](CLI::App& app, CliOptions& o) {
-            CLI::App* crp
-                = app.add_subcommand("crp", "which channels of a layer carry a prediction, and what they see");
-            addModelOptions(crp, o,
-                "Concept Relevance Propagation (Achtibat et al. 2023, as zennit-crp defines it) on LRP's rules\n"
+    AnalysisCommand<ConceptRelevanceAnalysis> row;
+    row.name = "crp";
+    row.description = "which channels of a layer carry a prediction, and what they see";
+    row.about = "Concept Relevance Propagation (Achtibat et al. 2023, as zennit-crp defines it) on LRP's rules\n"
                 "(--composite, --rule, --attention-rule as attribute's lrp): each channel's relevance at --layer\n"
                 "summed over its positions and its share (divided by the channels' summed magnitudes), the chosen\n"
                 "channels' conditional maps (the relevance masked to the channel at the layer, propagated to the\n"
@@ -26,53 +57,27 @@ Command crpCommand()
                 "[N, C], \"channels\" [N, K], \"maps\" [N, K, H, W], \"lrp\" [N, H, W], \"targets\", \"scores\",\n"
                 "\"layer_sums\", \"input_sums\", and per referenced channel C \"references:C\" (positions in the\n"
                 "folder, named in the manifest), \"reference_values:C\", \"reference_positions:C\", "
-                "\"reference_boxes:C\".\n");
-            repeatable(crp, "--input", o.inputs, "images or folders of images (of one size as preprocessed)")
-                ->required();
-            crp->add_option("--layer", o.layer, "the module whose channels are measured")->required();
-            crp->add_option("--target", o.target, "the class explained; default: each image's predicted class")
-                ->check(CLI::NonNegativeNumber);
-            crp->add_option("--channels", o.crpChannels,
-                   "top:K (each image's K most relevant channels) or channel indices (1,5,9)")
-                ->check(CLI::Validator(
-                    [](std::string& value) -> std::string {
-                        try {
-                            ChannelChoice::parse(value);
-                        } catch (const std::exception& e) {
-                            return e.what();
-                        }
-                        return {};
-                    },
-                    "top:K|C,C,..."))
-                ->capture_default_str();
-            addLrpOptions(crp, o);
-            repeatable(crp, "--rule", o.rules,
-                "PATH=RULE (repeatable): the layers PATH names take RULE instead of the composite's")
-                ->check(CLI::Validator(
-                    [](std::string& value) -> std::string {
-                        try {
-                            RuleOverride::parse(value);
-                        } catch (const std::exception& e) {
-                            return e.what();
-                        }
-                        return {};
-                    },
-                    "PATH=RULE"));
-            crp->add_option("--references", o.references, "a folder of images: each chosen channel's top images")
-                ->check(CLI::ExistingDirectory);
-            crp->add_option("--top", o.topK, "references per channel")
-                ->check(CLI::Range(1, 10000))
-                ->capture_default_str();
-            crp->add_option("--reference-by", o.referenceBy, "relevance (RelMax) or activation (ActMax)")
-                ->check(CLI::IsMember(referenceModes()))
-                ->capture_default_str();
-            crp->add_option("--memory-mb", o.memoryMb,
-                   "the memory one batch of images may take (default: a quarter of the memory available)")
-                ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
-            crp->add_option("--out,-o", o.out, "FILE.json, FILE.pt, FILE.npz or FILE.safetensors")->required();
-            return crp;
-        },
-        runCrp};
+                "\"reference_boxes:C\".\n";
+    row.inputHelp = "images or folders of images (of one size as preprocessed)";
+    row.outHelp = "FILE.json, FILE.pt, FILE.npz or FILE.safetensors";
+    row.explained = [](const ConceptRelevanceResult& result) {
+        std::vector<std::string> images;
+        for (const auto& image : result.images)
+            images.push_back(image.image);
+        return images;
+    };
+    row.targets = [](const ConceptRelevanceResult& result) {
+        std::vector<std::string> targets;
+        for (const auto& image : result.images)
+            targets.push_back(image.targetDescription);
+        return targets;
+    };
+    row.cancelled = [](const ConceptRelevanceResult& result) { return result.cancelled; };
+    row.printSummary = printSummary;
+    row.write = [](const std::string& path, const ConceptRelevanceResult& result, const ExportManifest* manifest) {
+        return writeConceptRelevance(path, result, manifest);
+    };
+    return analysisCommand(std::move(row));
 }
 
 } // namespace torchscope::cli

@@ -3,12 +3,15 @@
 
 #include "analysis_commands.h"
 #include "concepts_command.h"
+#include "crp_command.h"
 #include "each_image_command.h"
 #include "image_inputs.h"
 #include "visualize_command.h"
 
 #include "common/error.h"
 #include "probe/probe_dataset.h"
+
+#include <CLI/CLI.hpp>
 
 namespace torchscope::cli {
 namespace {
@@ -61,9 +64,21 @@ int runSae(const CliOptions& options)
     refuse("sae " + options.subcommand, "sparse autoencoders are trained and evaluated on an image folder");
 }
 
-int runCrp(const CliOptions&)
+// An image analysis's command (analysis_command.h) in this build: its name, taking any options, refused.
+Command unavailableCommand(const std::string& name, const std::string& why)
 {
-    refuse("crp", "CRP reads the images it explains and its references from image files");
+    return {name,
+        [name](CLI::App& app, CliOptions&) {
+            CLI::App* command = app.add_subcommand(name, "(not in this build: " + why + ")");
+            command->allow_extras();
+            return command;
+        },
+        [name, why](const CliOptions&) -> int { refuse(name, why); }};
+}
+
+Command crpCommand()
+{
+    return unavailableCommand("crp", "CRP reads the images it explains and its references from image files");
 }
 
 int runEachImage(const CliOptions& options)

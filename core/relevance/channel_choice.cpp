@@ -1,5 +1,5 @@
-// ChannelChoice and the reference modes (relevance/concept_relevance.h): in the core library, so that
-// the CLI parses --channels and --reference-by in a build without image files.
+// ChannelChoice, the reference modes and the request's parameters (relevance/concept_relevance.h): in
+// the core library, so that the CLI parses crp's options in a build without image files.
 #include "relevance/concept_relevance.h"
 
 #include "common/error.h"
@@ -51,6 +51,28 @@ const std::vector<std::string>& referenceModes()
 {
     static const std::vector<std::string> modes{"relevance", "activation"};
     return modes;
+}
+
+void ConceptRelevanceRequest::visit(ParameterVisitor& v)
+{
+    v.visit(Parameter("layer", "the module whose channels are measured").needed(), layer);
+    v.visit(
+        Parameter("target", "the class explained; default: each image's predicted class").atLeast(-1).defaultNotShown(),
+        targetClass);
+    v.visit(Parameter("channels", "top:K (each image's K most relevant channels) or channel indices (1,5,9)"),
+        textField(channels));
+    visitLrpChoices(v, composite, attentionRule);
+    v.visit(ruleOverrideParameter(), relevanceRules);
+    v.visit(Parameter("references", "a folder of images: each chosen channel's top images").folder(), referenceFolder);
+    v.visit(Parameter("top", "references per channel").range(1, 10000), top);
+    v.visit(
+        Parameter("reference_by", "relevance (RelMax) or activation (ActMax)").oneOf(referenceModes()), referenceBy);
+    v.visit(Parameter("memory_mb",
+                "the memory one batch of images may take (default: a quarter of the memory "
+                "available)")
+                .range(0, double(int64_t{1} << 30))
+                .defaultNotShown(),
+        memoryMb);
 }
 
 } // namespace torchscope

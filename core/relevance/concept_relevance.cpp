@@ -6,6 +6,7 @@
 #include "common/batch_stream.h"
 #include "common/cancel_scope.h"
 #include "common/error.h"
+#include "common/memory_budget.h"
 #include "common/strings.h"
 #include "common/tensor_conversion.h"
 #include "export/manifest.h"
@@ -13,6 +14,7 @@
 #include "graph/engine.h"
 #include "graph/model_output.h"
 #include "imaging/image_folder.h"
+#include "imaging/image_tensor.h"
 #include "imaging/same_size_images.h"
 #include "model/batch_limit.h"
 #include "model/model.h"
@@ -335,11 +337,12 @@ ConceptRelevanceResult computeConceptRelevance(
     const int64_t perSample = request.bytesPerSample > 0 ? request.bytesPerSample
         : recorded > 0                                   ? recorded
                                                          : 64 * images[0].numel() * static_cast<int64_t>(sizeof(float));
+    const int64_t memoryBytes = request.memoryMb > 0 ? request.memoryMb << 20 : defaultMemoryBudget();
     // On the CPU no more than 8 at once: a larger batch only adds page faults (its gigabytes are mapped
     // afresh each time); ResNet-50's references over 32 images took 12 s in batches of 8, 20 s in
     // batches of 20 and 30 s in one. A GPU takes what the cap allows.
     const int64_t useful = startsWith(engine.model().device(), "cuda") ? 64 : 8;
-    const int64_t batch = batchUnderCap(engine.model(), request.memoryBytes, perSample, std::min(useful, count));
+    const int64_t batch = batchUnderCap(engine.model(), memoryBytes, perSample, std::min(useful, count));
     std::vector<int64_t> referenced; // the chosen channels, each once, in the order first chosen
     for (int64_t start = 0; start < count && !result.cancelled; start += batch) {
         const int64_t n = std::min(batch, count - start);
@@ -409,20 +412,33 @@ ConceptRelevanceResult computeConceptRelevance(
         }
     if (!request.referenceFolder.empty() && !result.cancelled)
         collectReferences(engine, request, run, referenced,
-            batchUnderCap(engine.model(), request.memoryBytes, perSample, useful), height, width, reports, result);
+            batchUnderCap(engine.model(), memoryBytes, perSample, useful), height, width, reports, result);
     return result;
 }
 
 ConceptRelevanceResult ConceptRelevanceAnalysis::run(AnalysisContext& context, const Request& request)
 {
     auto engine = context.models.engine(context.model);
+    // What one image costs, from the model's output shapes: a dry run on the first image records them
+    // where the model has none yet, for the window and the CLI alike (an unreadable first image is
+    // computeConceptRelevance's to report).
+    Request sized = request;
+    if (sized.bytesPerSample <= 0 && !sized.images.empty()) {
+        const auto model = context.models.model(context.model);
+        try {
+            const at::Tensor first = loadImageBatch({sized.images.front()}, sized.setup.preprocessing);
+            if (recordedBytesPerSample(*model, first.numel()) <= 0)
+                dryRun(*model, forwardInputsFromBatch(*model, first));
+            sized.bytesPerSample = recordedBytesPerSample(*model, first.numel());
+        } catch (const Error&) { }
+    }
     ConceptRelevanceReports reports;
     reports.progress = context.progress;
     reports.cancelled = context.cancelled;
     reports.onImage = [&context](size_t index, const CrpImage& image) {
         context.deliver(CrpImageResult{index, image});
     };
-    return computeConceptRelevance(*engine, request, reports);
+    return computeConceptRelevance(*engine, sized, reports);
 }
 
 namespace {

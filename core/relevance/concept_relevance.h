@@ -15,6 +15,7 @@
 // transformer's tokens [N, T, D] have theirs last, the tokens as positions. Torch-free header.
 
 #include "common/float_tensor.h"
+#include "common/parameters.h"
 #include "common/progress.h"
 #include "graph/analysis_context.h"
 #include "model/model_setup.h"
@@ -58,10 +59,14 @@ struct ConceptRelevanceRequest {
     std::string referenceFolder;
     int top = 9; // references per channel
     std::string referenceBy = "relevance"; // referenceModes()
-    int64_t memoryBytes = int64_t{1} << 30; // what one batch may take
-    // What one evaluated input costs (evaluationBytesPerSample); 0: from the output shapes the model's
-    // tree records (recordedBytesPerSample), else 64 × its size.
+    int64_t memoryMb = 0; // what one batch may take; 0: a quarter of the memory available (defaultMemoryBudget)
+    // What one evaluated input costs; 0: from the output shapes the model's tree records
+    // (recordedBytesPerSample), from a dry run on the first image where it records none.
     int64_t bytesPerSample = 0;
+
+    // Its parameters, once (common/parameters.h): the CLI's options, the manifest's settings. The
+    // images and the setup are the front end's (--input, the model's setup).
+    void visit(ParameterVisitor& v);
 };
 
 struct CrpChannel {

@@ -162,6 +162,34 @@ const std::vector<std::string>& attentionRuleNames()
     return names;
 }
 
+void visitLrpChoices(ParameterVisitor& v, std::string& composite, std::string& attentionRule)
+{
+    v.visit(Parameter("composite",
+                "lrp: the rules by layer, as Zennit's composites: " + join(compositeNames(), ", ")
+                    + " (epsilon_gamma_box's zbox bounds come from the input setup)")
+                .oneOf(compositeNames()),
+        composite);
+    v.visit(Parameter("attention_rule",
+                "lrp: how relevance crosses attention, as LXT defines it: cp (CP-LRP: the attention weights held "
+                "fixed, relevance through the values) or attnlrp (AttnLRP: the uniform rule on q·k and A·v, the "
+                "softmax by gradient × input)")
+                .oneOf(attentionRuleNames()),
+        attentionRule);
+}
+
+Parameter ruleOverrideParameter()
+{
+    return Parameter("rule", "PATH=RULE: the layers PATH names take RULE instead of the composite's")
+        .checkedBy([](const std::string& text) -> std::string {
+            try {
+                RuleOverride::parse(text);
+            } catch (const std::exception& e) {
+                return e.what();
+            }
+            return {};
+        });
+}
+
 RuleOverride RuleOverride::parse(const std::string& text)
 {
     const auto equals = text.rfind('=');

@@ -20,6 +20,8 @@
 //   pass             R_in = R_out (element-wise activations: the identity rule)
 //   gradient         the plain gradient (max pooling routes R to the maximum; reshapes move it)
 
+#include "common/parameters.h"
+
 #include <string>
 #include <vector>
 
@@ -77,6 +79,11 @@ struct RuleOverride {
 const std::vector<std::string>& attentionRuleNames();
 
 // What a relevance run rewrites the model's graph with.
+// LRP's choices as a request names them (common/parameters.h), for attribute's lrp and crp alike:
+// --composite, --attention-rule, and --rule PATH=RULE (each checked by RuleOverride::parse).
+void visitLrpChoices(ParameterVisitor& v, std::string& composite, std::string& attentionRule);
+Parameter ruleOverrideParameter();
+
 struct RelevanceSettings {
     std::string composite = "epsilon_plus_flat";
     std::string attention = "cp"; // attentionRuleNames()

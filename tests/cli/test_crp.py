@@ -84,7 +84,9 @@ class Oracle:
         return shares, relevance, whole.heatmap[0], conditional.heatmap
 
 
-class CrpAgainstZennitCrp(unittest.TestCase):
+class CrpCase(unittest.TestCase):
+    """Two colour images 48 x 64 and a folder of references in two class folders, the class's own."""
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
@@ -150,6 +152,8 @@ class CrpAgainstZennitCrp(unittest.TestCase):
                                            rtol=1e-4, atol=1e-6 * abs(got["scores"][i]))
         return got, done
 
+
+class CrpAgainstZennitCrp(CrpCase):
     def test_resnet_block_output_scripted_and_exported(self):
         model = randomised_norms(torchvision.models.resnet18(num_classes=10))
         scripted = self.dir / "resnet18.pt"
@@ -160,6 +164,8 @@ class CrpAgainstZennitCrp(unittest.TestCase):
         torch.export.save(torch.export.export(model, (self.x,), dynamic_shapes=({0: batch},)), exported)
         self.check(model, exported, [ResNetCanonizer()], "layer3")
 
+
+class CrpOnVgg(CrpCase):
     def test_vgg_at_an_activation_with_its_norm_merged(self):
         model = randomised_norms(torchvision.models.vgg11_bn(num_classes=10))
         path = self.dir / "vgg11_bn.pt"
@@ -185,6 +191,8 @@ class CrpAgainstZennitCrp(unittest.TestCase):
                                    atol=1e-6 * np.abs(at_relu["relevance"]).max())
         np.testing.assert_array_equal(at_conv["channels"], at_relu["channels"])
 
+
+class CrpChannelsAndReferences(CrpCase):
     def test_a_tuple_models_scores_element(self):
         """--scores 1 explains the second head's predicted class (named by --labels): zennit-crp on that
         element of the eager model (its pooling a module, as Zennit rules it)."""
@@ -199,6 +207,12 @@ class CrpAgainstZennitCrp(unittest.TestCase):
             predicted = model(self.x)[1].argmax(1)
         for target in predicted.tolist():
             self.assertIn(["cat", "dog", "fox", "owl"][target], done.stdout)
+        # Every setting that shapes the numbers is in the manifest, from the request's own parameters.
+        settings = json.loads((self.dir / "two_heads_crp.manifest.json").read_text())["settings"]
+        for key, value in {"scores": "1", "layer": "features.2", "target": "-1", "channels": "top:3",
+                           "composite": "epsilon_plus_flat", "attention_rule": "cp", "rule": "", "top": "9",
+                           "reference_by": "relevance", "memory_mb": "0"}.items():
+            self.assertEqual(settings.get(key), value, key)
 
     def test_every_channel_adds_up_to_the_whole_map(self):
         """Relevance is linear in what starts the backward, so the conditional maps of all of a layer's
@@ -304,7 +318,13 @@ class CrpAgainstZennitCrp(unittest.TestCase):
         for extra, message in [(["--layer", "layer3", "--channels", "300"], "channel 300 is out of range: 'layer3' has 256"),
                                (["--layer", "layer3", "--channels", "top:x"], "top:K"),
                                (["--layer", "nowhere"], "nowhere"),
-                               (["--layer", "layer3", "--target", "12"], "class 12 is out of range")]:
+                               (["--layer", "layer3", "--target", "12"], "class 12 is out of range"),
+                               # The request's own ranges and choices, refused before the model runs.
+                               (["--layer", "layer3", "--top", "0"], "--top: Value 0 not in range 1 to 10000"),
+                               (["--layer", "layer3", "--target", "-2"], "--target: Value -2 not in range"),
+                               (["--layer", "layer3", "--reference-by", "gradient"], "--reference-by: gradient not in"),
+                               (["--layer", "layer3", "--rule", "layer3"], "--rule"),
+                               (["--channels", "top:2"], "--layer is required")]:
             with self.subTest(extra=extra):
                 done = cli("crp", path, "--input", self.images[0], "--preprocess", self.setup, *extra, "--out", out)
                 self.assertNotEqual(done.returncode, 0)

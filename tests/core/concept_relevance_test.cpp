@@ -88,7 +88,8 @@ TEST(ConceptRelevance, TopChannelsAreTheMostRelevantAndACancelKeepsWhatFinished)
 {
     ConceptRelevanceRequest request = demoRequest();
     request.channels.top = 5;
-    request.memoryBytes = 1; // one image per batch
+    request.memoryMb = 1;
+    request.bytesPerSample = int64_t{1} << 20; // one image per batch
     Engine engine(Model::load(demoModelPath()));
     ConceptRelevanceReports reports;
     reports.progress = [](const Progress& p) { return p.done < 2; };

@@ -1,6 +1,5 @@
 #include "panels/relevance_panel.h"
 
-#include "common/memory_budget.h"
 #include "document/document.h"
 #include "export/manifest.h"
 #include "jobs/run_controller.h"
@@ -74,7 +73,7 @@ RelevancePanel::RelevancePanel(Document* document, RunController* controller, QW
     , controller_(controller)
     , column_(new JobSetupColumn)
     , layer_(new QComboBox)
-    , channels_(new QLineEdit("top:8"))
+    , channels_(new QLineEdit(QString::fromStdString(ConceptRelevanceRequest{}.channels.toString())))
     , target_(new QSpinBox)
     , composite_(new QComboBox)
     , attentionRule_(new QComboBox)
@@ -104,6 +103,7 @@ RelevancePanel::RelevancePanel(Document* document, RunController* controller, QW
 
 void RelevancePanel::buildForm()
 {
+    const ConceptRelevanceRequest defaults; // the request's own defaults, as the CLI's options show them
     makeLayerCombo(layer_);
     layer_->setMinimumContentsLength(14);
     layer_->setToolTip(tr("The layer whose channels are measured: a block's or an activation's output (a "
@@ -113,9 +113,10 @@ void RelevancePanel::buildForm()
                              "channels that get a conditional map and references"));
     target_->setRange(-1, 1000000);
     target_->setSpecialValueText(tr("each image's prediction"));
-    target_->setValue(-1);
+    target_->setValue(static_cast<int>(defaults.targetClass));
     for (const auto& name : compositeNames())
         composite_->addItem(QString::fromStdString(name));
+    composite_->setCurrentText(QString::fromStdString(defaults.composite));
     composite_->setToolTip(tr("LRP's rules by layer, as Zennit's composites"));
     attentionRule_->addItem(tr("CP-LRP (weights held fixed)"), QString("cp"));
     attentionRule_->addItem(tr("AttnLRP (uniform rule)"), QString("attnlrp"));
@@ -125,10 +126,11 @@ void RelevancePanel::buildForm()
     folder_->setToolTip(tr("A folder of images (class subfolders give each image its class): each conditioned "
                            "channel's top images in it"));
     top_->setRange(1, 64);
-    top_->setValue(9); // as the CLI's --top
+    top_->setValue(defaults.top);
     top_->setToolTip(tr("Reference images per channel"));
     for (const auto& mode : referenceModes())
         referenceBy_->addItem(QString::fromStdString(mode));
+    referenceBy_->setCurrentText(QString::fromStdString(defaults.referenceBy));
     referenceBy_->setToolTip(tr("relevance: the images where the channel carries most of the class's relevance "
                                 "(RelMax); activation: where it is most active (ActMax)"));
     QFormLayout* form = column_->form();
@@ -299,7 +301,6 @@ void RelevancePanel::start()
         column_->summary()->setText(problem);
         return;
     }
-    request.memoryBytes = defaultMemoryBudget(); // as the CLI's default --memory-mb
     for (const auto& image : document_->images())
         request.images.push_back(image.toStdString());
     request.setup = document_->setup();
