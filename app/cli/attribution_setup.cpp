@@ -155,7 +155,10 @@ InterruptibleProgress::~InterruptibleProgress() = default;
 ProgressCallback InterruptibleProgress::callback() const
 {
     return [unit = unit_](const Progress& p) {
-        std::cerr << "\r" << p.done << " / " << p.total << " " << unit << std::flush;
+        if (unit.empty()) // each report's own stage: "ranking: 4 / 96"
+            std::cerr << "\r" << p.stage << ": " << p.done << " / " << p.total << "   " << std::flush;
+        else
+            std::cerr << "\r" << p.done << " / " << p.total << " " << unit << std::flush;
         if (p.done == p.total)
             std::cerr << '\n';
         return !StopRequests::asked();

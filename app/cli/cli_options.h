@@ -129,21 +129,7 @@ struct CliOptions {
     int64_t effects = 256; // sae latents
     std::string latentList; // sae latents --latents 1,5,9 (effects of these)
 
-    // dissect (--layer: `layers`, --max-images, --batch-images: `batch`) and concepts make
-    // (--out, --seed, --images: `conceptImages`)
-    std::string concepts; // a concept set's folder
-    std::string units = "channels"; // channels | sae:FOLDER | probe:FILE
-    int64_t spillMb = -1; // dissect --spill-mb: maps kept on disk between the passes (-1: the default)
-    std::string dissectMethod = "both";
-    double quantile = 0.005;
-    double iouThreshold = 0.04;
-    double aucThreshold = 0.9;
-    double alpha = 0.05;
-    std::string dissectPooling = "mean";
-    int64_t formulaLength = 1;
-    int64_t beam = 5;
-    int64_t dissectTop = 5; // dissect --top
-    int64_t topImages = 8;
+    // concepts make (--out, --seed, --images: `conceptImages`)
     int64_t conceptImages = 200;
     std::string imageSize = "224"; // concepts make --size: S or HxW
     std::string backgrounds;

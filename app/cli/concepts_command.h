@@ -7,7 +7,6 @@ namespace torchscope::cli {
 // torchscope-cli dissect: core's dissect (network dissection's IoU, INVERT's AUC, formulas) of
 // --layer's units over a --concepts set, written with writeDissection.
 Command dissectCommand();
-int runDissect(const CliOptions& options);
 
 // torchscope-cli concepts make: core's makeSyntheticConcepts (coloured shapes and textures with exact
 // masks) into --out.

@@ -1,4 +1,5 @@
 // torchscope-cli dissect / concepts make (concepts_command.cpp defines their options): need images.
+#include "analysis_command.h"
 #include "cli_manifest.h"
 #include "common/error.h"
 #include "common/strings.h"
@@ -34,42 +35,10 @@ std::pair<int, int> imageSize(const std::string& text)
 
 } // namespace
 
-int runDissect(const CliOptions& options)
+namespace {
+
+void printDissection(const DissectionResult& result)
 {
-    const auto model = openModel(options);
-    DissectionRequest request;
-    request.setup = chooseSetup(*model, options);
-    request.layers = options.layers;
-    request.concepts = options.concepts;
-    request.units = options.units;
-    request.method = parseDissectionMethod(options.dissectMethod);
-    request.quantile = options.quantile;
-    request.iouThreshold = options.iouThreshold;
-    request.aucThreshold = options.aucThreshold;
-    request.alpha = options.alpha;
-    request.pooling = options.dissectPooling;
-    request.formulaLength = options.formulaLength;
-    request.beam = options.beam;
-    request.top = options.dissectTop;
-    request.topImages = options.topImages;
-    request.maxImages = options.maxImages;
-    request.imageBatch = options.batch;
-    request.mapSpillBytes = options.spillMb < 0 ? -1 : options.spillMb << 20;
-    if (!endsWith(options.out, ".json") && !endsWith(options.out, ".csv"))
-        throw UsageError("--out '" + options.out + "': a dissection is written as FILE.json or FILE.csv");
-    const std::filesystem::path folder = std::filesystem::absolute(options.out).parent_path();
-    if (!std::filesystem::is_directory(folder))
-        throw UsageError("--out '" + options.out + "': the folder '" + folder.string() + "' does not exist");
-    Engine engine(model);
-    DissectionResult result;
-    {
-        const StopRequests stops(false);
-        result = dissect(engine, request, [](const Progress& p) {
-            std::cerr << "\r" << p.stage << ": " << p.done << " / " << p.total << "   " << std::flush;
-            return !StopRequests::asked();
-        });
-        std::cerr << '\n';
-    }
     printSkipped(result.failures);
     printWarnings(result.warnings);
     for (const auto& layer : result.layers) {
@@ -90,11 +59,46 @@ int runDissect(const CliOptions& options)
     timing << std::fixed << std::setprecision(3) << "dissected " << result.imagesRead << " images in " << result.seconds
            << " s, of which the model's forward passes " << result.modelSeconds << " s\n";
     std::cout << timing.str();
-    ExportManifest manifest = cliManifest(options, *model, request.setup, {});
-    manifest.settings.emplace_back("units", options.units);
-    writeDissection(options.out, result, &manifest);
-    std::cout << "wrote " << options.out << '\n';
-    return result.cancelled ? 130 : 0;
+}
+
+} // namespace
+
+Command dissectCommand()
+{
+    AnalysisCommand<DissectionAnalysis> row;
+    row.name = "dissect";
+    row.description = "which units of a layer detect which concepts of a concept set (IoU, INVERT, formulas)";
+    row.about
+        = "Units: --layer's channels (a ViT's tokens over its patch grid), an SAE's latents (--units sae:FOLDER)\n"
+          "or a linear probe's directions (--units probe:FILE), each a map over the layer's positions.\n"
+          "iou (Bau et al. 2017, as NetDissect-Lite): each unit's threshold is the top --quantile of its values "
+          "over\n"
+          "the set; its maps upsampled bilinearly to the masks and thresholded; IoU with each concept's masks "
+          "summed\n"
+          "over the set; interpretable above --iou-threshold. --formula-length 2 or 3: the best formula of "
+          "concepts\n"
+          "joined by AND, OR, AND NOT (Mu & Andreas 2020; beam search of width --beam).\n"
+          "invert (Bykov et al. 2023): the AUC with which the unit's pooled value separates a concept's images "
+          "from\n"
+          "the rest, its one-sided Mann-Whitney p Bonferroni-corrected over units x concepts; interpretable with "
+          "AUC\n"
+          "at least --auc-threshold and p below --alpha.\n"
+          "A concept set: images/ and masks/CONCEPT/ (torchscope-cli concepts make writes one), a folder per\n"
+          "concept (image-level: invert only) or Broden's index.csv (docs/concepts.md).\n"
+          "Progress: images of the first pass (ranking), then of the second (counting), over both. Ctrl+C "
+          "writes\n"
+          "what is complete.\n";
+    row.outHelp = "FILE.json or FILE.csv";
+    row.outFormats = {".json", ".csv"};
+    row.progressUnit = ""; // ranking, then counting
+    row.cancelledExit = 130;
+    row.cancelled = [](const DissectionResult& result) { return result.cancelled; };
+    row.printSummary = printDissection;
+    row.write = [](const std::string& path, const DissectionResult& result, const ExportManifest* manifest) {
+        writeDissection(path, result, manifest);
+        return std::vector<std::string>{};
+    };
+    return analysisCommand(std::move(row));
 }
 
 int runConcepts(const CliOptions& options)

@@ -106,9 +106,9 @@ int runVisualize(const CliOptions&)
     refuse("visualize", "its images are written as PNG files and contact sheets");
 }
 
-int runDissect(const CliOptions&)
+Command dissectCommand()
 {
-    refuse("dissect", "a dissection reads a concept set's images and masks");
+    return unavailableCommand("dissect", "a dissection reads a concept set's images and masks");
 }
 
 int runConcepts(const CliOptions&)

@@ -1,11 +1,13 @@
 #include "request_options.h"
 
+#include "cli_options.h"
 #include "common/error.h"
 #include "common/strings.h"
 
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <limits>
 
 namespace torchscope::cli {
@@ -25,7 +27,22 @@ template <typename T> void addRange(CLI::Option* option, const Parameter& p)
     // An open side as the type's own limit (INT64_MAX through a double would not come back).
     const T low = p.min ? static_cast<T>(*p.min) : std::numeric_limits<T>::lowest();
     const T high = p.max ? static_cast<T>(*p.max) : std::numeric_limits<T>::max();
-    option->check(CLI::Range(low, high));
+    if (!p.open) {
+        option->check(CLI::Range(low, high));
+        return;
+    }
+    option->check(CLI::Validator(
+        [low, high](std::string& text) -> std::string {
+            try {
+                size_t used = 0;
+                const double x = std::stod(text, &used);
+                if (used == text.size() && x > low && x < high)
+                    return {};
+            } catch (const std::exception&) { }
+            return "expected a number between " + shortestNumber(low) + " and " + shortestNumber(high)
+                + " (exclusive), got '" + text + "'";
+        },
+        "(" + shortestNumber(low) + " - " + shortestNumber(high) + ")"));
 }
 
 void finish(CLI::Option* option, const Parameter& p)
@@ -45,8 +62,7 @@ public:
     Binder(CLI::App* command, const std::set<std::string>& skip)
         : command_(command)
         , skip_(skip)
-    {
-    }
+    { }
 
     void visit(const Parameter& p, bool& value) override
     {
@@ -69,15 +85,15 @@ public:
     {
         if (skipped(p))
             return;
-        finish(command_->add_option(flag(p), value, p.help + " (repeatable)"), p);
+        finish(repeatable(command_, flag(p), value, p.help + " (repeatable)"), p); // one value per occurrence
     }
     void visit(const Parameter& p, TextField value) override
     {
         if (skipped(p))
             return;
         const auto parse = value.parse;
-        CLI::Option* option
-            = command_->add_option_function<std::string>(flag(p), [parse](const std::string& text) { parse(text); }, p.help);
+        CLI::Option* option = command_->add_option_function<std::string>(
+            flag(p), [parse](const std::string& text) { parse(text); }, p.help);
         // Refused while parsing, with the reader's own words, before anything runs.
         option->check(CLI::Validator(
             [parse](std::string& text) -> std::string {
@@ -126,6 +142,20 @@ void bindParameters(
 {
     Binder binder(command, skip);
     visit(binder);
+}
+
+void checkOut(const std::string& out, const std::string& command, const std::vector<std::string>& formats)
+{
+    if (!formats.empty()
+        && std::none_of(formats.begin(), formats.end(), [&](const std::string& f) { return endsWith(out, f); })) {
+        std::vector<std::string> files;
+        for (const auto& f : formats)
+            files.push_back("FILE" + f);
+        throw UsageError("--out '" + out + "': " + command + " writes " + join(files, ", "));
+    }
+    const std::filesystem::path folder = std::filesystem::absolute(out).parent_path();
+    if (!std::filesystem::is_directory(folder))
+        throw UsageError("--out '" + out + "': the folder '" + folder.string() + "' does not exist");
 }
 
 } // namespace torchscope::cli

@@ -10,13 +10,19 @@ namespace torchscope {
 Parameter::Parameter(std::string name_, std::string help_)
     : name(std::move(name_))
     , help(std::move(help_))
-{
-}
+{ }
 
 Parameter& Parameter::range(double low, double high)
 {
     min = low;
     max = high;
+    return *this;
+}
+
+Parameter& Parameter::openRange(double low, double high)
+{
+    range(low, high);
+    open = true;
     return *this;
 }
 
@@ -109,11 +115,15 @@ public:
 
     void number(const Parameter& p, double value, const std::string& text)
     {
-        if (!std::isfinite(value) || (p.min && value < *p.min) || (p.max && value > *p.max)) {
-            std::string allowed = p.min && p.max ? "from " + shortestNumber(*p.min) + " to " + shortestNumber(*p.max)
-                : p.min                          ? "at least " + shortestNumber(*p.min)
-                : p.max                          ? "at most " + shortestNumber(*p.max)
-                                                 : "a finite number";
+        const bool below = p.min && (p.open ? value <= *p.min : value < *p.min);
+        const bool above = p.max && (p.open ? value >= *p.max : value > *p.max);
+        if (!std::isfinite(value) || below || above) {
+            std::string allowed = p.min && p.max && p.open
+                ? "between " + shortestNumber(*p.min) + " and " + shortestNumber(*p.max) + ", exclusive"
+                : p.min && p.max ? "from " + shortestNumber(*p.min) + " to " + shortestNumber(*p.max)
+                : p.min          ? "at least " + shortestNumber(*p.min)
+                : p.max          ? "at most " + shortestNumber(*p.max)
+                                 : "a finite number";
             problems.push_back(p.name + " is " + text + "; it must be " + allowed);
         }
     }

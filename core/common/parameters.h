@@ -32,7 +32,8 @@ struct Parameter {
 
     std::string name; // "channels": --channels, the manifest's "channels", Python's channels=
     std::string help; // one line, as --help shows it
-    std::optional<double> min, max; // numbers: the closed range allowed
+    std::optional<double> min, max; // numbers: the range allowed, closed unless `open`
+    bool open = false; // min and max themselves are not allowed (a fraction strictly between 0 and 1)
     std::vector<std::string> choices; // texts: the values allowed (empty: any)
     // Texts and list items: returns "" when `value` is allowed, else what is wrong with it.
     std::function<std::string(const std::string& value)> check;
@@ -42,6 +43,7 @@ struct Parameter {
     bool describesDefault = true; // --help shows the default (false where the default is a sentinel)
 
     Parameter& range(double low, double high);
+    Parameter& openRange(double low, double high);
     Parameter& atLeast(double low);
     Parameter& oneOf(std::vector<std::string> allowed);
     Parameter& checkedBy(std::function<std::string(const std::string&)> checker);

@@ -334,7 +334,7 @@ DissectionResult dissect(Engine& engine, const DissectionRequest& request, const
     // them from a spill on disk when they fit its budget (the model then runs once), else from the model.
     std::unique_ptr<TensorSpill> spill;
     std::vector<ImageBatchRead> spilled; // the batches whose maps it holds, without their images
-    bool spillDecided = !iou || request.mapSpillBytes == 0;
+    bool spillDecided = !iou || request.spillMb == 0;
     const bool firstDone = forEachImageBatch(
         set, request, ranking, everyImage, progress, &result.failures, [&](const ImageBatchRead& batch) {
             const RunResult out = timedRun(engine, grab, batch.images, result.modelSeconds);
@@ -348,7 +348,7 @@ DissectionResult dissect(Engine& engine, const DissectionRequest& request, const
                 int64_t perImage = 0;
                 for (const auto& m : maps)
                     perImage += m[0].numel() * static_cast<int64_t>(sizeof(float));
-                const int64_t budget = request.mapSpillBytes < 0 ? defaultSpillBudget() : request.mapSpillBytes;
+                const int64_t budget = request.spillMb < 0 ? defaultSpillBudget() : request.spillMb << 20;
                 if (perImage * imageCount <= budget)
                     spill = std::make_unique<TensorSpill>();
             }
@@ -554,6 +554,39 @@ DissectionResult dissect(Engine& engine, const DissectionRequest& request, const
     }
     result.seconds = secondsSince(started);
     return result;
+}
+
+void DissectionRequest::visit(ParameterVisitor& v)
+{
+    v.visit(Parameter("layer", "a module to dissect (several: from one pass)"), layers);
+    v.visit(Parameter("concepts", "a concept set's folder").needed().folder(), concepts);
+    v.visit(Parameter("units", "channels, sae:FOLDER (a saved SAE) or probe:FILE (a linear probe)"), units);
+    v.visit(Parameter("method", "iou, invert or both").oneOf({"iou", "invert", "both"}),
+        TextField{[this] { return toString(method); },
+            [this](const std::string& text) { method = parseDissectionMethod(text); }});
+    v.visit(
+        Parameter("quantile", "iou: the top share of a unit's values that is its region").openRange(0, 1), quantile);
+    v.visit(Parameter("iou_threshold", "iou: interpretable above this IoU").range(0, 1), iouThreshold);
+    v.visit(Parameter("auc_threshold", "invert: interpretable from this AUC").range(0, 1), aucThreshold);
+    v.visit(Parameter("alpha", "invert: interpretable below this corrected p").openRange(0, 1), alpha);
+    v.visit(Parameter("pooling", "invert: a unit's value per image, mean or max of its map").oneOf({"mean", "max"}),
+        pooling);
+    v.visit(
+        Parameter("formula_length", "iou: formulas of up to this many concepts (1: none)").range(1, 3), formulaLength);
+    v.visit(Parameter("beam", "formulas: the beam search's width").range(1, 100), beam);
+    v.visit(Parameter("top", "concepts kept per unit and method").range(1, 1000), top);
+    v.visit(Parameter("top_images", "images kept per unit (largest value), with maps").range(1, 1000), topImages);
+    v.visit(Parameter("max_images", "at most this many of the set's images (0: all)")
+                .range(0, double(int64_t{1} << 40))
+                .defaultNotShown(),
+        maxImages);
+    v.visit(Parameter("batch_images", "images per forward pass").range(1, 4096), imageBatch);
+    v.visit(Parameter("spill_mb",
+                "iou: the most MiB of maps kept on disk for the second pass, which otherwise runs the model again "
+                "(default: half the temporary folder's free space; 0: never)")
+                .range(-1, double(int64_t{1} << 40))
+                .defaultNotShown(),
+        spillMb);
 }
 
 DissectionResult DissectionAnalysis::run(AnalysisContext& context, const Request& request)

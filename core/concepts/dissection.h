@@ -30,6 +30,7 @@
 // image and the top `quantile` of its values, plus the top images' maps.
 
 #include "common/float_tensor.h"
+#include "common/parameters.h"
 #include "common/progress.h"
 #include "graph/analysis_context.h"
 #include "model/model_setup.h"
@@ -65,10 +66,14 @@ struct DissectionRequest {
     int64_t topImages = 8; // images kept per unit (largest maximum), with their maps
     int64_t maxImages = 0;
     int imageBatch = 16;
-    // iou: the most bytes of the layers' maps the first pass may keep on disk (common/tensor_spill.h) for
+    // iou: the most MiB of the layers' maps the first pass may keep on disk (common/tensor_spill.h) for
     // the second, which then reads them instead of running the model again; -1: half the temporary
     // folder's free space; 0: never (the model runs twice).
-    int64_t mapSpillBytes = -1;
+    int64_t spillMb = -1;
+
+    // Its parameters, once (common/parameters.h): the CLI's options, the manifest's settings. The
+    // setup is the front end's.
+    void visit(ParameterVisitor& v);
 };
 
 struct UnitConcept {

@@ -346,6 +346,12 @@ class OracleTest(DissectTestCase):
             best = unit["invert"][0]
             self.assertEqual(unit["interpretable_invert"], best["auc"] >= 0.75 and best["p"] < 1e-3, unit["unit"])
         self.assertEqual(layer["interpretable"]["iou"], sum(u["interpretable_iou"] for u in layer["units"]))
+        # The manifest records every setting that shapes these numbers, as given and as defaulted.
+        settings = json.loads((self.tmp / "d.manifest.json").read_text())["settings"]
+        for key, value in {"layer": "features.3", "units": "channels", "method": "both", "quantile": "0.005",
+                           "iou_threshold": "0.12", "auc_threshold": "0.75", "alpha": "0.001", "top": "12",
+                           "max_images": "20", "batch_images": "4", "formula_length": "1", "pooling": "mean"}.items():
+            self.assertEqual(settings.get(key), value, key)
         # The concepts' counts are of the first n images alone.
         by_name = {c["name"]: c for c in result["concepts"]}
         self.assertEqual([by_name[c]["images"] for c in CONCEPTS if c in by_name],
@@ -567,6 +573,18 @@ class BadInputTest(DissectTestCase):
                      "--concepts", self.set, "--out", self.tmp / "x.json")
         self.assertEqual(result.returncode, 1)
         self.assertIn("lie on no patch grid", result.stderr)
+        # The request's own ranges and choices are refused while the command line is read (exit 2).
+        for extra, message in ((("--quantile", "0"), "--quantile: expected a number between 0 and 1 (exclusive)"),
+                               (("--alpha", "1"), "--alpha: expected a number between 0 and 1 (exclusive)"),
+                               (("--formula-length", "4"), "--formula-length: Value 4 not in range 1 to 3"),
+                               (("--method", "auc"), "--method: the dissection method 'auc' is not one of iou, invert, both"),
+                               (("--out", self.tmp / "x.npz"), "dissect writes FILE.json, FILE.csv")):
+            with self.subTest(extra=extra):
+                args = ["dissect", FIXTURES / "color_cnn.pt", "--layer", "features.3", "--concepts", self.set, *extra]
+                result = cli(*args, *(() if extra[0] == "--out" else ("--out", self.tmp / "x.json")))
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertIn(message, result.stderr)
+                self.assertFalse((self.tmp / "x.json").exists())
         # An --out in a folder that does not exist is refused before the run.
         result = cli("dissect", FIXTURES / "color_cnn.pt", "--layer", "features.3", "--concepts", self.set,
                      "--out", self.tmp / "missing" / "x.json")

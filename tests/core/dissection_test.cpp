@@ -112,7 +112,7 @@ TEST(Dissection, OtherSettingsOnOneLoadedModelEqualAFreshEngine)
     runs[3].pooling = "max";
     runs[4].method = DissectionMethod::Iou;
     runs[4].quantile = 0.05;
-    runs[4].mapSpillBytes = 0; // the model runs twice instead of reading its maps back: the same numbers
+    runs[4].spillMb = 0; // the model runs twice instead of reading its maps back: the same numbers
     Engine shared(Model::load(test::demoModelPath()));
     std::vector<std::vector<double>> numbers;
     for (size_t i = 0; i < runs.size(); ++i) {

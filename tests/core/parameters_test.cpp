@@ -65,8 +65,7 @@ TEST(Parameters, SettingsAreEveryRecordedValueAsTextInVisitOrder)
     r.rules = {"conv=flat", "fc=epsilon:0.25"};
     r.window.width = 16;
     const Settings expected{{"layer", "features.3"}, {"target", "4"}, {"top", "12"}, {"quantile", "0.1234567"},
-        {"dense", "true"}, {"reference_by", "activation"}, {"rule", "conv=flat fc=epsilon:0.25"},
-        {"window", "w16"}};
+        {"dense", "true"}, {"reference_by", "activation"}, {"rule", "conv=flat fc=epsilon:0.25"}, {"window", "w16"}};
     EXPECT_EQ(requestSettings(r), expected);
 }
 
@@ -120,9 +119,9 @@ TEST(Parameters, ProblemsNameTheParameterAndWhatIsAllowed)
     r.quantile = std::numeric_limits<double>::quiet_NaN();
     r.mode = "gradient";
     r.rules = {"conv=flat", "flat"};
-    const std::vector<std::string> expected{"target is -2; it must be at least -1", "top is 0; it must be from 1 to 10000",
-        "quantile is nan; it must be from 0 to 1", "reference_by is 'gradient'; it must be one of relevance, activation",
-        "rule 'flat': expected PATH=RULE"};
+    const std::vector<std::string> expected{"target is -2; it must be at least -1",
+        "top is 0; it must be from 1 to 10000", "quantile is nan; it must be from 0 to 1",
+        "reference_by is 'gradient'; it must be one of relevance, activation", "rule 'flat': expected PATH=RULE"};
     EXPECT_EQ(parameterProblems(r), expected);
 }
 

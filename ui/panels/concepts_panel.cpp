@@ -184,7 +184,7 @@ void ConceptsPanel::buildForm()
     method_->addItem(tr("IoU (masks)"), QString("iou"));
     method_->addItem(tr("INVERT (AUC)"), QString("invert"));
     formula_->setRange(1, 3);
-    formula_->setValue(1);
+    formula_->setValue(static_cast<int>(DissectionRequest{}.formulaLength));
     formula_->setToolTip(tr("IoU: the best formula of up to this many concepts (AND, OR, AND NOT) per unit; 1: "
                             "single concepts"));
     QFormLayout* form = column_->form();
@@ -202,8 +202,12 @@ void ConceptsPanel::buildForm()
 QWidget* ConceptsPanel::buildResults()
 {
     plot_->setMinimumHeight(150);
-    plot_->setToolTip(tr("Interpretable units per concept category: by IoU (its best IoU above 0.04) and by INVERT "
-                         "(AUC ≥ 0.9 with a corrected p below 0.05)"));
+    const DissectionRequest defaults; // the thresholds a dissection from this tab takes
+    plot_->setToolTip(tr("Interpretable units per concept category: by IoU (its best IoU above %1) and by INVERT "
+                         "(AUC ≥ %2 with a corrected p below %3)")
+                          .arg(defaults.iouThreshold)
+                          .arg(defaults.aucThreshold)
+                          .arg(defaults.alpha));
     table_->setColumnCount(7);
     table_->setHorizontalHeaderLabels(
         {tr("Unit"), tr("IoU label"), tr("IoU"), tr("Formula"), tr("INVERT label"), tr("AUC"), tr("p")});
@@ -299,8 +303,6 @@ void ConceptsPanel::dissect()
     request.units = kind == "channels" ? std::string("channels") : (kind + ":" + file).toStdString();
     request.method = parseDissectionMethod(method_->currentData().toString().toStdString());
     request.formulaLength = formula_->value();
-    request.top = 5;
-    request.topImages = 8;
     JobHandle* job = controller_->start<DissectionAnalysis>(request, this);
     connect(job, &JobHandle::succeeded, this, [this, job, units = QString::fromStdString(request.units)] {
         resultUnits_ = units;
