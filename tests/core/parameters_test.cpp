@@ -138,6 +138,24 @@ TEST(Parameters, BoundsAreClosed)
     EXPECT_EQ(parameterProblems(r).size(), 2u);
 }
 
+struct FractionRequest {
+    double alpha = 0.05;
+    void visit(ParameterVisitor& v) { v.visit(Parameter("alpha", "a p value").openRange(0, 1), alpha); }
+};
+
+TEST(Parameters, AnOpenRangeRefusesItsBounds)
+{
+    FractionRequest r;
+    EXPECT_TRUE(parameterProblems(r).empty());
+    for (const double bound : {0.0, 1.0}) {
+        r.alpha = bound;
+        EXPECT_EQ(parameterProblems(r),
+            std::vector<std::string>{"alpha is " + std::to_string(int(bound)) + "; it must be between 0 and 1, exclusive"});
+    }
+    r.alpha = 1e-300;
+    EXPECT_TRUE(parameterProblems(r).empty());
+}
+
 TEST(Parameters, ATextFieldReadsAndWritesItsOwnType)
 {
     TestRequest r;
