@@ -399,6 +399,22 @@ class GatedConv(nn.Module):
         return self.head(y.mean((2, 3)))
 
 
+class Cubes(nn.Module):
+    """y³ between two layers: no rule takes it, so its plain gradient (3y², y large) multiplies the relevance."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.head = nn.Linear(4, 3)
+        with torch.no_grad():
+            self.conv.weight.mul_(20)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return self.head((y * y * y).mean((2, 3)))
+
+
 class RelevanceByHand(unittest.TestCase):
     def test_two_layers_conserve_the_logit(self):
         """x = (1, 2): z₁ = (5, 1), after the ReLU (5, 1), y = 6. LRP-0 gives R₁ = (5/6·6, 1/6·6) = (5, 1)
@@ -415,6 +431,7 @@ class RelevanceByHand(unittest.TestCase):
             np.testing.assert_allclose(got["lrp"].reshape(-1), [0.0, 6.0], rtol=1e-6, atol=1e-6)
             np.testing.assert_allclose(got["lrp:logit"], [6.0], rtol=1e-6)
             np.testing.assert_allclose(got["lrp:relevance_sum"], [6.0], rtol=1e-6)
+            self.assertNotIn("far from the logit", done.stderr)
 
     def test_a_tuple_models_scores_element_is_explained(self):
         """--scores 1 explains the second head's logit (--target 2, named by --labels); by default the first
@@ -446,6 +463,25 @@ class RelevanceByHand(unittest.TestCase):
                     np.testing.assert_allclose(got["lrp:logit"], logits[torch.arange(2), target].numpy(), rtol=1e-5)
                     if element == 1:
                         self.assertIn("fox", done.stdout)
+
+    def test_a_sum_far_from_the_logit_is_warned_of(self):
+        """An image whose input relevance sums to more than twice the logit's size away from it is named in a
+        warning, with its sum and logit as the file holds them; a conserving model warns of none."""
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = pathlib.Path(tmp)
+            torch.jit.save(torch.jit.script(Cubes().eval()), tmp / "cubes.pt")
+            torch.manual_seed(1)
+            torch.save(torch.rand(2, 3, 12, 20), tmp / "x.pt")
+            done = cli("attribute", tmp / "cubes.pt", "--input", tmp / "x.pt", "--method", "lrp", "--out", tmp / "r.npz")
+            self.assertEqual(done.returncode, 0, done.stderr)
+            got = np.load(tmp / "r.npz")
+            sums, logits = got["lrp:relevance_sum"], got["lrp:logit"]
+            np.testing.assert_allclose(sums, got["lrp"].astype(np.float64).sum((1, 2, 3)), rtol=1e-4)
+            far = np.abs(sums - logits) > 2 * np.abs(logits)
+            self.assertTrue(far.all(), f"sums {sums}, logits {logits}: the model was meant not to conserve")
+            for i in range(2):
+                self.assertIn(f"image {i}: the input relevance sums to {sums[i]:.6g}, far from the logit "
+                              f"{logits[i]:.6g} it explains", done.stderr)
 
     def test_what_no_rule_covers_is_named(self):
         with tempfile.TemporaryDirectory() as tmp:

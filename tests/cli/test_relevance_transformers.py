@@ -194,6 +194,19 @@ def lxt_relevance(model, x, attention, gammas=None):
     return (x * x.grad).detach(), target, logits[torch.arange(len(x)), target].detach()
 
 
+class Normalising(nn.Module):
+    """A ViT that normalises its input inside forward ((x - mean) / std before the patch embedding)."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+        self.register_buffer("mean", torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1))
+        self.register_buffer("std", torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1))
+
+    def forward(self, x):
+        return self.net((x - self.mean) / self.std)
+
+
 class LxtCase(unittest.TestCase):
     """Against LXT on the eager model, in a folder of the class's own."""
 
@@ -270,6 +283,33 @@ class TransformerRelevanceAgainstLxt(LxtCase):
         for path in (scripted, exported):
             with self.subTest(model=path.name):
                 self.check(model, path, x, "cp")
+
+    def test_normalisation_inside_a_vits_forward_scripted_and_exported(self):
+        """What precedes the patch embedding passes relevance on as it is: TorchScope on the model that
+        normalises inside forward equals LXT on the ViT itself given the normalised input."""
+        torch.manual_seed(6)
+        inner = randomised(torchvision.models.VisionTransformer(
+            image_size=32, patch_size=8, num_layers=2, num_heads=3, hidden_dim=48, mlp_dim=96, num_classes=7))
+        model = Normalising(inner).eval()
+        torch.manual_seed(2)
+        x = torch.rand(2, 3, 32, 32)
+        normalised = (x - model.mean) / model.std
+        expected, target, logit = lxt_relevance(inner, normalised, "cp")
+        exact, _, _ = lxt_relevance(inner.double(), normalised.double(), "cp")
+        inner.float()
+        scripted = self.dir / "vit_normalising.pt"
+        torch.jit.save(torch.jit.script(model), scripted)
+        exported = self.dir / "vit_normalising.pt2"
+        batch = torch.export.Dim("batch", min=1, max=16)
+        torch.export.save(torch.export.export(model, (x,), dynamic_shapes=({0: batch},)), exported)
+        for path in (scripted, exported):
+            with self.subTest(model=path.name):
+                got, _ = self.attribute(path, x, "--composite", "epsilon0", "--attention-rule", "cp")
+                self.assertEqual(got["targets"].tolist(), target.tolist())
+                ours, lxts = relative_diff(got["lrp"], exact), relative_diff(expected, exact)
+                self.assertLessEqual(ours, ROUNDING_FACTOR * lxts + RELATIVE_TOLERANCE,
+                                     f"TorchScope is {ours:.2e} from LXT in float64, LXT's float32 {lxts:.2e}")
+                np.testing.assert_allclose(got["lrp:logit"], logit.double().numpy(), rtol=1e-5)
 
     def test_timm_vit_fused_and_explicit_attention(self):
         """timm's fused attention (F.scaled_dot_product_attention) and its explicit softmax path, each

@@ -150,7 +150,8 @@ TEST(Parameters, AnOpenRangeRefusesItsBounds)
     for (const double bound : {0.0, 1.0}) {
         r.alpha = bound;
         EXPECT_EQ(parameterProblems(r),
-            std::vector<std::string>{"alpha is " + std::to_string(int(bound)) + "; it must be between 0 and 1, exclusive"});
+            std::vector<std::string>{
+                "alpha is " + std::to_string(int(bound)) + "; it must be between 0 and 1, exclusive"});
     }
     r.alpha = 1e-300;
     EXPECT_TRUE(parameterProblems(r).empty());
