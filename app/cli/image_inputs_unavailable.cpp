@@ -68,7 +68,7 @@ int runSae(const CliOptions& options)
 Command unavailableCommand(const std::string& name, const std::string& why)
 {
     return {name,
-        [name](CLI::App& app, CliOptions&) {
+        [name, why](CLI::App& app, CliOptions&) {
             CLI::App* command = app.add_subcommand(name, "(not in this build: " + why + ")");
             command->allow_extras();
             return command;
