@@ -75,9 +75,7 @@ Command crpCommand()
     row.cancelled = [](const ConceptRelevanceResult& result) { return result.cancelled; };
     row.nothingDone = [](const ConceptRelevanceResult& result) { return result.images.empty(); };
     row.printSummary = printSummary;
-    row.write = [](const std::string& path, const ConceptRelevanceResult& result, const ExportManifest* manifest) {
-        return writeConceptRelevance(path, result, manifest);
-    };
+    row.write = writeConceptRelevance;
     return analysisCommand(std::move(row));
 }
 

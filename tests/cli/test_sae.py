@@ -213,6 +213,39 @@ class SaeCase:
                 self.assertFigure(key, downstream[key], expected[key])
 
 
+    def check_effects(self, measured, folder, scores, module, labels):
+        """Each measured latent's effect against the eager model: its part of the reconstruction removed
+        at `module` on its top images (Overcomplete's codes, the file's W_dec); `scores(x)` the model's
+        class scores, `labels` their names."""
+        sae, _ = overcomplete_sae(folder)
+        w_dec = load_file(str(folder / "sae_weights.safetensors"))["W_dec"]
+        for latent in measured:
+            i, images = latent["latent"], [t["image"] for t in latent["top"]]
+            x = self.x[images]
+
+            def ablate(m, inputs, out):
+                v = out.permute(0, 2, 3, 1)
+                code = sae.encode(v.reshape(-1, v.shape[-1]))[1][:, i].reshape(*v.shape[:-1], 1)
+                return (v - code * w_dec[i]).permute(0, 3, 1, 2)
+
+            with torch.no_grad():
+                before = scores(x).double()
+                handle = module.register_forward_hook(ablate)
+                after = scores(x).double()
+                handle.remove()
+            predicted = before.argmax(1, keepdim=True)
+            change = (after - before).mean(0)
+            with self.subTest(effect=i):
+                effect = latent["effect"]
+                self.assertFigure("probability_before", effect["probability_before"],
+                                  float(before.softmax(1).gather(1, predicted).mean()))
+                self.assertFigure("probability_after", effect["probability_after"],
+                                  float(after.softmax(1).gather(1, predicted).mean()))
+                np.testing.assert_allclose(effect["logit_change"], change.numpy(), rtol=1e-4, atol=1e-5)
+                self.assertEqual(effect["supports"], int(change.argmin()))
+                self.assertEqual(effect["supports_label"], labels[int(change.argmin())])
+
+
 class SaeOnColorCnn(SaeCase, unittest.TestCase):
     MODEL = FIXTURES / "color_cnn.pt"
     LABELS = {"astronaut_a": "light", "disc": "red", "stripes": "green", "astronaut_b": "dark"}
@@ -492,34 +525,9 @@ class SaeOnColorCnn(SaeCase, unittest.TestCase):
                     np.testing.assert_allclose(np.array(t["map"]), c[t["image"]].reshape(20, 28).numpy(),
                                                rtol=RELATIVE, atol=ABSOLUTE)
         # Effects: the latent's part of the reconstruction removed on its top images, in the eager model.
-        w_dec = load_file(str(folder / "sae_weights.safetensors"))["W_dec"]
         measured = [latent for latent in pages["latents"] if "effect" in latent]
         self.assertEqual(sorted(latent["latent"] for latent in measured), [0, 7, 21])
-        for latent in measured:
-            i, images = latent["latent"], [t["image"] for t in latent["top"]]
-            x = self.x[images]
-
-            def ablate(m, inputs, out):
-                v = out.permute(0, 2, 3, 1)
-                code = sae.encode(v.reshape(-1, 12))[1][:, i].reshape(*v.shape[:-1], 1)
-                return (v - code * w_dec[i]).permute(0, 3, 1, 2)
-
-            with torch.no_grad():
-                before = self.model(x).double()
-                handle = self.model.features[3].register_forward_hook(ablate)
-                after = self.model(x).double()
-                handle.remove()
-            predicted = before.argmax(1, keepdim=True)
-            change = (after - before).mean(0)
-            with self.subTest(effect=i):
-                effect = latent["effect"]
-                self.assertFigure("probability_before", effect["probability_before"],
-                                  float(before.softmax(1).gather(1, predicted).mean()))
-                self.assertFigure("probability_after", effect["probability_after"],
-                                  float(after.softmax(1).gather(1, predicted).mean()))
-                np.testing.assert_allclose(effect["logit_change"], change.numpy(), rtol=1e-4, atol=1e-5)
-                self.assertEqual(effect["supports"], int(change.argmin()))
-                self.assertEqual(effect["supports_label"], SETUP["labels"][int(change.argmin())])
+        self.check_effects(measured, folder, self.model, self.model.features[3], SETUP["labels"])
 
     def test_latent_pages_of_the_first_images_without_effects(self):
         """sae latents with --max-images, --batch-images, --layer and --effects 0 away from their defaults:
@@ -664,34 +672,9 @@ class SaeOnTwoHeads(SaeCase, unittest.TestCase):
                      self.names, "--top", 4, "--out", out)
         self.assertEqual(result.returncode, 0, result.stderr)
         pages = json.loads(out.read_text())
-        sae, _ = overcomplete_sae(self.sae)
-        w_dec = load_file(str(self.sae / "sae_weights.safetensors"))["W_dec"]
         measured = [latent for latent in pages["latents"] if "effect" in latent]
         self.assertTrue(measured, "no latent's effect was measured")
-        for latent in measured:
-            i, images = latent["latent"], [t["image"] for t in latent["top"]]
-            x = self.x[images]
-
-            def ablate(m, inputs, out):
-                v = out.permute(0, 2, 3, 1)
-                code = sae.encode(v.reshape(-1, 12))[1][:, i].reshape(*v.shape[:-1], 1)
-                return (v - code * w_dec[i]).permute(0, 3, 1, 2)
-
-            with torch.no_grad():
-                before = self.model(x)[1].double()
-                handle = self.model.features[3].register_forward_hook(ablate)
-                after = self.model(x)[1].double()
-                handle.remove()
-            predicted = before.argmax(1, keepdim=True)
-            change = (after - before).mean(0)
-            with self.subTest(effect=i):
-                effect = latent["effect"]
-                self.assertFigure("probability_before", effect["probability_before"],
-                                  float(before.softmax(1).gather(1, predicted).mean()))
-                self.assertFigure("probability_after", effect["probability_after"],
-                                  float(after.softmax(1).gather(1, predicted).mean()))
-                np.testing.assert_allclose(effect["logit_change"], change.numpy(), rtol=1e-4, atol=1e-5)
-                self.assertEqual(effect["supports_label"], self.NAMES[int(change.argmin())])
+        self.check_effects(measured, self.sae, Element(self.model, 1), self.model.features[3], self.NAMES)
 
 
 class IgnoresItsFirstLayer(torch.nn.Module):
